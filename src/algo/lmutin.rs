@@ -1,0 +1,572 @@
+//! l_i-LMUTIN: generalized local l_i-mutual inclusion (Kamei & Kakugawa 2017, §3,
+//! Algorithms 1–2), and k_i-LMUTEX = Complement(l'_i-LMUTIN) with l'_i = |N_i|+1−k_i
+//! (§4, Theorem 2).
+//!
+//! **Problem.** On a graph, every process P_i keeps at least l_i processes of its closed
+//! neighbourhood N_i ∪ {P_i} in the CS (its upper bound is k_i = |N_i|+1, i.e. none). A process
+//! leaving the CS needs a permission from every member of its closed neighbourhood; each
+//! process grants at most |N_i|+1−l_i such permissions at a time, so at least l_i members stay in.
+//!
+//! **Messages.** `Request(ts)` (to exit), `Grant`, `Release` (sent on entering the CS: the
+//! permission is free again), `Preempt` (give the permission back to a request with a smaller
+//! stamp), `Relinquish` (the permission comes back). Self-addressed messages travel like any
+//! other and are counted: |N_i|+1 includes P_i.
+//!
+//! **Variables of P_i.**
+//!
+//! | paper | here | meaning |
+//! |---|---|---|
+//! | `state_i` | `state` | InCS / OutCS |
+//! | `ts_i` | `ts` | Lamport clock; raised on Exit and on receipt of a Request |
+//! | `nGrants_i` | `granters` (set) / `n_grants` (printed counter) | permissions held for the exit in progress |
+//! | `grantedTo_i` | `arbiter.granted` | stamps of the exits P_i permitted and not yet released |
+//! | `pendingReq_i` | `arbiter.pending` | stamps of the exits waiting for P_i's permission |
+//! | `preemptingNow_i` | `arbiter.preempting` | the holder P_i is preempting, if any |
+//!
+//! **Complexity** (messages per Exit/Entry pair of P_i): 3(|N_i|+1) in the best case
+//! (Request, Grant, Release to and from every member of N_i ∪ {P_i}) and 6(|N_i|+1) in the
+//! worst case (Preempt, Relinquish and a re-grant per member); Lemma 3.
+//!
+//! **Assumptions.** Reliable FIFO links; every handler is atomic; the initial configuration
+//! is safe (l_i ≤ |CS_i(C0)|); 0 ≤ l_i ≤ |N_i|.
+//!
+//! # Deviations from the paper
+//!
+//! Each has a regression test in `tests/lmutin_deviations.rs` that runs the printed rule
+//! alone (via [`LmutinRules`]) and shows it fail, and the corrected rule hold, on the same
+//! instance and seed.
+//!
+//! 1. **Initial grants go to the OutCS members.** The extracted Algorithm 1 initialises
+//!    `grantedTo_i` with the InCS members of N_i ∪ {P_i} (the overline is lost); a grant is a
+//!    permission to *exit*, so the processes out of the CS hold them. With the literal
+//!    reading, on `complete:3` with l = 1 and only P0 in the CS, P0 is granted by P1 and P2
+//!    (whose grant sets list only P0 but whose capacity 2 is not full), exits, and no process
+//!    is in the CS: |CS_i| = 0 < 1.
+//! 2. **Grants are a set of granters, not a counter.** A counter counts a granter twice when
+//!    a stale Relinquish (item 3) makes an arbiter re-grant the same request, so the exit
+//!    completes while some neighbour never agreed.
+//! 3. **A Preempt is honoured only for a permission actually held.** The printed handler
+//!    relinquishes whenever P_i is InCS. A Preempt that crosses P_i's Release arrives after
+//!    P_i re-entered (and perhaps asked again); P_i then "returns" a permission its arbiter no
+//!    longer records, and the arbiter, on the printed Relinquish handler, grants its best
+//!    pending request anyway: one permission too many, and l breaks. Corrected: relinquish only
+//!    while the exit is pending and the Preempt's sender is among the granters; an arbiter
+//!    ignores a Relinquish from a process it has not granted.
+//! 4. **Release re-grants only while the capacity holds.** The printed Release handler grants
+//!    the best pending request unconditionally; a Release that frees no permission (it cannot
+//!    happen with correct initial grants, but it does with the literal ones) then over-grants.
+//!
+//! The Lamport clock is raised to the stamp of every Request received (the paper leaves the
+//! clock's maintenance implicit); the liveness proof needs a process's next stamp to exceed
+//! the requests it has seen.
+
+use crate::arbiter::{Action, Arbiter, ArbiterRules};
+use crate::config::{Bounds, Instance};
+use crate::cs::{check_call, Complement, CsObject, CsState, Message, Outbox, Sequence, Variant};
+use crate::error::{CallError, ConfigError, Problem};
+use crate::id::{ProcessId, Stamp};
+use crate::topology::Topology;
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+
+/// k_i-LMUTEX: the complement of l'_i-LMUTIN with l'_i = |N_i|+1−k_i.
+pub type Lmutex = Complement<Lmutin>;
+
+/// The messages of LMUTIN (and LMUTEX). The sender is known from the link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LmutinMsg {
+    /// Asks for permission to exit the CS, stamped `(ts, sender)`.
+    Request {
+        /// The requester's clock.
+        ts: u64,
+    },
+    /// Gives permission to exit.
+    Grant,
+    /// The sender entered the CS: its permission is free.
+    Release,
+    /// Asks the receiver to return its permission.
+    Preempt,
+    /// Returns a permission after a Preempt.
+    Relinquish,
+}
+
+impl Message for LmutinMsg {
+    fn kind(&self) -> Cow<'static, str> {
+        Cow::Borrowed(match self {
+            LmutinMsg::Request { .. } => "Request",
+            LmutinMsg::Grant => "Grant",
+            LmutinMsg::Release => "Release",
+            LmutinMsg::Preempt => "Preempt",
+            LmutinMsg::Relinquish => "Relinquish",
+        })
+    }
+}
+
+/// Which printed rules to follow; see "Deviations from the paper". Each field `true` selects
+/// the printed rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LmutinRules {
+    /// Deviation 1: initial grants to the InCS members.
+    pub printed_initial_grants: bool,
+    /// Deviation 2: count grants instead of collecting granters.
+    pub counted_grants: bool,
+    /// Deviation 3 (requester side): relinquish on every Preempt received while InCS.
+    pub unguarded_preempt: bool,
+    /// Deviations 3 (arbiter side) and 4.
+    pub arbiter: ArbiterRules,
+}
+
+impl LmutinRules {
+    /// The corrected algorithm.
+    pub const CORRECTED: LmutinRules = LmutinRules {
+        printed_initial_grants: false,
+        counted_grants: false,
+        unguarded_preempt: false,
+        arbiter: ArbiterRules::CORRECTED,
+    };
+    /// Every rule as printed.
+    pub const PRINTED: LmutinRules = LmutinRules {
+        printed_initial_grants: true,
+        counted_grants: true,
+        unguarded_preempt: true,
+        arbiter: ArbiterRules::PRINTED,
+    };
+}
+
+impl From<Variant> for LmutinRules {
+    fn from(v: Variant) -> Self {
+        match v {
+            Variant::Corrected => LmutinRules::CORRECTED,
+            Variant::Printed => LmutinRules::PRINTED,
+        }
+    }
+}
+
+/// One process of l_i-LMUTIN.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Lmutin {
+    id: ProcessId,
+    closed: Vec<ProcessId>,
+    state: CsState,
+    pending: Option<Sequence>,
+    ts: u64,
+    granters: BTreeSet<ProcessId>,
+    n_grants: i64,
+    arbiter: Arbiter,
+    rules: LmutinRules,
+}
+
+impl Lmutin {
+    /// Builds the whole system: one object per process of `topology`, with lower bounds `l`
+    /// (one per process) and the initial configuration `initial`. Reports every process with
+    /// l_i > |N_i| and every process whose bound fails in `initial`.
+    pub fn system(
+        topology: &Topology,
+        l: &[usize],
+        initial: &[CsState],
+        rules: LmutinRules,
+    ) -> Result<(Instance, Vec<Lmutin>), ConfigError> {
+        let inst = Lmutin::instance(topology, l)?;
+        check_initial(&inst, initial)?;
+        let procs = topology
+            .processes()
+            .map(|p| Lmutin::new(topology, l[p.index()], p, initial, rules))
+            .collect();
+        Ok((inst, procs))
+    }
+
+    /// The (l_i, |N_i|+1) instance LMUTIN solves, after checking 0 ≤ l_i ≤ |N_i|.
+    pub fn instance(topology: &Topology, l: &[usize]) -> Result<Instance, ConfigError> {
+        check_len(topology, l.len())?;
+        let problems: Vec<Problem> = topology
+            .processes()
+            .filter(|&p| l[p.index()] > topology.degree(p))
+            .map(|p| Problem::Bound {
+                process: p,
+                l: l[p.index()],
+                k: topology.degree(p) + 1,
+                closed: topology.degree(p) + 1,
+                rule: "l_i <= |N_i| (l_i-LMUTIN)".into(),
+            })
+            .collect();
+        ConfigError::check(problems)?;
+        let bounds = topology
+            .processes()
+            .map(|p| Bounds {
+                l: l[p.index()],
+                k: topology.degree(p) + 1,
+            })
+            .collect();
+        Instance::new(topology.clone(), bounds)
+    }
+
+    /// Process `id` of l-LMUTIN with lower bound `l`, starting in `initial` (the whole
+    /// configuration, which decides the initial grants). Does not validate: see
+    /// [`Lmutin::system`].
+    pub fn new(
+        topology: &Topology,
+        l: usize,
+        id: ProcessId,
+        initial: &[CsState],
+        rules: LmutinRules,
+    ) -> Lmutin {
+        let closed = topology.closed(id);
+        let holder_state = if rules.printed_initial_grants {
+            CsState::InCs
+        } else {
+            CsState::OutCs
+        };
+        let initially = closed
+            .iter()
+            .filter(|q| initial[q.index()] == holder_state)
+            .map(|&q| Stamp::new(0, q));
+        let capacity = closed.len() - l;
+        Lmutin {
+            id,
+            state: initial[id.index()],
+            pending: None,
+            ts: 0,
+            granters: BTreeSet::new(),
+            n_grants: 0,
+            arbiter: Arbiter::new(capacity, initially, rules.arbiter),
+            closed,
+            rules,
+        }
+    }
+
+    /// The arbiter (for inspection in tests and checkers).
+    pub fn arbiter(&self) -> &Arbiter {
+        &self.arbiter
+    }
+
+    /// The permissions held for the exit in progress.
+    pub fn grants_held(&self) -> usize {
+        if self.rules.counted_grants {
+            usize::try_from(self.n_grants.max(0)).unwrap_or(0)
+        } else {
+            self.granters.len()
+        }
+    }
+
+    fn apply(&self, actions: Vec<Action>, out: &mut Outbox<LmutinMsg>) {
+        for a in actions {
+            match a {
+                Action::Grant(p) => out.send(p, LmutinMsg::Grant),
+                Action::Preempt(p) => out.send(p, LmutinMsg::Preempt),
+            }
+        }
+    }
+}
+
+impl CsObject for Lmutin {
+    type Msg = LmutinMsg;
+
+    fn id(&self) -> ProcessId {
+        self.id
+    }
+
+    fn state(&self) -> CsState {
+        self.state
+    }
+
+    fn pending(&self) -> Option<Sequence> {
+        self.pending
+    }
+
+    fn begin_exit(&mut self, out: &mut Outbox<LmutinMsg>) -> Result<(), CallError> {
+        check_call(self.state, self.pending, Sequence::Exit)?;
+        self.ts += 1;
+        self.granters.clear();
+        self.n_grants = 0;
+        self.pending = Some(Sequence::Exit);
+        for &q in &self.closed {
+            out.send(q, LmutinMsg::Request { ts: self.ts });
+        }
+        Ok(())
+    }
+
+    fn begin_entry(&mut self, out: &mut Outbox<LmutinMsg>) -> Result<(), CallError> {
+        check_call(self.state, self.pending, Sequence::Entry)?;
+        self.state = CsState::InCs;
+        for &q in &self.closed {
+            out.send(q, LmutinMsg::Release);
+        }
+        out.complete();
+        Ok(())
+    }
+
+    fn on_message(&mut self, from: ProcessId, msg: LmutinMsg, out: &mut Outbox<LmutinMsg>) {
+        let mut actions = Vec::new();
+        match msg {
+            LmutinMsg::Request { ts } => {
+                self.ts = self.ts.max(ts);
+                self.arbiter.request(Stamp::new(ts, from), &mut actions);
+            }
+            LmutinMsg::Release => self.arbiter.release(from, &mut actions),
+            LmutinMsg::Relinquish => self.arbiter.relinquish(from, &mut actions),
+            LmutinMsg::Grant => {
+                if self.rules.counted_grants {
+                    self.n_grants += 1;
+                } else {
+                    self.granters.insert(from);
+                }
+                if self.pending == Some(Sequence::Exit) && self.grants_held() == self.closed.len() {
+                    self.state = CsState::OutCs;
+                    self.pending = None;
+                    out.complete();
+                }
+            }
+            LmutinMsg::Preempt => {
+                let give_back = if self.rules.unguarded_preempt {
+                    self.state == CsState::InCs
+                } else {
+                    self.pending == Some(Sequence::Exit) && self.granters.contains(&from)
+                };
+                if give_back {
+                    if self.rules.counted_grants {
+                        self.n_grants -= 1;
+                    } else {
+                        self.granters.remove(&from);
+                    }
+                    out.send(from, LmutinMsg::Relinquish);
+                }
+            }
+        }
+        self.apply(actions, out);
+    }
+
+    fn check_invariants(&self) -> Result<(), String> {
+        self.arbiter.check()
+    }
+}
+
+/// Builds k_i-LMUTEX = Complement(l'_i-LMUTIN), l'_i = |N_i|+1−k_i: at most k_i processes of
+/// each closed neighbourhood in the CS. Reports every k_i outside 1..=|N_i|+1 and every bound
+/// that fails in `initial`.
+pub fn lmutex_system(
+    topology: &Topology,
+    k: &[usize],
+    initial: &[CsState],
+    rules: LmutinRules,
+) -> Result<(Instance, Vec<Lmutex>), ConfigError> {
+    let inst = lmutex_instance(topology, k)?;
+    check_initial(&inst, initial)?;
+    let inner_initial: Vec<CsState> = initial.iter().map(|&s| !s).collect();
+    let procs = topology
+        .processes()
+        .map(|p| {
+            let l_inner = topology.degree(p) + 1 - k[p.index()];
+            Complement(Lmutin::new(topology, l_inner, p, &inner_initial, rules))
+        })
+        .collect();
+    Ok((inst, procs))
+}
+
+/// The (0, k_i) instance LMUTEX solves, after checking 1 ≤ k_i ≤ |N_i|+1.
+pub fn lmutex_instance(topology: &Topology, k: &[usize]) -> Result<Instance, ConfigError> {
+    check_len(topology, k.len())?;
+    let problems: Vec<Problem> = topology
+        .processes()
+        .filter(|&p| k[p.index()] == 0 || k[p.index()] > topology.degree(p) + 1)
+        .map(|p| Problem::Bound {
+            process: p,
+            l: 0,
+            k: k[p.index()],
+            closed: topology.degree(p) + 1,
+            rule: "1 <= k_i <= |N_i|+1 (k_i-LMUTEX)".into(),
+        })
+        .collect();
+    ConfigError::check(problems)?;
+    let bounds = topology
+        .processes()
+        .map(|p| Bounds {
+            l: 0,
+            k: k[p.index()],
+        })
+        .collect();
+    Instance::new(topology.clone(), bounds)
+}
+
+fn check_len(topology: &Topology, given: usize) -> Result<(), ConfigError> {
+    if given == topology.len() {
+        Ok(())
+    } else {
+        Err(ConfigError::one(Problem::Invalid(format!(
+            "{given} bounds given for {} processes",
+            topology.len()
+        ))))
+    }
+}
+
+fn check_initial(inst: &Instance, initial: &[CsState]) -> Result<(), ConfigError> {
+    if initial.len() != inst.len() {
+        return Err(ConfigError::one(Problem::Invalid(format!(
+            "initial configuration has {} states for {} processes",
+            initial.len(),
+            inst.len()
+        ))));
+    }
+    ConfigError::check(inst.violations(initial))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(i: u32) -> ProcessId {
+        ProcessId(i)
+    }
+
+    /// complete:3, l = 1, only P0 in the CS.
+    fn triangle(rules: LmutinRules) -> Vec<Lmutin> {
+        let t = Topology::complete(3).unwrap();
+        let init = [CsState::InCs, CsState::OutCs, CsState::OutCs];
+        Lmutin::system(&t, &[1, 1, 1], &init, rules).unwrap().1
+    }
+
+    fn sends(out: &Outbox<LmutinMsg>) -> Vec<(u32, LmutinMsg)> {
+        out.sends().iter().map(|(to, m)| (to.0, *m)).collect()
+    }
+
+    #[test]
+    fn exit_requests_every_closed_neighbour_with_a_fresh_stamp() {
+        let mut procs = triangle(LmutinRules::CORRECTED);
+        let mut out = Outbox::new();
+        procs[0].begin_exit(&mut out).unwrap();
+        let r = LmutinMsg::Request { ts: 1 };
+        assert_eq!(sends(&out), vec![(0, r), (1, r), (2, r)]);
+        assert!(!out.completed());
+        assert_eq!(procs[0].pending(), Some(Sequence::Exit));
+        assert_eq!(procs[0].state(), CsState::InCs);
+    }
+
+    #[test]
+    fn entry_completes_at_once_and_releases_everyone() {
+        let mut procs = triangle(LmutinRules::CORRECTED);
+        let mut out = Outbox::new();
+        procs[1].begin_entry(&mut out).unwrap();
+        assert!(out.completed());
+        assert_eq!(procs[1].state(), CsState::InCs);
+        let rel = LmutinMsg::Release;
+        assert_eq!(sends(&out), vec![(0, rel), (1, rel), (2, rel)]);
+    }
+
+    #[test]
+    fn calling_convention_is_an_error_not_a_panic() {
+        let mut procs = triangle(LmutinRules::CORRECTED);
+        let mut out = Outbox::new();
+        assert_eq!(procs[1].begin_exit(&mut out), Err(CallError::NotInCs));
+        assert_eq!(procs[0].begin_entry(&mut out), Err(CallError::AlreadyInCs));
+        procs[0].begin_exit(&mut out).unwrap();
+        assert_eq!(procs[0].begin_exit(&mut out), Err(CallError::Busy));
+    }
+
+    #[test]
+    fn initial_grants_are_held_by_the_outcs_members() {
+        let procs = triangle(LmutinRules::CORRECTED);
+        let held: Vec<u32> = procs[0]
+            .arbiter()
+            .granted()
+            .iter()
+            .map(|s| s.id.0)
+            .collect();
+        assert_eq!(held, vec![1, 2]);
+        let printed = triangle(LmutinRules::PRINTED);
+        let held: Vec<u32> = printed[0]
+            .arbiter()
+            .granted()
+            .iter()
+            .map(|s| s.id.0)
+            .collect();
+        assert_eq!(held, vec![0]);
+    }
+
+    #[test]
+    fn a_full_arbiter_queues_the_exit_request() {
+        // every arbiter in the triangle has capacity 2 and already grants P1 and P2: P0 waits
+        let mut procs = triangle(LmutinRules::CORRECTED);
+        let mut out = Outbox::new();
+        procs[1].on_message(p(0), LmutinMsg::Request { ts: 1 }, &mut out);
+        assert!(
+            out.sends().is_empty(),
+            "initial grants (ts 0) outrank every request"
+        );
+        assert_eq!(procs[1].arbiter().pending().len(), 1);
+    }
+
+    #[test]
+    fn exit_completes_on_the_last_grant_only() {
+        let mut procs = triangle(LmutinRules::CORRECTED);
+        let mut out = Outbox::new();
+        procs[0].begin_exit(&mut out).unwrap();
+        procs[0].on_message(p(1), LmutinMsg::Grant, &mut out);
+        procs[0].on_message(p(1), LmutinMsg::Grant, &mut out); // duplicate: a set ignores it
+        procs[0].on_message(p(0), LmutinMsg::Grant, &mut out);
+        assert!(!out.completed());
+        procs[0].on_message(p(2), LmutinMsg::Grant, &mut out);
+        assert!(out.completed());
+        assert_eq!(procs[0].state(), CsState::OutCs);
+        assert_eq!(procs[0].pending(), None);
+    }
+
+    #[test]
+    fn preempt_is_honoured_only_for_a_held_permission() {
+        let mut procs = triangle(LmutinRules::CORRECTED);
+        let mut out = Outbox::new();
+        procs[0].begin_exit(&mut out).unwrap();
+        out.drain();
+        procs[0].on_message(p(1), LmutinMsg::Preempt, &mut out);
+        assert!(out.sends().is_empty(), "no permission from P1 is held");
+        procs[0].on_message(p(1), LmutinMsg::Grant, &mut out);
+        procs[0].on_message(p(1), LmutinMsg::Preempt, &mut out);
+        assert_eq!(sends(&out), vec![(1, LmutinMsg::Relinquish)]);
+        assert_eq!(procs[0].grants_held(), 0);
+    }
+
+    #[test]
+    fn printed_preempt_relinquishes_whenever_in_cs() {
+        let mut procs = triangle(LmutinRules::PRINTED);
+        let mut out = Outbox::new();
+        procs[0].on_message(p(1), LmutinMsg::Preempt, &mut out);
+        assert_eq!(sends(&out), vec![(1, LmutinMsg::Relinquish)]);
+    }
+
+    #[test]
+    fn request_raises_the_clock() {
+        let mut procs = triangle(LmutinRules::CORRECTED);
+        let mut out = Outbox::new();
+        procs[0].on_message(p(1), LmutinMsg::Request { ts: 7 }, &mut out);
+        out.drain();
+        procs[0].begin_exit(&mut out).unwrap();
+        assert_eq!(out.sends()[0].1, LmutinMsg::Request { ts: 8 });
+    }
+
+    #[test]
+    fn system_validation_reports_every_problem() {
+        let star = Topology::star(4).unwrap();
+        let init = vec![CsState::InCs; 4];
+        let err = Lmutin::system(&star, &[1, 2, 2, 2], &init, LmutinRules::CORRECTED).unwrap_err();
+        assert_eq!(err.problems.len(), 3, "{err}");
+        let init = vec![CsState::OutCs; 4];
+        let err = Lmutin::system(&star, &[1, 1, 1, 1], &init, LmutinRules::CORRECTED).unwrap_err();
+        assert_eq!(err.problems.len(), 4, "{err}");
+        let err = lmutex_system(&star, &[0, 3, 1, 1], &init, LmutinRules::CORRECTED).unwrap_err();
+        assert_eq!(err.problems.len(), 2, "{err}");
+    }
+
+    #[test]
+    fn lmutex_is_the_complement() {
+        let t = Topology::ring(4).unwrap();
+        let init = vec![CsState::OutCs; 4];
+        let (inst, mut procs) =
+            lmutex_system(&t, &[1, 1, 1, 1], &init, LmutinRules::CORRECTED).unwrap();
+        assert_eq!(inst.bounds(p(0)), Bounds { l: 0, k: 1 });
+        let mut out = Outbox::new();
+        // entering LMUTEX is exiting the inner LMUTIN: requests go out, nothing completes yet
+        procs[0].begin_entry(&mut out).unwrap();
+        assert_eq!(procs[0].pending(), Some(Sequence::Entry));
+        assert_eq!(out.sends().len(), 3);
+        assert!(matches!(out.sends()[0].1, LmutinMsg::Request { .. }));
+        assert_eq!(procs[1].begin_exit(&mut out), Err(CallError::NotInCs));
+    }
+}

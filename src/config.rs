@@ -1,0 +1,342 @@
+//! Problem instances: a topology with per-process bounds (l_i, k_i), safety of configurations,
+//! and the search for a safe initial configuration.
+
+use crate::cs::CsState;
+use crate::error::{ConfigError, Problem};
+use crate::id::ProcessId;
+use crate::topology::Topology;
+use std::collections::VecDeque;
+
+/// How many search nodes [`Instance::find_safe_initial`] visits before giving up.
+const SEARCH_BUDGET: usize = 2_000_000;
+
+/// A process's bounds: at least `l` and at most `k` processes of its closed neighbourhood
+/// N_i ∪ {P_i} in the CS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Bounds {
+    /// The lower bound l_i.
+    pub l: usize,
+    /// The upper bound k_i.
+    pub k: usize,
+}
+
+/// A generalized local (l_i, k_i)-CS problem instance: a graph and each process's bounds.
+/// On a complete graph this is the global (l, k)-CS problem.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Instance {
+    topology: Topology,
+    bounds: Vec<Bounds>,
+}
+
+impl Instance {
+    /// An instance; checks that there is one bound per process and `0 <= l_i < k_i <= |N_i|+1`
+    /// for every process, reporting every process that breaks it.
+    pub fn new(topology: Topology, bounds: Vec<Bounds>) -> Result<Instance, ConfigError> {
+        if bounds.len() != topology.len() {
+            return Err(ConfigError::one(Problem::Invalid(format!(
+                "{} bounds given for {} processes",
+                bounds.len(),
+                topology.len()
+            ))));
+        }
+        let problems = topology
+            .processes()
+            .filter_map(|p| {
+                let b = bounds[p.index()];
+                let closed = topology.degree(p) + 1;
+                (b.l >= b.k || b.k > closed).then(|| Problem::Bound {
+                    process: p,
+                    l: b.l,
+                    k: b.k,
+                    closed,
+                    rule: "0 <= l_i < k_i <= |N_i|+1".into(),
+                })
+            })
+            .collect();
+        ConfigError::check(problems)?;
+        Ok(Instance { topology, bounds })
+    }
+
+    /// The graph.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// The number of processes.
+    pub fn len(&self) -> usize {
+        self.topology.len()
+    }
+
+    /// Always false: an instance has at least one process.
+    pub fn is_empty(&self) -> bool {
+        self.topology.is_empty()
+    }
+
+    /// Process `p`'s bounds.
+    pub fn bounds(&self, p: ProcessId) -> Bounds {
+        self.bounds[p.index()]
+    }
+
+    /// Every process's bounds, by id.
+    pub fn all_bounds(&self) -> &[Bounds] {
+        &self.bounds
+    }
+
+    /// |CS_p(C)|: how many processes of `p`'s closed neighbourhood are in the CS.
+    pub fn in_cs_around(&self, states: &[CsState], p: ProcessId) -> usize {
+        usize::from(states[p.index()] == CsState::InCs)
+            + self
+                .topology
+                .neighbors(p)
+                .iter()
+                .filter(|q| states[q.index()] == CsState::InCs)
+                .count()
+    }
+
+    /// Whether `p`'s bounds hold in `states`.
+    pub fn holds_at(&self, states: &[CsState], p: ProcessId) -> bool {
+        let c = self.in_cs_around(states, p);
+        let b = self.bounds(p);
+        b.l <= c && c <= b.k
+    }
+
+    /// One problem for every process whose bounds fail in `states`.
+    pub fn violations(&self, states: &[CsState]) -> Vec<Problem> {
+        self.topology
+            .processes()
+            .filter(|&p| !self.holds_at(states, p))
+            .map(|p| Problem::UnsafeInitial {
+                process: p,
+                in_cs: self.in_cs_around(states, p),
+                l: self.bounds(p).l,
+                k: self.bounds(p).k,
+            })
+            .collect()
+    }
+
+    /// Whether flipping `p`'s state in `states` keeps every bound that holds now.
+    pub fn move_keeps_bounds(&self, states: &mut [CsState], p: ProcessId) -> bool {
+        states[p.index()] = !states[p.index()];
+        let ok = self
+            .topology
+            .closed(p)
+            .into_iter()
+            .all(|q| self.holds_at(states, q));
+        states[p.index()] = !states[p.index()];
+        ok
+    }
+
+    /// Finds a safe configuration (every bound holds) by backtracking in breadth-first order,
+    /// trying InCS before OutCS. Returns a [`Problem::NoSafeInitial`] when none exists or
+    /// the search budget runs out.
+    pub fn find_safe_initial(&self) -> Result<Vec<CsState>, Problem> {
+        self.search(|_| [CsState::InCs, CsState::OutCs])
+    }
+
+    /// Like [`Instance::find_safe_initial`], but with the value order chosen per process.
+    pub(crate) fn search(
+        &self,
+        order: impl Fn(ProcessId) -> [CsState; 2],
+    ) -> Result<Vec<CsState>, Problem> {
+        let n = self.len();
+        let mut bfs = Vec::with_capacity(n);
+        let mut seen = vec![false; n];
+        let mut queue = VecDeque::from([ProcessId(0)]);
+        seen[0] = true;
+        while let Some(u) = queue.pop_front() {
+            bfs.push(u);
+            for &v in self.topology.neighbors(u) {
+                if !std::mem::replace(&mut seen[v.index()], true) {
+                    queue.push_back(v);
+                }
+            }
+        }
+        let mut s = Search {
+            inst: self,
+            bfs: &bfs,
+            order: &order,
+            states: vec![None; n],
+            in_cs: vec![0; n],
+            undecided: self
+                .topology
+                .processes()
+                .map(|p| self.topology.degree(p) + 1)
+                .collect(),
+            budget: SEARCH_BUDGET,
+        };
+        match s.go(0) {
+            Some(true) => Ok(s
+                .states
+                .into_iter()
+                .map(|x| x.unwrap_or(CsState::OutCs))
+                .collect()),
+            Some(false) => Err(Problem::NoSafeInitial(
+                "no assignment of InCS/OutCS meets every process's bounds".into(),
+            )),
+            None => Err(Problem::NoSafeInitial(format!(
+                "search gave up after {SEARCH_BUDGET} steps; give one with --initial"
+            ))),
+        }
+    }
+}
+
+struct Search<'a, F> {
+    inst: &'a Instance,
+    bfs: &'a [ProcessId],
+    order: &'a F,
+    states: Vec<Option<CsState>>,
+    in_cs: Vec<usize>,
+    undecided: Vec<usize>,
+    budget: usize,
+}
+
+impl<F: Fn(ProcessId) -> [CsState; 2]> Search<'_, F> {
+    /// `Some(found)`, or `None` when the budget ran out.
+    fn go(&mut self, depth: usize) -> Option<bool> {
+        let Some(&p) = self.bfs.get(depth) else {
+            return Some(true);
+        };
+        let closed = self.inst.topology.closed(p);
+        for value in (self.order)(p) {
+            self.budget = self.budget.checked_sub(1)?;
+            self.states[p.index()] = Some(value);
+            for q in &closed {
+                self.undecided[q.index()] -= 1;
+                if value == CsState::InCs {
+                    self.in_cs[q.index()] += 1;
+                }
+            }
+            let feasible = closed.iter().all(|q| {
+                let b = self.inst.bounds(*q);
+                let c = self.in_cs[q.index()];
+                c <= b.k && c + self.undecided[q.index()] >= b.l
+            });
+            if feasible {
+                match self.go(depth + 1) {
+                    Some(false) => {}
+                    other => return other,
+                }
+            }
+            for q in &closed {
+                self.undecided[q.index()] += 1;
+                if value == CsState::InCs {
+                    self.in_cs[q.index()] -= 1;
+                }
+            }
+            self.states[p.index()] = None;
+        }
+        Some(false)
+    }
+}
+
+/// Parses `in:I,J,...` (the processes initially in the CS; `in:` alone means none).
+pub fn parse_initial(spec: &str, n: usize) -> Result<Vec<CsState>, ConfigError> {
+    let list = spec.strip_prefix("in:").ok_or_else(|| {
+        ConfigError::one(Problem::Invalid(format!(
+            "initial configuration `{spec}` must look like in:I,J,..."
+        )))
+    })?;
+    let mut states = vec![CsState::OutCs; n];
+    let mut problems = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match item.parse::<usize>() {
+            Ok(i) if i < n => states[i] = CsState::InCs,
+            Ok(i) => problems.push(Problem::Invalid(format!(
+                "initial configuration names P{i}, but processes are 0..{n}"
+            ))),
+            Err(_) => problems.push(Problem::Invalid(format!(
+                "initial configuration: `{item}` is not a process index"
+            ))),
+        }
+    }
+    ConfigError::check(problems)?;
+    Ok(states)
+}
+
+/// Formats a configuration as `in:I,J,...`.
+pub fn format_initial(states: &[CsState]) -> String {
+    let ids: Vec<String> = states
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s == CsState::InCs)
+        .map(|(i, _)| i.to_string())
+        .collect();
+    format!("in:{}", ids.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn uniform(t: Topology, l: usize, k: usize) -> Result<Instance, ConfigError> {
+        let n = t.len();
+        Instance::new(t, vec![Bounds { l, k }; n])
+    }
+
+    #[test]
+    fn bounds_are_validated_per_process() {
+        let err = uniform(Topology::star(4).unwrap(), 1, 3).unwrap_err();
+        // the three leaves have |N|+1 = 2 < 3
+        assert_eq!(err.problems.len(), 3);
+        assert!(uniform(Topology::ring(4).unwrap(), 2, 2).is_err());
+        assert!(uniform(Topology::ring(4).unwrap(), 1, 2).is_ok());
+    }
+
+    #[test]
+    fn safe_search_finds_a_configuration_that_is_checked_safe() {
+        for (t, l, k) in [
+            (Topology::torus(4, 4).unwrap(), 1, 4),
+            (Topology::ring(7).unwrap(), 1, 2),
+            (Topology::complete(5).unwrap(), 2, 3),
+            (Topology::grid(3, 4).unwrap(), 1, 2),
+        ] {
+            let inst = uniform(t, l, k).unwrap();
+            let s = inst.find_safe_initial().unwrap();
+            assert!(inst.violations(&s).is_empty());
+        }
+    }
+
+    #[test]
+    fn safe_search_reports_impossibility() {
+        // path:3 with (1, 1) everywhere: P0 needs exactly one of {P0, P1} in the CS, P2
+        // exactly one of {P1, P2}, P1 exactly one of all three: only {P1} works; forbid it by
+        // asking (2, 2) at P1 instead.
+        let t = Topology::path(3).unwrap();
+        let inst = Instance::new(
+            t,
+            vec![
+                Bounds { l: 0, k: 1 },
+                Bounds { l: 2, k: 3 },
+                Bounds { l: 0, k: 1 },
+            ],
+        )
+        .unwrap();
+        // P1 needs two of {P0,P1,P2}; P0 allows at most one of {P0,P1}, P2 one of {P1,P2}:
+        // {P0, P2} works.
+        assert!(inst.find_safe_initial().is_ok());
+        let t = Topology::complete(3).unwrap();
+        let inst = Instance::new(
+            t,
+            vec![
+                Bounds { l: 2, k: 3 },
+                Bounds { l: 0, k: 1 },
+                Bounds { l: 0, k: 1 },
+            ],
+        )
+        .unwrap();
+        assert!(matches!(
+            inst.find_safe_initial(),
+            Err(Problem::NoSafeInitial(_))
+        ));
+    }
+
+    #[test]
+    fn initial_specs_round_trip_and_reject_junk() {
+        let s = parse_initial("in:0,2", 3).unwrap();
+        assert_eq!(s, vec![CsState::InCs, CsState::OutCs, CsState::InCs]);
+        assert_eq!(format_initial(&s), "in:0,2");
+        assert_eq!(parse_initial("in:", 2).unwrap(), vec![CsState::OutCs; 2]);
+        assert_eq!(parse_initial("in:5,x", 3).unwrap_err().problems.len(), 2);
+        assert!(parse_initial("0,1", 3).is_err());
+    }
+}

@@ -1,0 +1,192 @@
+//! The CS object trait: a sans-IO, per-process state machine for a critical-section algorithm,
+//! and the generic wrappers that compose such objects.
+//!
+//! A CS object owns one process's variables. Drivers (the simulator, the exhaustive checker,
+//! the thread runtime) call [`CsObject::begin_exit`] / [`CsObject::begin_entry`] when the
+//! application wants to change state, and [`CsObject::on_message`] for every delivered
+//! message; each call is one atomic handler. The object never performs I/O: it pushes the
+//! messages to send, and a "sequence completed" signal, into an [`Outbox`].
+
+pub(crate) mod complement;
+
+pub use complement::Complement;
+
+use crate::error::CallError;
+use crate::id::ProcessId;
+use std::borrow::Cow;
+use std::fmt::Debug;
+use std::hash::Hash;
+
+/// The state a process publishes: in or out of its critical section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub enum CsState {
+    /// In the critical section.
+    InCs,
+    /// Out of the critical section (the remainder section).
+    OutCs,
+}
+
+impl std::ops::Not for CsState {
+    type Output = CsState;
+    fn not(self) -> CsState {
+        match self {
+            CsState::InCs => CsState::OutCs,
+            CsState::OutCs => CsState::InCs,
+        }
+    }
+}
+
+/// The two sequences a process runs to change its state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub enum Sequence {
+    /// The Entry-Sequence: OutCS to InCS.
+    Entry,
+    /// The Exit-Sequence: InCS to OutCS.
+    Exit,
+}
+
+impl Sequence {
+    /// The sequence that leaves `state`.
+    pub fn leaving(state: CsState) -> Sequence {
+        match state {
+            CsState::InCs => Sequence::Exit,
+            CsState::OutCs => Sequence::Entry,
+        }
+    }
+
+    /// The other sequence.
+    pub fn flip(self) -> Sequence {
+        match self {
+            Sequence::Entry => Sequence::Exit,
+            Sequence::Exit => Sequence::Entry,
+        }
+    }
+}
+
+/// Which reading of the paper's pseudo-code an algorithm follows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// The corrected algorithm (see each algorithm's "Deviations from the paper").
+    #[default]
+    Corrected,
+    /// The rules exactly as printed, kept so their counterexamples stay reproducible.
+    Printed,
+}
+
+/// A message of some CS algorithm.
+pub trait Message: Clone + Debug + Eq + Hash + Send + 'static {
+    /// The message's kind for metrics, e.g. `"Request"`; composite objects prefix the kinds of
+    /// their inner objects (`"lmin.Request"`).
+    fn kind(&self) -> Cow<'static, str>;
+}
+
+/// What one handler produced: messages to send, in order, and whether the pending sequence
+/// completed (the published state changed).
+#[derive(Debug)]
+pub struct Outbox<M> {
+    sends: Vec<(ProcessId, M)>,
+    completed: bool,
+}
+
+impl<M> Default for Outbox<M> {
+    fn default() -> Self {
+        Outbox {
+            sends: Vec::new(),
+            completed: false,
+        }
+    }
+}
+
+impl<M> Outbox<M> {
+    /// An empty outbox.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Queues `msg` for `to` (which may be the sender itself).
+    pub fn send(&mut self, to: ProcessId, msg: M) {
+        self.sends.push((to, msg));
+    }
+
+    /// Signals that the pending sequence completed in this handler.
+    pub fn complete(&mut self) {
+        self.completed = true;
+    }
+
+    /// Whether the pending sequence completed since the last [`Outbox::take_completed`].
+    pub fn completed(&self) -> bool {
+        self.completed
+    }
+
+    /// Returns and clears the completion signal.
+    pub fn take_completed(&mut self) -> bool {
+        std::mem::take(&mut self.completed)
+    }
+
+    /// The queued sends.
+    pub fn sends(&self) -> &[(ProcessId, M)] {
+        &self.sends
+    }
+
+    /// Removes and returns the queued sends, in order.
+    pub fn drain(&mut self) -> std::vec::Drain<'_, (ProcessId, M)> {
+        self.sends.drain(..)
+    }
+}
+
+/// One process's side of a critical-section algorithm, as a sans-IO state machine.
+///
+/// Calling convention (CSMIC): `begin_entry` only when [`CsState::OutCs`], `begin_exit` only
+/// when [`CsState::InCs`], and never while a sequence is pending; a violation returns a
+/// [`CallError`] and changes nothing.
+pub trait CsObject: Clone + Debug + Eq + Hash + Send + 'static {
+    /// The messages the algorithm exchanges.
+    type Msg: Message;
+
+    /// This process's id.
+    fn id(&self) -> ProcessId;
+
+    /// The published state.
+    fn state(&self) -> CsState;
+
+    /// The sequence in progress, if any.
+    fn pending(&self) -> Option<Sequence>;
+
+    /// Starts the Entry-Sequence. It may complete at once (the outbox says so).
+    fn begin_entry(&mut self, out: &mut Outbox<Self::Msg>) -> Result<(), CallError>;
+
+    /// Starts the Exit-Sequence. It may complete at once (the outbox says so).
+    fn begin_exit(&mut self, out: &mut Outbox<Self::Msg>) -> Result<(), CallError>;
+
+    /// Handles one message from `from`, atomically.
+    fn on_message(&mut self, from: ProcessId, msg: Self::Msg, out: &mut Outbox<Self::Msg>);
+
+    /// Checks the object's internal invariants (e.g. an arbiter's cap), described on failure.
+    fn check_invariants(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Starts the sequence that leaves the current state.
+    fn begin(&mut self, seq: Sequence, out: &mut Outbox<Self::Msg>) -> Result<(), CallError> {
+        match seq {
+            Sequence::Entry => self.begin_entry(out),
+            Sequence::Exit => self.begin_exit(out),
+        }
+    }
+}
+
+/// Checks the calling convention for starting `seq` in `state` with `pending` in progress.
+pub fn check_call(
+    state: CsState,
+    pending: Option<Sequence>,
+    seq: Sequence,
+) -> Result<(), CallError> {
+    if pending.is_some() {
+        return Err(CallError::Busy);
+    }
+    match (seq, state) {
+        (Sequence::Entry, CsState::InCs) => Err(CallError::AlreadyInCs),
+        (Sequence::Exit, CsState::OutCs) => Err(CallError::NotInCs),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,155 @@
+//! Typed errors: configuration problems (reported all at once) and calling-convention errors.
+
+use crate::id::ProcessId;
+use std::fmt;
+
+/// One thing wrong with a requested configuration. Each displays as one line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Problem {
+    /// The system would have no process.
+    ZeroProcesses,
+    /// A topology specification could not be understood.
+    BadTopology {
+        /// The specification as given.
+        spec: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An edge names a process that does not exist.
+    EdgeOutOfRange {
+        /// The edge's endpoints.
+        edge: (usize, usize),
+        /// The number of processes.
+        n: usize,
+    },
+    /// An edge joins a process to itself.
+    SelfLoop(ProcessId),
+    /// The graph is not connected.
+    Disconnected {
+        /// A process that cannot be reached from P0.
+        unreachable: ProcessId,
+    },
+    /// A process's bounds break a precondition of the algorithm.
+    Bound {
+        /// The process.
+        process: ProcessId,
+        /// Its lower bound.
+        l: usize,
+        /// Its upper bound.
+        k: usize,
+        /// The size of its closed neighbourhood |N_i| + 1.
+        closed: usize,
+        /// The precondition that fails, in words.
+        rule: String,
+    },
+    /// The initial configuration breaks a process's bounds.
+    UnsafeInitial {
+        /// The process whose bounds fail.
+        process: ProcessId,
+        /// The number of processes in the CS in its closed neighbourhood.
+        in_cs: usize,
+        /// Its lower bound.
+        l: usize,
+        /// Its upper bound.
+        k: usize,
+    },
+    /// No initial configuration meets every bound.
+    NoSafeInitial(String),
+    /// Any other invalid input, described in one line.
+    Invalid(String),
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::ZeroProcesses => write!(f, "the system has zero processes"),
+            Problem::BadTopology { spec, reason } => write!(f, "topology `{spec}`: {reason}"),
+            Problem::EdgeOutOfRange { edge, n } => write!(
+                f,
+                "edge ({}, {}) names a process outside 0..{n}",
+                edge.0, edge.1
+            ),
+            Problem::SelfLoop(p) => write!(f, "edge ({p}, {p}) is a self-loop"),
+            Problem::Disconnected { unreachable } => {
+                write!(f, "the graph is not connected: {unreachable} cannot be reached from P0")
+            }
+            Problem::Bound {
+                process,
+                l,
+                k,
+                closed,
+                rule,
+            } => write!(
+                f,
+                "{process}: bounds (l={l}, k={k}) with |N|+1={closed} break {rule}"
+            ),
+            Problem::UnsafeInitial { process, in_cs, l, k } => write!(
+                f,
+                "initial configuration is unsafe at {process}: {in_cs} in the CS in its closed neighbourhood, outside [{l}, {k}]"
+            ),
+            Problem::NoSafeInitial(why) => write!(f, "no safe initial configuration: {why}"),
+            Problem::Invalid(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Everything wrong with a configuration; never empty.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The problems, one per line when displayed.
+    pub problems: Vec<Problem>,
+}
+
+impl ConfigError {
+    /// An error from a single problem.
+    pub fn one(p: Problem) -> Self {
+        ConfigError { problems: vec![p] }
+    }
+
+    /// `Ok(())` when `problems` is empty, the error otherwise.
+    pub fn check(problems: Vec<Problem>) -> Result<(), ConfigError> {
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError { problems })
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.problems.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// A call that breaks the calling convention (Entry only when OutCS, Exit only when InCS,
+/// one sequence at a time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallError {
+    /// `entry` was called while the process is already in the CS.
+    AlreadyInCs,
+    /// `exit` was called while the process is out of the CS.
+    NotInCs,
+    /// A sequence is still in progress.
+    Busy,
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CallError::AlreadyInCs => "entry called while already in the CS",
+            CallError::NotInCs => "exit called while out of the CS",
+            CallError::Busy => "a sequence is already in progress",
+        })
+    }
+}
+
+impl std::error::Error for CallError {}

@@ -1,0 +1,386 @@
+//! Communication graphs: generators, parsing of `kind:args` specifications, validation and
+//! hop distances.
+//!
+//! Every graph is simple, undirected and connected; neighbour lists are sorted by id, so
+//! iteration order is deterministic.
+
+use crate::error::{ConfigError, Problem};
+use crate::id::ProcessId;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::{BTreeSet, VecDeque};
+
+/// How many graphs `random:N:P:SEED` draws before it gives up on finding a connected one.
+const RANDOM_ATTEMPTS: usize = 10_000;
+
+/// An undirected, connected, simple communication graph over processes `0..n`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Topology {
+    name: String,
+    adj: Vec<Vec<ProcessId>>,
+}
+
+impl Topology {
+    /// Builds a graph from an edge list, reporting every problem found (out-of-range ends,
+    /// self-loops, zero processes, disconnection). Duplicate edges, in either direction,
+    /// are merged.
+    pub fn from_edges(
+        name: impl Into<String>,
+        n: usize,
+        edges: &[(usize, usize)],
+    ) -> Result<Topology, ConfigError> {
+        let mut problems = Vec::new();
+        if n == 0 {
+            problems.push(Problem::ZeroProcesses);
+        }
+        let mut sets = vec![BTreeSet::new(); n];
+        for &(a, b) in edges {
+            if a >= n || b >= n {
+                problems.push(Problem::EdgeOutOfRange { edge: (a, b), n });
+            } else if a == b {
+                problems.push(Problem::SelfLoop(ProcessId::from(a)));
+            } else {
+                sets[a].insert(ProcessId::from(b));
+                sets[b].insert(ProcessId::from(a));
+            }
+        }
+        ConfigError::check(problems)?;
+        let topo = Topology {
+            name: name.into(),
+            adj: sets.into_iter().map(|s| s.into_iter().collect()).collect(),
+        };
+        if let Some(p) = topo
+            .distances(ProcessId(0))
+            .iter()
+            .position(Option::is_none)
+        {
+            return Err(ConfigError::one(Problem::Disconnected {
+                unreachable: ProcessId::from(p),
+            }));
+        }
+        Ok(topo)
+    }
+
+    /// The complete graph on `n` processes.
+    pub fn complete(n: usize) -> Result<Topology, ConfigError> {
+        let edges: Vec<_> = (0..n)
+            .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+            .collect();
+        Topology::from_edges(format!("complete:{n}"), n, &edges)
+    }
+
+    /// The ring `P0 - P1 - ... - P(n-1) - P0`; needs `n >= 3`.
+    pub fn ring(n: usize) -> Result<Topology, ConfigError> {
+        if n < 3 {
+            return Err(bad(
+                &format!("ring:{n}"),
+                "a ring needs at least 3 processes",
+            ));
+        }
+        let edges: Vec<_> = (0..n).map(|a| (a, (a + 1) % n)).collect();
+        Topology::from_edges(format!("ring:{n}"), n, &edges)
+    }
+
+    /// The path `P0 - P1 - ... - P(n-1)`.
+    pub fn path(n: usize) -> Result<Topology, ConfigError> {
+        let edges: Vec<_> = (1..n).map(|a| (a - 1, a)).collect();
+        Topology::from_edges(format!("path:{n}"), n, &edges)
+    }
+
+    /// The star with centre `P0` and leaves `P1..P(n-1)`.
+    pub fn star(n: usize) -> Result<Topology, ConfigError> {
+        let edges: Vec<_> = (1..n).map(|a| (0, a)).collect();
+        Topology::from_edges(format!("star:{n}"), n, &edges)
+    }
+
+    /// The `rows x cols` grid; process `r * cols + c` sits at row `r`, column `c`.
+    pub fn grid(rows: usize, cols: usize) -> Result<Topology, ConfigError> {
+        Topology::lattice(rows, cols, false)
+    }
+
+    /// The `rows x cols` torus (a grid whose rows and columns wrap around).
+    pub fn torus(rows: usize, cols: usize) -> Result<Topology, ConfigError> {
+        Topology::lattice(rows, cols, true)
+    }
+
+    fn lattice(rows: usize, cols: usize, wrap: bool) -> Result<Topology, ConfigError> {
+        let kind = if wrap { "torus" } else { "grid" };
+        let id = |r: usize, c: usize| r * cols + c;
+        let mut edges = Vec::new();
+        for r in 0..rows {
+            for c in 0..cols {
+                if c + 1 < cols || (wrap && cols > 2) {
+                    edges.push((id(r, c), id(r, (c + 1) % cols)));
+                }
+                if r + 1 < rows || (wrap && rows > 2) {
+                    edges.push((id(r, c), id((r + 1) % rows, c)));
+                }
+            }
+        }
+        edges.retain(|(a, b)| a != b);
+        Topology::from_edges(format!("{kind}:{rows}x{cols}"), rows * cols, &edges)
+    }
+
+    /// A connected Erdős–Rényi graph G(n, p): graphs are drawn from a ChaCha8 stream seeded
+    /// with `seed` until one is connected (at most 10,000 draws).
+    pub fn random(n: usize, p: f64, seed: u64) -> Result<Topology, ConfigError> {
+        let name = format!("random:{n}:{p}:{seed}");
+        if !(0.0..=1.0).contains(&p) {
+            return Err(bad(&name, "the edge probability must lie in [0, 1]"));
+        }
+        if n == 0 {
+            return Err(ConfigError::one(Problem::ZeroProcesses));
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        for _ in 0..RANDOM_ATTEMPTS {
+            let mut edges = Vec::new();
+            for a in 0..n {
+                for b in a + 1..n {
+                    if rng.random_bool(p) {
+                        edges.push((a, b));
+                    }
+                }
+            }
+            if let Ok(t) = Topology::from_edges(name.clone(), n, &edges) {
+                return Ok(t);
+            }
+        }
+        Err(bad(
+            &name,
+            &format!("no connected graph in {RANDOM_ATTEMPTS} draws; raise the edge probability"),
+        ))
+    }
+
+    /// Parses `complete:N`, `ring:N`, `path:N`, `star:N`, `grid:RxC`, `torus:RxC` or
+    /// `random:N:P:SEED`.
+    pub fn parse(spec: &str) -> Result<Topology, ConfigError> {
+        let mut parts = spec.split(':');
+        let kind = parts.next().unwrap_or_default();
+        let args: Vec<&str> = parts.collect();
+        let want = |count: usize| -> Result<(), ConfigError> {
+            if args.len() == count {
+                Ok(())
+            } else {
+                Err(bad(spec, &format!("`{kind}` takes {count} argument(s)")))
+            }
+        };
+        let num = |s: &str| -> Result<usize, ConfigError> {
+            s.parse()
+                .map_err(|_| bad(spec, &format!("`{s}` is not a non-negative integer")))
+        };
+        let dims = |s: &str| -> Result<(usize, usize), ConfigError> {
+            let (r, c) = s
+                .split_once(['x', 'X'])
+                .ok_or_else(|| bad(spec, "dimensions must look like RxC"))?;
+            Ok((num(r)?, num(c)?))
+        };
+        match kind {
+            "complete" | "ring" | "path" | "star" => {
+                want(1)?;
+                let n = num(args[0])?;
+                match kind {
+                    "complete" => Topology::complete(n),
+                    "ring" => Topology::ring(n),
+                    "path" => Topology::path(n),
+                    _ => Topology::star(n),
+                }
+            }
+            "grid" | "torus" => {
+                want(1)?;
+                let (r, c) = dims(args[0])?;
+                if kind == "grid" {
+                    Topology::grid(r, c)
+                } else {
+                    Topology::torus(r, c)
+                }
+            }
+            "random" => {
+                want(3)?;
+                let n = num(args[0])?;
+                let p: f64 = args[1]
+                    .parse()
+                    .map_err(|_| bad(spec, &format!("`{}` is not a probability", args[1])))?;
+                let seed: u64 = args[2]
+                    .parse()
+                    .map_err(|_| bad(spec, &format!("`{}` is not a seed", args[2])))?;
+                Topology::random(n, p, seed)
+            }
+            _ => Err(bad(
+                spec,
+                "unknown topology (expected complete:N, ring:N, path:N, star:N, grid:RxC, torus:RxC or random:N:P:SEED)",
+            )),
+        }
+    }
+
+    /// The specification this graph was built from (e.g. `torus:4x4`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The number of processes.
+    pub fn len(&self) -> usize {
+        self.adj.len()
+    }
+
+    /// Always false: a topology has at least one process.
+    pub fn is_empty(&self) -> bool {
+        self.adj.is_empty()
+    }
+
+    /// All process ids in order.
+    pub fn processes(&self) -> impl Iterator<Item = ProcessId> + '_ {
+        (0..self.len()).map(ProcessId::from)
+    }
+
+    /// The neighbours N_i of `p`, sorted by id.
+    pub fn neighbors(&self, p: ProcessId) -> &[ProcessId] {
+        &self.adj[p.index()]
+    }
+
+    /// The degree |N_i|.
+    pub fn degree(&self, p: ProcessId) -> usize {
+        self.adj[p.index()].len()
+    }
+
+    /// The closed neighbourhood N_i ∪ {P_i}, sorted by id.
+    pub fn closed(&self, p: ProcessId) -> Vec<ProcessId> {
+        let mut v = self.adj[p.index()].clone();
+        let at = v.partition_point(|&q| q < p);
+        v.insert(at, p);
+        v
+    }
+
+    /// Whether every pair of distinct processes is adjacent.
+    pub fn is_complete(&self) -> bool {
+        let n = self.len();
+        self.adj.iter().all(|a| a.len() + 1 == n)
+    }
+
+    /// The edges `(a, b)` with `a < b`, in order.
+    pub fn edges(&self) -> Vec<(ProcessId, ProcessId)> {
+        self.processes()
+            .flat_map(|a| {
+                self.neighbors(a)
+                    .iter()
+                    .filter(move |&&b| a < b)
+                    .map(move |&b| (a, b))
+            })
+            .collect()
+    }
+
+    /// Hop distances from `from` (breadth-first search); `None` for unreachable processes.
+    pub fn distances(&self, from: ProcessId) -> Vec<Option<usize>> {
+        let mut dist = vec![None; self.len()];
+        if from.index() >= self.len() {
+            return dist;
+        }
+        dist[from.index()] = Some(0);
+        let mut queue = VecDeque::from([from]);
+        while let Some(u) = queue.pop_front() {
+            let d = dist[u.index()].unwrap_or(0);
+            for &v in self.neighbors(u) {
+                if dist[v.index()].is_none() {
+                    dist[v.index()] = Some(d + 1);
+                    queue.push_back(v);
+                }
+            }
+        }
+        dist
+    }
+}
+
+fn bad(spec: &str, reason: &str) -> ConfigError {
+    ConfigError::one(Problem::BadTopology {
+        spec: spec.to_string(),
+        reason: reason.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn degrees(t: &Topology) -> Vec<usize> {
+        t.processes().map(|p| t.degree(p)).collect()
+    }
+
+    #[test]
+    fn generators_have_the_expected_shape() {
+        assert_eq!(degrees(&Topology::complete(4).unwrap()), vec![3; 4]);
+        assert_eq!(degrees(&Topology::ring(5).unwrap()), vec![2; 5]);
+        assert_eq!(degrees(&Topology::path(4).unwrap()), vec![1, 2, 2, 1]);
+        assert_eq!(degrees(&Topology::star(4).unwrap()), vec![3, 1, 1, 1]);
+        assert_eq!(degrees(&Topology::torus(4, 4).unwrap()), vec![4; 16]);
+        let g = Topology::grid(3, 3).unwrap();
+        assert_eq!(degrees(&g), vec![2, 3, 2, 3, 4, 3, 2, 3, 2]);
+        assert_eq!(g.edges().len(), 12);
+        assert!(Topology::complete(3).unwrap().is_complete());
+        assert!(!Topology::ring(4).unwrap().is_complete());
+    }
+
+    #[test]
+    fn closed_neighbourhood_is_sorted_and_contains_self() {
+        let t = Topology::ring(5).unwrap();
+        let ids: Vec<u32> = t.closed(ProcessId(0)).iter().map(|p| p.0).collect();
+        assert_eq!(ids, vec![0, 1, 4]);
+    }
+
+    #[test]
+    fn distances_follow_hops() {
+        let t = Topology::path(4).unwrap();
+        assert_eq!(
+            t.distances(ProcessId(0)),
+            vec![Some(0), Some(1), Some(2), Some(3)]
+        );
+    }
+
+    #[test]
+    fn edge_lists_are_validated() {
+        let err = Topology::from_edges("x", 3, &[(0, 0), (1, 7)]).unwrap_err();
+        assert_eq!(err.problems.len(), 2);
+        let err = Topology::from_edges("x", 4, &[(0, 1), (2, 3)]).unwrap_err();
+        assert!(matches!(err.problems[0], Problem::Disconnected { .. }));
+        assert!(Topology::from_edges("x", 0, &[]).is_err());
+        // duplicates in either direction are merged
+        let t = Topology::from_edges("x", 2, &[(0, 1), (1, 0)]).unwrap();
+        assert_eq!(t.degree(ProcessId(0)), 1);
+    }
+
+    #[test]
+    fn parse_accepts_every_kind_and_rejects_junk() {
+        for spec in [
+            "complete:3",
+            "ring:4",
+            "path:2",
+            "star:5",
+            "grid:2x3",
+            "torus:3x3",
+            "random:10:0.4:7",
+        ] {
+            let t = Topology::parse(spec).unwrap();
+            assert_eq!(t.name(), spec);
+        }
+        for spec in [
+            "",
+            "hex:3",
+            "ring:2",
+            "complete:0",
+            "grid:3",
+            "complete:x",
+            "random:5:2:1",
+            "random:5:0.5",
+        ] {
+            assert!(Topology::parse(spec).is_err(), "{spec} should be rejected");
+        }
+    }
+
+    #[test]
+    fn random_graphs_are_connected_and_reproducible() {
+        for seed in 0..20 {
+            let a = Topology::random(12, 0.3, seed).unwrap();
+            let b = Topology::random(12, 0.3, seed).unwrap();
+            assert_eq!(a, b);
+            assert!(a.distances(ProcessId(0)).iter().all(Option::is_some));
+        }
+    }
+}
