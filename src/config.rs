@@ -5,6 +5,8 @@ use crate::cs::CsState;
 use crate::error::{ConfigError, Problem};
 use crate::id::ProcessId;
 use crate::topology::Topology;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
 
 /// How many search nodes [`Instance::find_safe_initial`] visits before giving up.
@@ -133,11 +135,22 @@ impl Instance {
         self.search(|_| [CsState::InCs, CsState::OutCs])
     }
 
-    /// Like [`Instance::find_safe_initial`], but with the value order chosen per process.
-    pub(crate) fn search(
-        &self,
-        order: impl Fn(ProcessId) -> [CsState; 2],
-    ) -> Result<Vec<CsState>, Problem> {
+    /// Like [`Instance::find_safe_initial`], but the value tried first for each process is
+    /// drawn from a ChaCha8 stream seeded with `seed`: different seeds give different safe
+    /// configurations (useful to test from varied starts).
+    pub fn random_safe_initial(&self, seed: u64) -> Result<Vec<CsState>, Problem> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let first: Vec<bool> = (0..self.len()).map(|_| rng.random_bool(0.5)).collect();
+        self.search(|p| {
+            if first[p.index()] {
+                [CsState::InCs, CsState::OutCs]
+            } else {
+                [CsState::OutCs, CsState::InCs]
+            }
+        })
+    }
+
+    fn search(&self, order: impl Fn(ProcessId) -> [CsState; 2]) -> Result<Vec<CsState>, Problem> {
         let n = self.len();
         let mut bfs = Vec::with_capacity(n);
         let mut seen = vec![false; n];

@@ -3,16 +3,22 @@
 
 mod algo;
 mod arbiter;
+mod catalog;
 mod config;
 mod cs;
 mod error;
 mod id;
+mod metrics;
+mod sim;
 mod topology;
 
 pub use algo::lmutin::{lmutex_instance, lmutex_system, Lmutex, Lmutin, LmutinMsg, LmutinRules};
 pub use arbiter::{Action, Arbiter, ArbiterRules};
+pub use catalog::{Algorithm, BoundsFile, SystemSpec, SystemVisitor};
 pub use config::{format_initial, parse_initial, Bounds, Instance};
 pub use cs::{check_call, Complement, CsObject, CsState, Message, Outbox, Sequence, Variant};
 pub use error::{CallError, ConfigError, Problem};
 pub use id::{ProcessId, Stamp};
+pub use metrics::{PairRecord, Stats, Waiting};
+pub use sim::{simulate, Delay, SimConfig, SimReport, Violation, Workload};
 pub use topology::Topology;

@@ -1,1 +1,314 @@
-fn main() {}
+//! The `lkcs` command line: `lkcs simulate` runs an algorithm in the deterministic simulator
+//! and reports safety, liveness, message counts and waiting times (DESIGN §5).
+//!
+//! Exit codes: 0 safe and every pair completed; 1 a safety violation, a deadlock or a stall
+//! (the trace goes to stderr); 2 bad input, one line per problem on stderr.
+
+use clap::{Args, Parser, Subcommand};
+use lkcs::{
+    format_initial, parse_initial, simulate, Algorithm, BoundsFile, ConfigError, CsObject, CsState,
+    Delay, Instance, Problem, SimConfig, SimReport, SystemSpec, SystemVisitor, Topology, Variant,
+    Workload,
+};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "lkcs",
+    version,
+    about = "Distributed critical-section algorithms: simulate and check"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run an algorithm in the deterministic simulator.
+    Simulate(SimulateArgs),
+    /// Exhaustively check an algorithm on a small instance.
+    Check(SystemArgs),
+}
+
+/// Options that describe the system (shared by `simulate` and `check`).
+#[derive(Args)]
+struct SystemArgs {
+    /// lmutin, lmutex, lkcs, maekawa, mutin, kmex, gcs, cdc or ddc.
+    #[arg(long)]
+    algorithm: String,
+    /// complete:N, ring:N, path:N, star:N, grid:RxC, torus:RxC or random:N:P:SEED.
+    #[arg(long)]
+    topology: String,
+    /// Uniform lower bound l_i (lmutin: default 1).
+    #[arg(long)]
+    l: Option<usize>,
+    /// Uniform upper bound k_i (lmutex: default 1).
+    #[arg(long)]
+    k: Option<usize>,
+    /// Per-process bounds: a JSON file {"l": [...], "k": [...]}, one entry per process.
+    #[arg(long, value_name = "FILE")]
+    bounds: Option<std::path::PathBuf>,
+    /// Initial configuration in:I,J,... (default: a safe one found automatically).
+    #[arg(long)]
+    initial: Option<String>,
+    /// corrected (default) or printed: the pseudo-code as published.
+    #[arg(long, default_value = "corrected")]
+    variant: String,
+    /// The leader (lkcs).
+    #[arg(long)]
+    leader: Option<usize>,
+    /// majority or grid (global algorithms).
+    #[arg(long)]
+    coterie: Option<String>,
+    /// The mutual-exclusion object inside mutin/kmex/gcs: maekawa, cdc or ddc.
+    #[arg(long)]
+    mx: Option<String>,
+    /// Migrating controller: migrate after this many requests.
+    #[arg(long)]
+    maxreq: Option<usize>,
+    /// Pairs every process completes.
+    #[arg(long, default_value_t = 1)]
+    pairs: usize,
+}
+
+#[derive(Args)]
+struct SimulateArgs {
+    #[command(flatten)]
+    system: SystemArgs,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// unit or uniform:A:B.
+    #[arg(long, default_value = "unit")]
+    delay: String,
+    /// concurrent or sequential.
+    #[arg(long, default_value = "concurrent")]
+    workload: String,
+    /// Concurrent workload: think times are drawn from 0..=THINK.
+    #[arg(long, default_value_t = 4)]
+    think: u64,
+    /// How many of the last events to print on failure.
+    #[arg(long, default_value_t = 200)]
+    trace: usize,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Simulate(args) => run_simulate(&args),
+        Command::Check(args) => match system_spec(&args) {
+            Err(e) => bad_input(&e),
+            Ok(_) => bad_input(&ConfigError::one(Problem::Invalid(
+                "`lkcs check` is not yet supported".into(),
+            ))),
+        },
+    }
+}
+
+fn bad_input(e: &ConfigError) -> ExitCode {
+    for p in &e.problems {
+        eprintln!("error: {p}");
+    }
+    ExitCode::from(2)
+}
+
+/// Collects every problem in the system options, then builds the spec.
+fn system_spec(a: &SystemArgs) -> Result<SystemSpec, ConfigError> {
+    let mut problems = Vec::new();
+    let algorithm = a
+        .algorithm
+        .parse::<Algorithm>()
+        .map_err(|p| problems.push(p))
+        .ok();
+    let topology = Topology::parse(&a.topology)
+        .map_err(|e| problems.extend(e.problems))
+        .ok();
+    let variant = match a.variant.as_str() {
+        "corrected" => Some(Variant::Corrected),
+        "printed" => Some(Variant::Printed),
+        other => {
+            problems.push(Problem::Invalid(format!(
+                "variant `{other}`: expected corrected or printed"
+            )));
+            None
+        }
+    };
+    let bounds = a.bounds.as_ref().and_then(|path| {
+        let parsed = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))
+            .and_then(|text| {
+                serde_json::from_str::<BoundsFile>(&text).map_err(|e| {
+                    format!(
+                        "{} is not a bounds file ({{\"l\": [...], \"k\": [...]}}): {e}",
+                        path.display()
+                    )
+                })
+            });
+        parsed.map_err(|e| problems.push(Problem::Invalid(e))).ok()
+    });
+    let initial = match (&a.initial, &topology) {
+        (Some(s), Some(t)) => parse_initial(s, t.len())
+            .map_err(|e| problems.extend(e.problems))
+            .ok(),
+        _ => None,
+    };
+    if a.pairs == 0 {
+        problems.push(Problem::Invalid("--pairs must be at least 1".into()));
+    }
+    if let Some(alg) = algorithm {
+        let local = matches!(alg, Algorithm::Lmutin | Algorithm::Lmutex);
+        for (flag, given) in [
+            ("--coterie", a.coterie.is_some()),
+            ("--mx", a.mx.is_some()),
+            ("--maxreq", a.maxreq.is_some()),
+            ("--leader", a.leader.is_some()),
+        ] {
+            if local && given {
+                problems.push(Problem::Invalid(format!("{flag} does not apply to {alg}")));
+            }
+        }
+    }
+    ConfigError::check(problems)?;
+    match (algorithm, topology, variant) {
+        (Some(algorithm), Some(topology), Some(variant)) => Ok(SystemSpec {
+            algorithm,
+            topology,
+            l: a.l,
+            k: a.k,
+            bounds,
+            initial,
+            variant,
+        }),
+        _ => Err(ConfigError::one(Problem::Invalid("invalid options".into()))),
+    }
+}
+
+fn run_simulate(args: &SimulateArgs) -> ExitCode {
+    let mut problems = Vec::new();
+    let spec = system_spec(&args.system)
+        .map_err(|e| problems.extend(e.problems))
+        .ok();
+    let delay = Delay::parse(&args.delay)
+        .map_err(|e| problems.extend(e.problems))
+        .ok();
+    let workload = Workload::parse(&args.workload)
+        .map_err(|e| problems.extend(e.problems))
+        .ok();
+    let (Some(spec), Some(delay), Some(workload)) = (spec, delay, workload) else {
+        return bad_input(&ConfigError { problems });
+    };
+    let cfg = SimConfig {
+        seed: args.seed,
+        pairs: args.system.pairs,
+        delay,
+        workload,
+        think_max: args.think,
+        trace_capacity: args.trace,
+        ..SimConfig::default()
+    };
+    let visitor = Simulate { cfg: &cfg };
+    let (report, initial) = match spec.build(visitor) {
+        Ok(r) => r,
+        Err(e) => return bad_input(&e),
+    };
+    if args.json {
+        println!("{}", json_report(&spec, &cfg, &report, &initial));
+    } else {
+        print_summary(&spec, &cfg, &report, &initial);
+    }
+    if report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        eprint!("{}", report.failure_text());
+        ExitCode::from(1)
+    }
+}
+
+struct Simulate<'a> {
+    cfg: &'a SimConfig,
+}
+
+impl SystemVisitor for Simulate<'_> {
+    type Output = (SimReport, Vec<CsState>);
+    fn visit<A: CsObject>(
+        self,
+        instance: &Instance,
+        initial: &[CsState],
+        procs: Vec<A>,
+    ) -> Self::Output {
+        (simulate(instance, procs, self.cfg), initial.to_vec())
+    }
+}
+
+fn json_report(spec: &SystemSpec, cfg: &SimConfig, r: &SimReport, initial: &[CsState]) -> String {
+    let mut v = serde_json::to_value(r).unwrap_or_default();
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("algorithm".into(), spec.algorithm.name().into());
+        obj.insert("topology".into(), spec.topology.name().into());
+        obj.insert("initial".into(), format_initial(initial).into());
+        obj.insert("delay".into(), cfg.delay.to_string().into());
+        obj.insert("workload".into(), cfg.workload.to_string().into());
+        obj.insert(
+            "variant".into(),
+            match spec.variant {
+                Variant::Corrected => "corrected",
+                Variant::Printed => "printed",
+            }
+            .into(),
+        );
+    }
+    v.to_string()
+}
+
+fn print_summary(spec: &SystemSpec, cfg: &SimConfig, r: &SimReport, initial: &[CsState]) {
+    let verdict = if r.ok() { "OK" } else { "FAILED" };
+    println!(
+        "{} on {} ({} processes), {} workload, {} delays, seed {}: {verdict}",
+        spec.algorithm,
+        spec.topology.name(),
+        r.processes,
+        cfg.workload,
+        cfg.delay,
+        r.seed
+    );
+    println!("  initial configuration   {}", format_initial(initial));
+    println!(
+        "  pairs completed         {} of {} requested",
+        r.pairs_completed, r.pairs_requested
+    );
+    println!("  safety violations       {}", r.safety_violations);
+    println!(
+        "  deadlock                {}",
+        if r.deadlock { "yes" } else { "no" }
+    );
+    println!("  messages                {}", r.messages);
+    let s = r.messages_per_pair;
+    println!(
+        "  messages per pair       min {} / mean {:.2} / max {}",
+        s.min, s.mean, s.max
+    );
+    let s = r.remote_messages_per_pair;
+    println!(
+        "  remote per pair         min {} / mean {:.2} / max {}",
+        s.min, s.mean, s.max
+    );
+    let kinds: Vec<String> = r
+        .messages_by_kind
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    println!("  by kind                 {}", kinds.join(", "));
+    let w = r.waiting_time;
+    println!(
+        "  waiting time            exit max {} / mean {:.2}; entry max {} / mean {:.2}",
+        w.exit_max, w.exit_mean, w.entry_max, w.entry_mean
+    );
+    println!(
+        "  simulated time          {} ({} events)",
+        r.end_time, r.events
+    );
+}

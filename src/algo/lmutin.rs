@@ -33,28 +33,40 @@
 //! # Deviations from the paper
 //!
 //! Each has a regression test in `tests/lmutin_deviations.rs` that runs the printed rule
-//! alone (via [`LmutinRules`]) and shows it fail, and the corrected rule hold, on the same
-//! instance and seed.
+//! (selected alone through [`LmutinRules`], or with the one partner it needs to show) in the
+//! concurrent simulator (3 pairs per process, delays uniform in 1..=6, think times in 0..=3
+//! unless stated) and finds a failure, and shows the corrected rules hold on all 300 seeds
+//! of the same sweep. The whole printed variant is reproducible from the command line:
+//! `lkcs simulate --algorithm lmutin --variant printed --topology complete:3 --l 1
+//! --initial in:0 --pairs 3 --delay uniform:1:6 --think 3 --seed 1` exits 1.
 //!
 //! 1. **Initial grants go to the OutCS members.** The extracted Algorithm 1 initialises
 //!    `grantedTo_i` with the InCS members of N_i ∪ {P_i} (the overline is lost); a grant is a
 //!    permission to *exit*, so the processes out of the CS hold them. With the literal
-//!    reading, on `complete:3` with l = 1 and only P0 in the CS, P0 is granted by P1 and P2
-//!    (whose grant sets list only P0 but whose capacity 2 is not full), exits, and no process
-//!    is in the CS: |CS_i| = 0 < 1.
-//! 2. **Grants are a set of granters, not a counter.** A counter counts a granter twice when
-//!    a stale Relinquish (item 3) makes an arbiter re-grant the same request, so the exit
-//!    completes while some neighbour never agreed.
+//!    reading on `complete:3`, l = 1, only P0 in the CS, every arbiter lists only P0 while its
+//!    capacity is 2, so P0's exit is granted at once: with the printed Release handler, P0
+//!    exits before anyone enters and no process is in the CS (seed 5 with think times in
+//!    0..=30). With the Release capped, the phantom grants fill the arbiters instead and the
+//!    system deadlocks (`in:1`, seed 6).
+//! 2. **Grants are a set of granters, not a counter.** Under the corrected Preempt handler
+//!    (item 3) the two agree: no run of the sweep tells them apart. Under the printed Preempt
+//!    handler, the counter drops for a permission that was never held and the exit waits for
+//!    a grant that will not come: deadlock on `complete:3`, l = 1, `in:1`, seed 65, where the
+//!    set never deadlocks. The corrected handler needs to know *which* granters it holds, so
+//!    the set stays.
 //! 3. **A Preempt is honoured only for a permission actually held.** The printed handler
 //!    relinquishes whenever P_i is InCS. A Preempt that crosses P_i's Release arrives after
 //!    P_i re-entered (and perhaps asked again); P_i then "returns" a permission its arbiter no
 //!    longer records, and the arbiter, on the printed Relinquish handler, grants its best
-//!    pending request anyway: one permission too many, and l breaks. Corrected: relinquish only
-//!    while the exit is pending and the Preempt's sender is among the granters; an arbiter
-//!    ignores a Relinquish from a process it has not granted.
+//!    pending request anyway: one permission too many, and l breaks (`complete:3`, l = 1,
+//!    `in:1`, seed 27). Corrected: relinquish only while the exit is pending and the Preempt's
+//!    sender is among the granters; an arbiter ignores a Relinquish from a process it has not
+//!    granted.
 //! 4. **Release re-grants only while the capacity holds.** The printed Release handler grants
-//!    the best pending request unconditionally; a Release that frees no permission (it cannot
-//!    happen with correct initial grants, but it does with the literal ones) then over-grants.
+//!    the best pending request unconditionally. After a stale Relinquish removed the
+//!    releaser's entry (item 3's requester rule), its Release frees nothing and still grants:
+//!    `ring:4`, l = 1, `in:1,3`, seed 26 breaks l, while the capped Release with the same
+//!    stale Relinquish passes every seed.
 //!
 //! The Lamport clock is raised to the stamp of every Request received (the paper leaves the
 //! clock's maintenance implicit); the liveness proof needs a process's next stamp to exceed
@@ -305,11 +317,8 @@ impl CsObject for Lmutin {
             LmutinMsg::Release => self.arbiter.release(from, &mut actions),
             LmutinMsg::Relinquish => self.arbiter.relinquish(from, &mut actions),
             LmutinMsg::Grant => {
-                if self.rules.counted_grants {
-                    self.n_grants += 1;
-                } else {
-                    self.granters.insert(from);
-                }
+                self.granters.insert(from);
+                self.n_grants += 1;
                 if self.pending == Some(Sequence::Exit) && self.grants_held() == self.closed.len() {
                     self.state = CsState::OutCs;
                     self.pending = None;
@@ -323,11 +332,8 @@ impl CsObject for Lmutin {
                     self.pending == Some(Sequence::Exit) && self.granters.contains(&from)
                 };
                 if give_back {
-                    if self.rules.counted_grants {
-                        self.n_grants -= 1;
-                    } else {
-                        self.granters.remove(&from);
-                    }
+                    self.n_grants -= 1;
+                    self.granters.remove(&from);
                     out.send(from, LmutinMsg::Relinquish);
                 }
             }

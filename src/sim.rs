@@ -1,0 +1,838 @@
+//! The deterministic discrete-event simulator (DESIGN §2.4).
+//!
+//! One thread drives every process's [`CsObject`]. Messages travel on FIFO links with a unit
+//! delay or a seeded random delay; a per-link clock keeps random delays FIFO. Client moves
+//! follow a workload: `concurrent` (every process keeps cycling Exit/Entry after seeded think
+//! times until every process has completed its pairs) or `sequential` (the no-contention best
+//! case: one sequence at a time, the next started only once nothing is in flight, by the next
+//! process in round-robin order whose move keeps every bound).
+//!
+//! After **every** event a safety observer checks the bounds l_i ≤ |CS_i| ≤ k_i of every
+//! closed neighbourhood the event changed, and the handling object's own invariants (e.g. its
+//! arbiter's cap). A run with nothing in flight while some sequence is pending is a deadlock.
+//! Messages are attributed to the pair whose request caused them: a message sent while
+//! handling a message inherits that message's pair. Everything is seeded with ChaCha8, whose
+//! stream is stable across versions: a run is replayed by its seed.
+
+use crate::config::Instance;
+use crate::cs::{CsObject, CsState, Message, Outbox, Sequence};
+use crate::error::{ConfigError, Problem};
+use crate::id::ProcessId;
+use crate::metrics::{PairRecord, Stats, Waiting};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::fmt;
+
+/// Sequential workload: helper moves allowed per process before the run counts as stalled.
+const HELPER_MOVE_LIMIT: u64 = 1_000;
+
+/// Message delays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delay {
+    /// Every message, self-addressed ones too, takes one time unit.
+    Unit,
+    /// Each message takes a uniformly drawn delay in `min..=max` (FIFO per link still holds).
+    Uniform {
+        /// The shortest delay.
+        min: u64,
+        /// The longest delay.
+        max: u64,
+    },
+}
+
+impl Delay {
+    /// Parses `unit` or `uniform:A:B`.
+    pub fn parse(s: &str) -> Result<Delay, ConfigError> {
+        let bad = |why: &str| ConfigError::one(Problem::Invalid(format!("delay `{s}`: {why}")));
+        if s == "unit" {
+            return Ok(Delay::Unit);
+        }
+        let rest = s
+            .strip_prefix("uniform:")
+            .ok_or_else(|| bad("expected unit or uniform:A:B"))?;
+        let (a, b) = rest
+            .split_once(':')
+            .ok_or_else(|| bad("expected uniform:A:B"))?;
+        let (min, max) = (
+            a.parse()
+                .map_err(|_| bad("A is not a non-negative integer"))?,
+            b.parse()
+                .map_err(|_| bad("B is not a non-negative integer"))?,
+        );
+        if min > max {
+            return Err(bad("A must not exceed B"));
+        }
+        Ok(Delay::Uniform { min, max })
+    }
+}
+
+impl fmt::Display for Delay {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Delay::Unit => f.write_str("unit"),
+            Delay::Uniform { min, max } => write!(f, "uniform:{min}:{max}"),
+        }
+    }
+}
+
+/// Who moves when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// Every process cycles Exit/Entry after seeded think times.
+    Concurrent,
+    /// One sequence at a time in the whole system (the no-contention best case).
+    Sequential,
+}
+
+impl Workload {
+    /// Parses `concurrent` or `sequential`.
+    pub fn parse(s: &str) -> Result<Workload, ConfigError> {
+        match s {
+            "concurrent" => Ok(Workload::Concurrent),
+            "sequential" => Ok(Workload::Sequential),
+            _ => Err(ConfigError::one(Problem::Invalid(format!(
+                "workload `{s}`: expected concurrent or sequential"
+            )))),
+        }
+    }
+}
+
+impl fmt::Display for Workload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Workload::Concurrent => "concurrent",
+            Workload::Sequential => "sequential",
+        })
+    }
+}
+
+/// Simulation settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimConfig {
+    /// The seed of every random choice.
+    pub seed: u64,
+    /// Pairs every process must complete.
+    pub pairs: usize,
+    /// Message delays.
+    pub delay: Delay,
+    /// Who moves when.
+    pub workload: Workload,
+    /// Concurrent workload: think times are drawn from `0..=think_max`.
+    pub think_max: u64,
+    /// Give up (and report the run as stalled) after this many events.
+    pub max_events: u64,
+    /// How many of the last events the trace keeps (`usize::MAX` keeps all).
+    pub trace_capacity: usize,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            seed: 0,
+            pairs: 1,
+            delay: Delay::Unit,
+            workload: Workload::Concurrent,
+            think_max: 4,
+            max_events: 200_000_000,
+            trace_capacity: 200,
+        }
+    }
+}
+
+/// A broken bound or invariant seen by the observer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// Simulated time.
+    pub time: u64,
+    /// The index of the event after which it was seen.
+    pub event: u64,
+    /// What broke.
+    pub description: String,
+}
+
+/// The outcome and measurements of one simulation run.
+#[derive(Clone, Debug, Serialize)]
+pub struct SimReport {
+    /// Number of processes.
+    pub processes: usize,
+    /// Pairs asked for: `processes × pairs`.
+    pub pairs_requested: usize,
+    /// Pairs completed (in the concurrent workload, processes that are done keep cycling
+    /// while others are not, so this can exceed `pairs_requested`).
+    pub pairs_completed: usize,
+    /// Number of broken bounds or invariants seen.
+    pub safety_violations: usize,
+    /// The first violations seen (at most 100).
+    pub violations: Vec<Violation>,
+    /// Whether nothing was in flight while a sequence was pending.
+    pub deadlock: bool,
+    /// Processes with a pending sequence when the deadlock was found.
+    pub blocked: Vec<ProcessId>,
+    /// Set when the run stopped for another reason (event limit, no safe move).
+    pub stalled: Option<String>,
+    /// Messages sent in total.
+    pub messages: u64,
+    /// Messages per completed pair, self-addressed ones included.
+    pub messages_per_pair: Stats,
+    /// Messages per completed pair, self-addressed ones left out.
+    pub remote_messages_per_pair: Stats,
+    /// Messages sent by kind.
+    pub messages_by_kind: BTreeMap<String, u64>,
+    /// Waiting times of completed sequences.
+    pub waiting_time: Waiting,
+    /// The seed.
+    pub seed: u64,
+    /// Simulated time at the end.
+    pub end_time: u64,
+    /// Events handled.
+    pub events: u64,
+    /// Every completed pair.
+    #[serde(skip)]
+    pub pairs: Vec<PairRecord>,
+    /// The last events, for replay and diagnosis.
+    #[serde(skip)]
+    pub trace: Vec<String>,
+}
+
+impl SimReport {
+    /// Safe, no deadlock, not stalled, and every process completed its pairs.
+    pub fn ok(&self) -> bool {
+        self.safety_violations == 0
+            && !self.deadlock
+            && self.stalled.is_none()
+            && self.pairs_completed >= self.pairs_requested
+    }
+
+    /// A one-paragraph account of a failure: what broke, the seed, and the trace.
+    pub fn failure_text(&self) -> String {
+        let mut s = format!("seed {}: ", self.seed);
+        if let Some(v) = self.violations.first() {
+            s += &format!(
+                "{} safety violation(s); first at t={} after event #{}: {}\n",
+                self.safety_violations, v.time, v.event, v.description
+            );
+        }
+        if self.deadlock {
+            let ids: Vec<String> = self.blocked.iter().map(ToString::to_string).collect();
+            s += &format!(
+                "deadlock at t={}: nothing in flight, blocked: {}\n",
+                self.end_time,
+                ids.join(", ")
+            );
+        }
+        if let Some(why) = &self.stalled {
+            s += &format!("stalled: {why}\n");
+        }
+        s += &format!(
+            "last {} events (replay with the same seed):\n",
+            self.trace.len()
+        );
+        for line in &self.trace {
+            s += line;
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// The pair a message is attributed to: (owner, pair index).
+type Tag = (ProcessId, usize);
+
+enum EventKind<M> {
+    Deliver {
+        from: ProcessId,
+        to: ProcessId,
+        msg: M,
+        tag: Tag,
+    },
+    Client(ProcessId),
+}
+
+struct Event<M> {
+    time: u64,
+    seq: u64,
+    kind: EventKind<M>,
+}
+
+impl<M> PartialEq for Event<M> {
+    fn eq(&self, o: &Self) -> bool {
+        (self.time, self.seq) == (o.time, o.seq)
+    }
+}
+impl<M> Eq for Event<M> {}
+impl<M> PartialOrd for Event<M> {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl<M> Ord for Event<M> {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.time, self.seq).cmp(&(o.time, o.seq))
+    }
+}
+
+enum TraceEntry<M> {
+    Deliver {
+        from: ProcessId,
+        to: ProcessId,
+        msg: M,
+        tag: Tag,
+    },
+    Begin(ProcessId, Sequence),
+    Complete(ProcessId, CsState),
+}
+
+#[derive(Default, Clone, Copy)]
+struct PairAcc {
+    messages: u64,
+    remote: u64,
+    exit_wait: u64,
+    entry_wait: u64,
+}
+
+#[derive(Clone, Copy)]
+struct Track {
+    started: usize,
+    completed: usize,
+    begun_at: u64,
+}
+
+/// Runs a system of CS objects under `cfg` and returns the report. `instance` gives the
+/// bounds the observer checks; `procs[i]` must be process `i`.
+pub fn simulate<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &SimConfig) -> SimReport {
+    Sim::new(instance, procs, cfg).run()
+}
+
+struct Sim<'a, A: CsObject> {
+    inst: &'a Instance,
+    cfg: &'a SimConfig,
+    procs: Vec<A>,
+    rng: ChaCha8Rng,
+    queue: BinaryHeap<Reverse<Event<A::Msg>>>,
+    next_seq: u64,
+    in_flight: usize,
+    link_clock: Vec<u64>,
+    now: u64,
+    events: u64,
+    states: Vec<CsState>,
+    in_cs: Vec<usize>,
+    track: Vec<Track>,
+    acc: Vec<Vec<PairAcc>>,
+    waits: [Vec<u64>; 2],
+    messages: u64,
+    by_kind: BTreeMap<String, u64>,
+    violations: Vec<Violation>,
+    violation_count: usize,
+    trace: VecDeque<(u64, u64, TraceEntry<A::Msg>)>,
+    rr: usize,
+    helper_moves: u64,
+    done: bool,
+}
+
+impl<'a, A: CsObject> Sim<'a, A> {
+    fn new(inst: &'a Instance, procs: Vec<A>, cfg: &'a SimConfig) -> Self {
+        let n = procs.len();
+        let states: Vec<CsState> = procs.iter().map(|p| p.state()).collect();
+        let in_cs = inst
+            .topology()
+            .processes()
+            .map(|p| inst.in_cs_around(&states, p))
+            .collect();
+        Sim {
+            inst,
+            cfg,
+            procs,
+            rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+            queue: BinaryHeap::new(),
+            next_seq: 0,
+            in_flight: 0,
+            link_clock: vec![0; n * n],
+            now: 0,
+            events: 0,
+            states,
+            in_cs,
+            track: vec![
+                Track {
+                    started: 0,
+                    completed: 0,
+                    begun_at: 0
+                };
+                n
+            ],
+            acc: vec![Vec::new(); n],
+            waits: [Vec::new(), Vec::new()],
+            messages: 0,
+            by_kind: BTreeMap::new(),
+            violations: Vec::new(),
+            violation_count: 0,
+            trace: VecDeque::new(),
+            rr: 0,
+            helper_moves: 0,
+            done: cfg.pairs == 0,
+        }
+    }
+
+    fn push(&mut self, time: u64, kind: EventKind<A::Msg>) {
+        if matches!(kind, EventKind::Deliver { .. }) {
+            self.in_flight += 1;
+        }
+        self.queue.push(Reverse(Event {
+            time,
+            seq: self.next_seq,
+            kind,
+        }));
+        self.next_seq += 1;
+    }
+
+    fn delay(&mut self) -> u64 {
+        match self.cfg.delay {
+            Delay::Unit => 1,
+            Delay::Uniform { min, max } => self.rng.random_range(min..=max),
+        }
+    }
+
+    fn think(&mut self) -> u64 {
+        self.rng.random_range(0..=self.cfg.think_max)
+    }
+
+    fn record(&mut self, entry: TraceEntry<A::Msg>) {
+        if self.cfg.trace_capacity == 0 {
+            return;
+        }
+        if self.trace.len() == self.cfg.trace_capacity {
+            self.trace.pop_front();
+        }
+        self.trace.push_back((self.now, self.events, entry));
+    }
+
+    fn violation(&mut self, description: String) {
+        self.violation_count += 1;
+        if self.violations.len() < 100 {
+            self.violations.push(Violation {
+                time: self.now,
+                event: self.events,
+                description,
+            });
+        }
+    }
+
+    fn pairs_done(&self, p: usize) -> usize {
+        self.track[p].completed / 2
+    }
+
+    /// Whether `p` still owes moves: pairs left, or a pair half done.
+    fn owes(&self, p: usize) -> bool {
+        self.pairs_done(p) < self.cfg.pairs || self.track[p].started % 2 == 1
+    }
+
+    fn update_done(&mut self) {
+        if !self.done {
+            self.done = match self.cfg.workload {
+                Workload::Concurrent => {
+                    (0..self.procs.len()).all(|p| self.pairs_done(p) >= self.cfg.pairs)
+                }
+                Workload::Sequential => (0..self.procs.len()).all(|p| !self.owes(p)),
+            };
+        }
+    }
+
+    fn run(mut self) -> SimReport {
+        let initial = self.inst.violations(&self.states);
+        for p in initial {
+            self.violation(format!("initial configuration: {p}"));
+        }
+        if self.cfg.workload == Workload::Concurrent && !self.done {
+            for p in 0..self.procs.len() {
+                let t = self.think();
+                self.push(t, EventKind::Client(ProcessId::from(p)));
+            }
+        }
+        let mut deadlock = false;
+        let mut stalled = None;
+        loop {
+            if self.events >= self.cfg.max_events {
+                stalled = Some(format!("event limit {} reached", self.cfg.max_events));
+                break;
+            }
+            if self.cfg.workload == Workload::Sequential && self.queue.is_empty() {
+                if self.procs.iter().any(|p| p.pending().is_some()) {
+                    deadlock = true;
+                    break;
+                }
+                if self.done {
+                    break;
+                }
+                if self.helper_moves > HELPER_MOVE_LIMIT * (self.procs.len() as u64) {
+                    stalled = Some(format!(
+                        "sequential workload: {} helper moves and still some process cannot move",
+                        self.helper_moves
+                    ));
+                    break;
+                }
+                match self.next_mover() {
+                    Some(p) => self.push(self.now, EventKind::Client(p)),
+                    None => {
+                        stalled = Some(
+                            "sequential workload: no process can move without breaking a bound"
+                                .into(),
+                        );
+                        break;
+                    }
+                }
+            }
+            let Some(Reverse(ev)) = self.queue.pop() else {
+                if !self.done {
+                    deadlock = true;
+                }
+                break;
+            };
+            self.now = ev.time;
+            self.events += 1;
+            self.handle(ev.kind);
+        }
+        self.report(deadlock, stalled)
+    }
+
+    /// The sequential workload's next mover: the next process in round-robin order with
+    /// required pairs left whose move keeps every bound. When none can move, a helper move:
+    /// the safe move that most reduces the number of bounds blocking those processes; failing
+    /// that, a process finishing an extra pair, then anyone.
+    fn next_mover(&mut self) -> Option<ProcessId> {
+        let n = self.procs.len();
+        let mut states = self.states.clone();
+        let required: Vec<bool> = (0..n)
+            .map(|p| self.pairs_done(p) < self.cfg.pairs)
+            .collect();
+        let safe: Vec<bool> = (0..n)
+            .map(|p| self.inst.move_keeps_bounds(&mut states, ProcessId::from(p)))
+            .collect();
+        let rotation: Vec<usize> = (0..n).map(|i| (self.rr + i) % n).collect();
+        let pick = rotation
+            .iter()
+            .copied()
+            .find(|&p| required[p] && safe[p])
+            .or_else(|| {
+                let blocked: Vec<usize> = (0..n).filter(|&p| required[p] && !safe[p]).collect();
+                let before = self.blocking(&mut states, &blocked);
+                let mut best: Option<(usize, usize)> = None;
+                for &h in rotation.iter().filter(|&&h| safe[h]) {
+                    states[h] = !states[h];
+                    let after = self.blocking(&mut states, &blocked);
+                    states[h] = !states[h];
+                    if after < before && best.is_none_or(|(_, b)| after < b) {
+                        best = Some((h, after));
+                    }
+                }
+                best.map(|(h, _)| h)
+            })
+            .or_else(|| rotation.iter().copied().find(|&p| safe[p] && self.owes(p)))
+            .or_else(|| rotation.iter().copied().find(|&p| safe[p]))?;
+        self.rr = (pick + 1) % n;
+        if !required[pick] {
+            self.helper_moves += 1;
+        }
+        Some(ProcessId::from(pick))
+    }
+
+    /// How many (process, bound) pairs would break if each of `movers` moved alone.
+    fn blocking(&self, states: &mut [CsState], movers: &[usize]) -> usize {
+        movers
+            .iter()
+            .map(|&p| {
+                let p = ProcessId::from(p);
+                states[p.index()] = !states[p.index()];
+                let broken = self
+                    .inst
+                    .topology()
+                    .closed(p)
+                    .into_iter()
+                    .filter(|&q| !self.inst.holds_at(states, q))
+                    .count();
+                states[p.index()] = !states[p.index()];
+                broken
+            })
+            .sum()
+    }
+
+    fn handle(&mut self, kind: EventKind<A::Msg>) {
+        let mut out = Outbox::new();
+        let (actor, tag) = match kind {
+            EventKind::Deliver { from, to, msg, tag } => {
+                self.in_flight -= 1;
+                if self.cfg.trace_capacity > 0 {
+                    self.record(TraceEntry::Deliver {
+                        from,
+                        to,
+                        msg: msg.clone(),
+                        tag,
+                    });
+                }
+                self.procs[to.index()].on_message(from, msg, &mut out);
+                (to, tag)
+            }
+            EventKind::Client(p) => {
+                if self.done && self.cfg.workload == Workload::Concurrent {
+                    return;
+                }
+                let i = p.index();
+                let seq = Sequence::leaving(self.states[i]);
+                let tag = (p, self.track[i].started / 2);
+                self.track[i].started += 1;
+                self.track[i].begun_at = self.now;
+                self.record(TraceEntry::Begin(p, seq));
+                if let Err(e) = self.procs[i].begin(seq, &mut out) {
+                    self.violation(format!("{p}: driver broke the calling convention: {e}"));
+                }
+                (p, tag)
+            }
+        };
+        self.dispatch(actor, tag, &mut out);
+        if out.completed() {
+            self.complete(actor);
+        }
+        if let Err(e) = self.procs[actor.index()].check_invariants() {
+            self.violation(format!("{actor}: {e}"));
+        }
+    }
+
+    fn dispatch(&mut self, from: ProcessId, tag: Tag, out: &mut Outbox<A::Msg>) {
+        let n = self.procs.len();
+        let owner = tag.0.index();
+        if self.acc[owner].len() <= tag.1 {
+            self.acc[owner].resize(tag.1 + 1, PairAcc::default());
+        }
+        for (to, msg) in out.drain() {
+            self.messages += 1;
+            *self.by_kind.entry(msg.kind().into_owned()).or_insert(0) += 1;
+            let a = &mut self.acc[owner][tag.1];
+            a.messages += 1;
+            if to != from {
+                a.remote += 1;
+            }
+            let link = from.index() * n + to.index();
+            let at = (self.now + self.delay()).max(self.link_clock[link]);
+            self.link_clock[link] = at;
+            self.push(at, EventKind::Deliver { from, to, msg, tag });
+        }
+    }
+
+    fn complete(&mut self, p: ProcessId) {
+        let i = p.index();
+        let old = self.states[i];
+        let new = self.procs[i].state();
+        let wait = self.now - self.track[i].begun_at;
+        let pair = self.track[i].completed / 2;
+        if self.acc[i].len() <= pair {
+            self.acc[i].resize(pair + 1, PairAcc::default());
+        }
+        match Sequence::leaving(old) {
+            Sequence::Exit => {
+                self.waits[0].push(wait);
+                self.acc[i][pair].exit_wait = wait;
+            }
+            Sequence::Entry => {
+                self.waits[1].push(wait);
+                self.acc[i][pair].entry_wait = wait;
+            }
+        }
+        self.track[i].completed += 1;
+        self.record(TraceEntry::Complete(p, new));
+        if new == old {
+            self.violation(format!("{p}: completed a sequence without changing state"));
+        }
+        self.states[i] = new;
+        for q in self.inst.topology().closed(p) {
+            let c = &mut self.in_cs[q.index()];
+            if new == CsState::InCs {
+                *c += 1;
+            } else {
+                *c -= 1;
+            }
+            let (c, b) = (*c, self.inst.bounds(q));
+            if c < b.l || c > b.k {
+                self.violation(format!(
+                    "{q}: {c} in the CS in its closed neighbourhood, outside [{}, {}] (after {p} {})",
+                    b.l,
+                    b.k,
+                    if new == CsState::InCs { "entered" } else { "exited" }
+                ));
+            }
+        }
+        self.update_done();
+        if self.cfg.workload == Workload::Concurrent && !self.done {
+            let t = self.now + self.think();
+            self.push(t, EventKind::Client(p));
+        }
+    }
+
+    fn report(self, deadlock: bool, stalled: Option<String>) -> SimReport {
+        let mut pairs = Vec::new();
+        for (i, accs) in self.acc.iter().enumerate() {
+            let complete = self.track[i].completed / 2;
+            for (index, a) in accs.iter().enumerate().take(complete) {
+                pairs.push(PairRecord {
+                    process: ProcessId::from(i),
+                    index,
+                    messages: a.messages,
+                    remote_messages: a.remote,
+                    exit_wait: a.exit_wait,
+                    entry_wait: a.entry_wait,
+                });
+            }
+        }
+        let mean = |v: &[u64]| Stats::of(v.iter().map(|&x| x as f64));
+        let (exits, entries) = (mean(&self.waits[0]), mean(&self.waits[1]));
+        let blocked = if deadlock {
+            self.procs
+                .iter()
+                .filter(|p| p.pending().is_some())
+                .map(|p| p.id())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let trace = if self.violation_count > 0 || deadlock || stalled.is_some() {
+            self.trace
+                .iter()
+                .map(|(t, e, entry)| format_entry(*t, *e, entry))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        SimReport {
+            processes: self.procs.len(),
+            pairs_requested: self.procs.len() * self.cfg.pairs,
+            pairs_completed: pairs.len(),
+            safety_violations: self.violation_count,
+            violations: self.violations,
+            deadlock,
+            blocked,
+            stalled,
+            messages: self.messages,
+            messages_per_pair: Stats::of(pairs.iter().map(|p| p.messages as f64)),
+            remote_messages_per_pair: Stats::of(pairs.iter().map(|p| p.remote_messages as f64)),
+            messages_by_kind: self.by_kind,
+            waiting_time: Waiting {
+                exit_max: exits.max,
+                exit_mean: exits.mean,
+                entry_max: entries.max,
+                entry_mean: entries.mean,
+            },
+            seed: self.cfg.seed,
+            end_time: self.now,
+            events: self.events,
+            pairs,
+            trace,
+        }
+    }
+}
+
+fn format_entry<M: Message>(time: u64, event: u64, e: &TraceEntry<M>) -> String {
+    match e {
+        TraceEntry::Deliver { from, to, msg, tag } => {
+            format!(
+                "t={time} #{event} {from} -> {to}: {msg:?} [pair {}#{}]",
+                tag.0, tag.1
+            )
+        }
+        TraceEntry::Begin(p, s) => format!("t={time} #{event} {p} begins {s:?}"),
+        TraceEntry::Complete(p, s) => format!("t={time} #{event} {p} completes: now {s:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algo::lmutin::{Lmutin, LmutinRules};
+    use crate::topology::Topology;
+
+    fn lmutin(t: &Topology, l: usize) -> (Instance, Vec<Lmutin>) {
+        let ls = vec![l; t.len()];
+        let inst = Lmutin::instance(t, &ls).unwrap();
+        let init = inst.find_safe_initial().unwrap();
+        Lmutin::system(t, &ls, &init, LmutinRules::CORRECTED).unwrap()
+    }
+
+    #[test]
+    fn parses_delays_and_workloads() {
+        assert_eq!(Delay::parse("unit").unwrap(), Delay::Unit);
+        assert_eq!(
+            Delay::parse("uniform:1:5").unwrap(),
+            Delay::Uniform { min: 1, max: 5 }
+        );
+        for bad in ["", "uniform:5:1", "uniform:1", "gauss:1:2", "uniform:a:2"] {
+            assert!(Delay::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(Workload::parse("sequential").unwrap(), Workload::Sequential);
+        assert!(Workload::parse("parallel").is_err());
+    }
+
+    #[test]
+    fn runs_are_reproducible_by_seed() {
+        let t = Topology::ring(6).unwrap();
+        let cfg = SimConfig {
+            seed: 9,
+            pairs: 3,
+            delay: Delay::Uniform { min: 1, max: 7 },
+            ..SimConfig::default()
+        };
+        let (inst, procs) = lmutin(&t, 1);
+        let a = simulate(&inst, procs.clone(), &cfg);
+        let b = simulate(&inst, procs, &cfg);
+        assert!(a.ok(), "{}", a.failure_text());
+        assert_eq!(
+            (a.messages, a.end_time, a.events),
+            (b.messages, b.end_time, b.events)
+        );
+        assert_eq!(a.pairs, b.pairs);
+    }
+
+    #[test]
+    fn sequential_unit_run_counts_exactly() {
+        let t = Topology::ring(5).unwrap();
+        let (inst, procs) = lmutin(&t, 1);
+        let cfg = SimConfig {
+            pairs: 2,
+            workload: Workload::Sequential,
+            ..SimConfig::default()
+        };
+        let r = simulate(&inst, procs, &cfg);
+        assert!(r.ok(), "{}", r.failure_text());
+        assert_eq!(r.pairs_completed, 10);
+        // ring: |N_i|+1 = 3, so 9 messages per pair, 6 of them remote
+        assert!(r
+            .pairs
+            .iter()
+            .all(|p| p.messages == 9 && p.remote_messages == 6));
+        // Request and Grant take one unit each; Entry completes at once
+        assert_eq!(r.waiting_time.exit_max, 2.0);
+        assert_eq!(r.waiting_time.entry_max, 0.0);
+    }
+
+    #[test]
+    fn observer_catches_an_unsafe_algorithm() {
+        // the printed initial grants on a triangle with l = 1 and only P0 in the CS
+        let t = Topology::complete(3).unwrap();
+        let init = [CsState::InCs, CsState::OutCs, CsState::OutCs];
+        let (inst, procs) = Lmutin::system(&t, &[1, 1, 1], &init, LmutinRules::PRINTED).unwrap();
+        // some seed lets P0 exit while P1 and P2 are still out of the CS
+        let r = (0..50)
+            .map(|seed| {
+                let cfg = SimConfig {
+                    seed,
+                    pairs: 1,
+                    think_max: 20,
+                    ..SimConfig::default()
+                };
+                simulate(&inst, procs.clone(), &cfg)
+            })
+            .find(|r| r.safety_violations > 0)
+            .expect("the printed initial grants break l = 1 for some seed");
+        assert!(!r.ok());
+        assert!(r.failure_text().contains("seed 0"));
+        assert!(!r.trace.is_empty());
+    }
+}

@@ -1,0 +1,318 @@
+//! The command line contract (DESIGN §5): flags, JSON fields and exit codes.
+
+use std::process::{Command, Output};
+
+fn lkcs(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lkcs"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
+}
+
+fn stderr_lines(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn sequential_torus_run_matches_the_paper_exactly() {
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "lmutin",
+        "--topology",
+        "torus:5x5",
+        "--l",
+        "2",
+        "--workload",
+        "sequential",
+        "--pairs",
+        "2",
+        "--delay",
+        "unit",
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert_eq!(v["algorithm"], "lmutin");
+    assert_eq!(v["processes"], 25);
+    assert_eq!(v["safety_violations"], 0);
+    assert_eq!(v["deadlock"], false);
+    assert_eq!(v["pairs_completed"], 50);
+    // 3 (|N_i| + 1) = 15 for every pair; 12 of them remote
+    for stat in ["min", "mean", "max"] {
+        assert_eq!(v["messages_per_pair"][stat], 15.0);
+        assert_eq!(v["remote_messages_per_pair"][stat], 12.0);
+    }
+    assert_eq!(v["messages"], 750);
+    assert_eq!(v["messages_by_kind"]["Request"], 250);
+    for field in ["exit_max", "exit_mean", "entry_max", "entry_mean"] {
+        assert!(v["waiting_time"][field].is_number(), "{field}");
+    }
+    assert_eq!(v["seed"], 0);
+}
+
+#[test]
+fn concurrent_lmutex_run_on_a_random_graph_succeeds_with_a_summary() {
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "lmutex",
+        "--topology",
+        "random:14:0.3:5",
+        "--k",
+        "2",
+        "--pairs",
+        "3",
+        "--delay",
+        "uniform:1:9",
+        "--seed",
+        "11",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("OK") && text.contains("messages per pair"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bounds_file_sets_per_process_bounds() {
+    let dir = std::env::temp_dir().join(format!("lkcs-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bounds.json");
+    std::fs::write(&file, r#"{"l": [2, 1, 0, 1, 2]}"#).unwrap();
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "lmutin",
+        "--topology",
+        "ring:5",
+        "--bounds",
+        file.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(&file, r#"{"l": [2, 1]}"#).unwrap();
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "lmutin",
+        "--topology",
+        "ring:5",
+        "--bounds",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_failure_exits_1_with_seed_and_trace() {
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "lmutin",
+        "--variant",
+        "printed",
+        "--topology",
+        "complete:3",
+        "--l",
+        "1",
+        "--initial",
+        "in:0",
+        "--pairs",
+        "3",
+        "--delay",
+        "uniform:1:6",
+        "--think",
+        "3",
+        "--seed",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("seed 1") && err.contains("safety violation"),
+        "{err}"
+    );
+    assert!(err.contains("-> P"), "trace lines: {err}");
+}
+
+/// Bad input exits 2 with one clear line per problem, and never panics.
+#[test]
+fn bad_input_exits_2_with_one_line_per_problem() {
+    let cases: &[(&[&str], usize, &str)] = &[
+        // star:5 leaves have |N_i| = 1 < 2: four problems
+        (
+            &["--algorithm", "lmutin", "--topology", "star:5", "--l", "2"],
+            4,
+            "l_i <= |N_i|",
+        ),
+        (
+            &[
+                "--algorithm",
+                "lmutin",
+                "--topology",
+                "ring:4",
+                "--l",
+                "1",
+                "--initial",
+                "in:",
+            ],
+            4,
+            "unsafe",
+        ),
+        (
+            &["--algorithm", "lmutin", "--topology", "hexagon:4"],
+            1,
+            "unknown topology",
+        ),
+        (
+            &["--algorithm", "lmutin", "--topology", "complete:0"],
+            1,
+            "zero processes",
+        ),
+        (
+            &["--algorithm", "paxos", "--topology", "ring:4"],
+            1,
+            "unknown algorithm",
+        ),
+        (
+            &["--algorithm", "gcs", "--topology", "complete:4"],
+            1,
+            "not yet supported",
+        ),
+        (
+            &[
+                "--algorithm",
+                "lmutin",
+                "--topology",
+                "ring:4",
+                "--initial",
+                "in:9",
+            ],
+            1,
+            "P9",
+        ),
+        (
+            &[
+                "--algorithm",
+                "lmutin",
+                "--topology",
+                "ring:4",
+                "--delay",
+                "uniform:5:1",
+            ],
+            1,
+            "delay",
+        ),
+        (
+            &[
+                "--algorithm",
+                "lmutin",
+                "--topology",
+                "ring:4",
+                "--workload",
+                "eager",
+            ],
+            1,
+            "workload",
+        ),
+        (
+            &[
+                "--algorithm",
+                "lmutin",
+                "--topology",
+                "ring:4",
+                "--variant",
+                "draft",
+            ],
+            1,
+            "variant",
+        ),
+        (
+            &["--algorithm", "lmutin", "--topology", "ring:4", "--k", "2"],
+            1,
+            "lmutex",
+        ),
+        (
+            &["--algorithm", "lmutex", "--topology", "ring:4", "--k", "0"],
+            4,
+            "1 <= k_i",
+        ),
+        (
+            &[
+                "--algorithm",
+                "lmutin",
+                "--topology",
+                "ring:4",
+                "--pairs",
+                "0",
+            ],
+            1,
+            "--pairs",
+        ),
+        (
+            &[
+                "--algorithm",
+                "lmutin",
+                "--topology",
+                "ring:4",
+                "--coterie",
+                "grid",
+            ],
+            1,
+            "--coterie",
+        ),
+        // several problems at once are all reported
+        (
+            &[
+                "--algorithm",
+                "paxos",
+                "--topology",
+                "ring:2",
+                "--delay",
+                "x",
+            ],
+            3,
+            "unknown algorithm",
+        ),
+    ];
+    for (args, lines, needle) in cases {
+        let mut full = vec!["simulate"];
+        full.extend_from_slice(args);
+        let out = lkcs(&full);
+        let err = stderr_lines(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err:?}");
+        assert_eq!(err.len(), *lines, "{args:?}: {err:?}");
+        assert!(err.iter().any(|l| l.contains(needle)), "{args:?}: {err:?}");
+        assert!(
+            err.iter()
+                .all(|l| l.starts_with("error: ") && !l.contains("panicked")),
+            "{err:?}"
+        );
+    }
+}
