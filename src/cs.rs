@@ -74,7 +74,7 @@ pub enum Variant {
 }
 
 /// A message of some CS algorithm.
-pub trait Message: Clone + Debug + Eq + Hash + Send + 'static {
+pub trait Message: Clone + Debug + Eq + Ord + Hash + Send + Sync + 'static {
     /// The message's kind for metrics, e.g. `"Request"`; composite objects prefix the kinds of
     /// their inner objects (`"lmin.Request"`).
     fn kind(&self) -> Cow<'static, str>;
@@ -139,7 +139,7 @@ impl<M> Outbox<M> {
 /// Calling convention (CSMIC): `begin_entry` only when [`CsState::OutCs`], `begin_exit` only
 /// when [`CsState::InCs`], and never while a sequence is pending; a violation returns a
 /// [`CallError`] and changes nothing.
-pub trait CsObject: Clone + Debug + Eq + Hash + Send + 'static {
+pub trait CsObject: Clone + Debug + Eq + Hash + Send + Sync + 'static {
     /// The messages the algorithm exchanges.
     type Msg: Message;
 

@@ -4,6 +4,7 @@
 mod algo;
 mod arbiter;
 mod catalog;
+mod check;
 mod config;
 mod cs;
 mod error;
@@ -15,6 +16,7 @@ mod topology;
 pub use algo::lmutin::{lmutex_instance, lmutex_system, Lmutex, Lmutin, LmutinMsg, LmutinRules};
 pub use arbiter::{Action, Arbiter, ArbiterRules};
 pub use catalog::{Algorithm, BoundsFile, SystemSpec, SystemVisitor};
+pub use check::{check, CheckConfig, CheckReport, Verdict};
 pub use config::{format_initial, parse_initial, Bounds, Instance};
 pub use cs::{check_call, Complement, CsObject, CsState, Message, Outbox, Sequence, Variant};
 pub use error::{CallError, ConfigError, Problem};

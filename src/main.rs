@@ -6,9 +6,9 @@
 
 use clap::{Args, Parser, Subcommand};
 use lkcs::{
-    format_initial, parse_initial, simulate, Algorithm, BoundsFile, ConfigError, CsObject, CsState,
-    Delay, Instance, Problem, SimConfig, SimReport, SystemSpec, SystemVisitor, Topology, Variant,
-    Workload,
+    check, format_initial, parse_initial, simulate, Algorithm, BoundsFile, CheckConfig,
+    CheckReport, ConfigError, CsObject, CsState, Delay, Instance, Problem, SimConfig, SimReport,
+    SystemSpec, SystemVisitor, Topology, Variant, Verdict, Workload,
 };
 use std::process::ExitCode;
 
@@ -28,7 +28,7 @@ enum Command {
     /// Run an algorithm in the deterministic simulator.
     Simulate(SimulateArgs),
     /// Exhaustively check an algorithm on a small instance.
-    Check(SystemArgs),
+    Check(CheckArgs),
 }
 
 /// Options that describe the system (shared by `simulate` and `check`).
@@ -73,6 +73,18 @@ struct SystemArgs {
 }
 
 #[derive(Args)]
+struct CheckArgs {
+    #[command(flatten)]
+    system: SystemArgs,
+    /// Stop after generating this many states, duplicates included (a bounded check).
+    #[arg(long)]
+    max_states: Option<usize>,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
 struct SimulateArgs {
     #[command(flatten)]
     system: SystemArgs,
@@ -100,12 +112,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Simulate(args) => run_simulate(&args),
-        Command::Check(args) => match system_spec(&args) {
-            Err(e) => bad_input(&e),
-            Ok(_) => bad_input(&ConfigError::one(Problem::Invalid(
-                "`lkcs check` is not yet supported".into(),
-            ))),
-        },
+        Command::Check(args) => run_check(&args),
     }
 }
 
@@ -225,6 +232,86 @@ fn run_simulate(args: &SimulateArgs) -> ExitCode {
     } else {
         eprint!("{}", report.failure_text());
         ExitCode::from(1)
+    }
+}
+
+fn run_check(args: &CheckArgs) -> ExitCode {
+    let spec = match system_spec(&args.system) {
+        Ok(s) => s,
+        Err(e) => return bad_input(&e),
+    };
+    let cfg = CheckConfig {
+        pairs: args.system.pairs,
+        max_states: args.max_states,
+        ..CheckConfig::default()
+    };
+    let (report, initial) = match spec.build(Check { cfg: &cfg }) {
+        Ok(r) => r,
+        Err(e) => return bad_input(&e),
+    };
+    let verdict = match &report.verdict {
+        Verdict::Proved => "proved".to_string(),
+        Verdict::Bounded => format!(
+            "no violation in {} states (bounded by --max-states {})",
+            report.states,
+            args.max_states.unwrap_or_default()
+        ),
+        Verdict::Violated { property } => format!("violated: {property}"),
+    };
+    if args.json {
+        let v = serde_json::json!({
+            "algorithm": spec.algorithm.name(),
+            "topology": spec.topology.name(),
+            "initial": format_initial(&initial),
+            "pairs": cfg.pairs,
+            "verdict": verdict,
+            "states": report.states,
+            "max_depth": report.max_depth,
+            "seconds": report.elapsed.as_secs_f64(),
+            "states_per_second": report.states_per_second(),
+            "counterexample": report.counterexample,
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "{} on {} from {}, {} pair(s) per process: {verdict}",
+            spec.algorithm,
+            spec.topology.name(),
+            format_initial(&initial),
+            cfg.pairs
+        );
+        println!(
+            "  states explored  {} (max depth {}) in {:.2}s, {:.0} states/s",
+            report.states,
+            report.max_depth,
+            report.elapsed.as_secs_f64(),
+            report.states_per_second()
+        );
+    }
+    if report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("counterexample:");
+        for line in &report.counterexample {
+            eprintln!("{line}");
+        }
+        ExitCode::from(1)
+    }
+}
+
+struct Check<'a> {
+    cfg: &'a CheckConfig,
+}
+
+impl SystemVisitor for Check<'_> {
+    type Output = (CheckReport, Vec<CsState>);
+    fn visit<A: CsObject>(
+        self,
+        instance: &Instance,
+        initial: &[CsState],
+        procs: Vec<A>,
+    ) -> Self::Output {
+        (check(instance, procs, self.cfg), initial.to_vec())
     }
 }
 

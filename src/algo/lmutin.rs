@@ -85,7 +85,7 @@ use std::collections::BTreeSet;
 pub type Lmutex = Complement<Lmutin>;
 
 /// The messages of LMUTIN (and LMUTEX). The sender is known from the link.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LmutinMsg {
     /// Asks for permission to exit the CS, stamped `(ts, sender)`.
     Request {
