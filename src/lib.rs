@@ -7,6 +7,8 @@ mod config;
 mod cs;
 mod error;
 mod id;
+mod runtime;
+mod sync;
 mod topology;
 
 pub use algo::lmutin::{lmutex_instance, lmutex_system, Lmutex, Lmutin, LmutinMsg, LmutinRules};
@@ -15,4 +17,8 @@ pub use config::{format_initial, parse_initial, Bounds, Instance};
 pub use cs::{check_call, Complement, CsObject, CsState, Message, Outbox, Sequence, Variant};
 pub use error::{CallError, ConfigError, Problem};
 pub use id::{ProcessId, Stamp};
+pub use runtime::{
+    CondvarMailbox, CondvarReceiver, CondvarSender, CrossbeamMailbox, Handle, MailReceiver,
+    MailSender, Mailbox, Runtime, RuntimeConfig, RuntimeError, RuntimeReport, Violation,
+};
 pub use topology::Topology;
