@@ -1,6 +1,8 @@
 //! The thread runtime: LMUTIN and LMUTEX under the global monitor, and the handle's contract
 //! (misuse, timeout and resume, shutdown, a dying process thread).
 
+#![cfg(not(loom))]
+
 use lkcs::{
     lmutex_instance, lmutex_system, CallError, CondvarMailbox, CsObject, CsState, Handle, Lmutin,
     LmutinMsg, LmutinRules, Mailbox, Outbox, ProcessId, Runtime, RuntimeConfig, RuntimeError,
