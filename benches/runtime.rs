@@ -1,1 +1,197 @@
-fn main() {}
+//! Runtime speed (DESIGN.md §4): per topology, in one group,
+//! - `runtime_lmutin`: the thread runtime running LMUTIN, every process cycling Exit/Entry
+//!   pairs (throughput: messages of one iteration, measured with the runtime's counter);
+//! - `crossbeam_relay`: the ceiling for message passing: as many threads, crossbeam channels,
+//!   and per pair Request to the closed neighbourhood, a Grant back from each, then Release —
+//!   the same 3(|N_i|+1) messages per pair as LMUTIN's best case, no algorithm logic
+//!   (throughput: messages);
+//! - `parking_lot_counter`: a Mutex+Condvar global (l, k) counter with as many worker threads,
+//!   what a user would write by hand for a global quota (throughput: pairs).
+//!
+//! Compare messages/s of the first two (the ratio is what matters, not absolute times).
+//! The pairs and messages of one runtime iteration are printed before each group.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use crossbeam_channel::{unbounded, Receiver, Sender};
+use lkcs::{CsState, Handle, Lmutin, LmutinRules, Runtime, RuntimeConfig, Sequence, Topology};
+use parking_lot::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Pairs per process in one iteration.
+const PAIRS: usize = 200;
+
+fn lmutin_runtime(topo: &Topology, l: usize) -> Runtime<Lmutin> {
+    let n = topo.len();
+    let inst = Lmutin::instance(topo, &vec![l; n]).expect("instance");
+    let initial = inst.find_safe_initial().expect("safe initial");
+    let (_, procs) =
+        Lmutin::system(topo, &vec![l; n], &initial, LmutinRules::CORRECTED).expect("system");
+    Runtime::start(procs, RuntimeConfig::default()).expect("start")
+}
+
+/// Every client runs `PAIRS` pairs in the order its state dictates. With LMUTIN nobody waits
+/// for a process to leave the CS, so a client that finishes early holds nobody back.
+fn run_pairs(handles: &[Handle<Lmutin>]) {
+    std::thread::scope(|s| {
+        for h in handles {
+            s.spawn(move || {
+                let first = Sequence::leaving(h.state());
+                for _ in 0..PAIRS {
+                    let ok = h.run(first, None).and_then(|()| h.run(first.flip(), None));
+                    assert!(ok.is_ok(), "{}: {ok:?}", h.id());
+                }
+            });
+        }
+    });
+}
+
+#[derive(Clone, Copy, Debug)]
+enum RelayMsg {
+    Request(usize),
+    Grant,
+    Release,
+    Stop,
+}
+
+/// One iteration of the relay: every thread runs `PAIRS` request/grant/release rounds.
+fn relay(closed: &[Vec<usize>]) {
+    let n = closed.len();
+    let (txs, rxs): (Vec<Sender<RelayMsg>>, Vec<Receiver<RelayMsg>>) =
+        (0..n).map(|_| unbounded()).unzip();
+    let (done_tx, done_rx) = unbounded::<()>();
+    std::thread::scope(|s| {
+        for (i, rx) in rxs.into_iter().enumerate() {
+            let (txs, done_tx, mine) = (&txs, done_tx.clone(), &closed[i]);
+            s.spawn(move || {
+                let send = |to: usize, m: RelayMsg| {
+                    let _ = txs[to].send(m);
+                };
+                let mut remaining = PAIRS;
+                let mut grants = 0;
+                mine.iter().for_each(|&q| send(q, RelayMsg::Request(i)));
+                while let Ok(m) = rx.recv() {
+                    match m {
+                        RelayMsg::Request(from) => send(from, RelayMsg::Grant),
+                        RelayMsg::Grant => {
+                            grants += 1;
+                            if grants == mine.len() {
+                                grants = 0;
+                                mine.iter().for_each(|&q| send(q, RelayMsg::Release));
+                                remaining -= 1;
+                                if remaining > 0 {
+                                    mine.iter().for_each(|&q| send(q, RelayMsg::Request(i)));
+                                } else {
+                                    let _ = done_tx.send(());
+                                }
+                            }
+                        }
+                        RelayMsg::Release => {}
+                        RelayMsg::Stop => break,
+                    }
+                }
+            });
+        }
+        for _ in 0..n {
+            let _ = done_rx.recv();
+        }
+        for tx in &txs {
+            let _ = tx.send(RelayMsg::Stop);
+        }
+    });
+}
+
+/// A global quota by hand: at least `l` of the workers in the CS (no upper bound, as with
+/// LMUTIN); every worker runs `PAIRS` pairs.
+fn counter(n: usize, l: usize) {
+    let state = (Mutex::new(n), Condvar::new());
+    std::thread::scope(|s| {
+        for _ in 0..n {
+            let (count, cv) = (&state.0, &state.1);
+            s.spawn(move || {
+                for _ in 0..PAIRS {
+                    let mut c = count.lock();
+                    while *c <= l {
+                        cv.wait(&mut c);
+                    }
+                    *c -= 1;
+                    drop(c);
+                    *count.lock() += 1;
+                    cv.notify_all();
+                }
+            });
+        }
+    });
+}
+
+fn bench_topology(c: &mut Criterion, spec: &str, l: usize) {
+    let topo = Topology::parse(spec).expect("topology");
+    let n = topo.len();
+    let closed: Vec<Vec<usize>> = topo
+        .processes()
+        .map(|p| topo.closed(p).iter().map(|q| q.index()).collect())
+        .collect();
+    let mut rt = lmutin_runtime(&topo, l);
+    let handles = rt.take_handles().expect("handles");
+    assert!(handles.iter().all(|h| h.state() == CsState::InCs));
+
+    // Calibrate: the runtime's messages per iteration (they vary with contention).
+    let before = rt.report().messages;
+    for _ in 0..3 {
+        run_pairs(&handles);
+    }
+    let rt_msgs = (rt.report().messages - before) / 3;
+    let relay_msgs: u64 = closed.iter().map(|c| (3 * c.len() * PAIRS) as u64).sum();
+    let pairs = (n * PAIRS) as u64;
+    eprintln!(
+        "{spec} l={l}: {pairs} pairs per iteration; runtime ~{rt_msgs} messages ({:.1}/pair), relay {relay_msgs} ({:.1}/pair)",
+        rt_msgs as f64 / pairs as f64,
+        relay_msgs as f64 / pairs as f64,
+    );
+
+    let mut g = c.benchmark_group(spec.replace(':', "_"));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+
+    g.throughput(Throughput::Elements(rt_msgs));
+    let before = (rt.report().messages, Instant::now());
+    let mut iterations = 0u64;
+    g.bench_function(BenchmarkId::new("runtime_lmutin", "messages"), |b| {
+        b.iter(|| {
+            iterations += 1;
+            run_pairs(&handles)
+        })
+    });
+    let (msgs, secs) = (
+        rt.report().messages - before.0,
+        before.1.elapsed().as_secs_f64(),
+    );
+    if iterations > 0 {
+        eprintln!(
+        "{spec}: runtime over the whole measurement: {:.0} messages/iteration, {:.0} messages/s, {:.0} pairs/s (wall clock incl. criterion overhead)",
+        msgs as f64 / iterations.max(1) as f64,
+        msgs as f64 / secs,
+        (pairs * iterations) as f64 / secs,
+    );
+    }
+
+    g.throughput(Throughput::Elements(relay_msgs));
+    g.bench_function(BenchmarkId::new("crossbeam_relay", "messages"), |b| {
+        b.iter(|| relay(&closed))
+    });
+
+    g.throughput(Throughput::Elements(pairs));
+    g.bench_function(BenchmarkId::new("parking_lot_counter", "pairs"), |b| {
+        b.iter(|| counter(n, n / 2))
+    });
+    g.finish();
+    rt.shutdown();
+}
+
+fn runtime_benches(c: &mut Criterion) {
+    bench_topology(c, "ring:16", 1);
+    bench_topology(c, "torus:4x4", 2);
+}
+
+criterion_group!(benches, runtime_benches);
+criterion_main!(benches);

@@ -10,7 +10,9 @@ mod cs;
 mod error;
 mod id;
 mod metrics;
+mod runtime;
 mod sim;
+mod sync;
 mod topology;
 
 pub use algo::lmutin::{lmutex_instance, lmutex_system, Lmutex, Lmutin, LmutinMsg, LmutinRules};
@@ -22,5 +24,9 @@ pub use cs::{check_call, Complement, CsObject, CsState, Message, Outbox, Sequenc
 pub use error::{CallError, ConfigError, Problem};
 pub use id::{ProcessId, Stamp};
 pub use metrics::{PairRecord, Stats, Waiting};
+pub use runtime::{
+    CondvarMailbox, CondvarReceiver, CondvarSender, CrossbeamMailbox, Handle, MailReceiver,
+    MailSender, Mailbox, MonitorViolation, Runtime, RuntimeConfig, RuntimeError, RuntimeReport,
+};
 pub use sim::{simulate, Delay, SimConfig, SimReport, Violation, Workload};
 pub use topology::Topology;

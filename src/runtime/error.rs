@@ -1,0 +1,54 @@
+//! The runtime's error type.
+
+use crate::error::{CallError, ConfigError};
+use crate::id::ProcessId;
+use std::fmt;
+
+/// Why a runtime operation did not complete.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RuntimeError {
+    /// The call broke the calling convention (exit while out of the CS, entry while in it, or
+    /// the other operation while a sequence is still in progress); nothing was started.
+    Call(CallError),
+    /// The sequence did not complete in time. It keeps running: calling the same operation
+    /// again resumes waiting for it.
+    Timeout,
+    /// The runtime has shut down.
+    Shutdown,
+    /// A process thread died (its handler panicked); the algorithm can no longer make
+    /// progress, so every handle reports it.
+    ProcessDied(ProcessId),
+    /// The runtime could not be started with these objects or this configuration.
+    Config(ConfigError),
+    /// A thread could not be spawned (the operating system's message).
+    Spawn(String),
+}
+
+impl fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuntimeError::Call(e) => write!(f, "{e}"),
+            RuntimeError::Timeout => f.write_str("the sequence did not complete in time"),
+            RuntimeError::Shutdown => f.write_str("the runtime has shut down"),
+            RuntimeError::ProcessDied(p) => write!(f, "the thread of {p} died"),
+            RuntimeError::Config(e) => write!(f, "{e}"),
+            RuntimeError::Spawn(e) => write!(f, "could not spawn a process thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RuntimeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RuntimeError::Call(e) => Some(e),
+            RuntimeError::Config(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<CallError> for RuntimeError {
+    fn from(e: CallError) -> Self {
+        RuntimeError::Call(e)
+    }
+}

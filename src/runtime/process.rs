@@ -1,0 +1,121 @@
+//! The process thread: receives from its mailbox, runs one handler per item, publishes state
+//! changes (monitor first, then the client's slot), then sends the handler's messages.
+
+use super::handle::Slot;
+use super::mailbox::{MailReceiver, MailSender, Mailbox};
+use super::monitor::Monitor;
+use crate::cs::{CsObject, Outbox, Sequence};
+use crate::id::ProcessId;
+use crate::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::{thread, Arc};
+
+/// What a process thread receives.
+#[derive(Debug)]
+pub(crate) enum Envelope<M> {
+    /// A message from a peer (or from the process itself).
+    Peer(ProcessId, M),
+    /// The client starts a sequence.
+    Begin(Sequence),
+    /// The runtime shuts down.
+    Stop,
+}
+
+/// One process's counters, on their own cache line (only its thread writes them).
+#[derive(Debug)]
+#[repr(align(128))]
+pub(crate) struct Counters {
+    pub(crate) sent: AtomicU64,
+    pub(crate) changes: AtomicU64,
+}
+
+/// Everything the threads and handles of one runtime share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) counters: Vec<Counters>,
+    pub(crate) monitor: Option<Monitor>,
+}
+
+/// Marks the runtime broken when the process thread unwinds, so no client waits forever.
+struct DeathGuard<'a> {
+    id: ProcessId,
+    shared: &'a Shared,
+}
+
+impl Drop for DeathGuard<'_> {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            // Its own slot last: once its client sees the death, every client does.
+            let own = self.id.index();
+            let others = (0..self.shared.slots.len()).filter(|&i| i != own);
+            for i in others.chain([own]) {
+                self.shared.slots[i].mark(|st| {
+                    st.died.get_or_insert(self.id);
+                });
+            }
+        }
+    }
+}
+
+/// The body of process `obj.id()`'s thread; returns on `Stop` or when its mailbox closes.
+pub(crate) fn run<A: CsObject, M: Mailbox>(
+    mut obj: A,
+    rx: M::Receiver<Envelope<A::Msg>>,
+    peers: Vec<M::Sender<Envelope<A::Msg>>>,
+    shared: Arc<Shared>,
+) {
+    let id = obj.id();
+    let guard = DeathGuard {
+        id,
+        shared: &shared,
+    };
+    let slot = &guard.shared.slots[id.index()];
+    let counters = &guard.shared.counters[id.index()];
+    let mut out = Outbox::new();
+    let mut last = obj.state();
+    while let Some(env) = rx.recv() {
+        match env {
+            Envelope::Peer(from, msg) => obj.on_message(from, msg, &mut out),
+            Envelope::Begin(seq) => {
+                if let Err(e) = obj.begin(seq, &mut out) {
+                    slot.mark(|st| {
+                        st.pending = None;
+                        st.refused = Some(e);
+                    });
+                }
+            }
+            Envelope::Stop => break,
+        }
+        let now = obj.state();
+        let changed = now != last;
+        if changed {
+            last = now;
+            counters.changes.fetch_add(1, Ordering::Relaxed);
+            if let Some(m) = &guard.shared.monitor {
+                m.apply(id, now);
+            }
+        }
+        if out.take_completed() || changed {
+            slot.mark(|st| {
+                st.state = now;
+                if obj.pending().is_none() {
+                    st.pending = None;
+                }
+            });
+        }
+        let mut sent = 0;
+        for (to, msg) in out.drain() {
+            sent += 1;
+            match peers.get(to.index()) {
+                // A closed mailbox means the runtime is stopping: the message no longer matters.
+                Some(tx) => {
+                    let _ = tx.send(Envelope::Peer(id, msg));
+                }
+                None => panic!("{id} sent a message to {to}, which does not exist"),
+            }
+        }
+        if sent > 0 {
+            counters.sent.fetch_add(sent, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! The thread runtime: LMUTIN and LMUTEX under the global monitor, and the handle's contract
+//! (misuse, timeout and resume, shutdown, a dying process thread).
+
+#![cfg(not(loom))]
+
+use lkcs::{
+    lmutex_instance, lmutex_system, CallError, CondvarMailbox, CsObject, CsState, Handle, Lmutin,
+    LmutinMsg, LmutinRules, Mailbox, Outbox, ProcessId, Runtime, RuntimeConfig, RuntimeError,
+    Sequence, Topology,
+};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+const PAIRS: usize = 1_000;
+
+/// How often a client that finished its own pairs checks whether every client has.
+const POLL: Duration = Duration::from_millis(5);
+
+/// Every client thread runs `pairs` pairs (Exit then Entry, or Entry then Exit, as its initial
+/// state dictates), then keeps cycling until every client has run its pairs: a client that
+/// stopped early could hold its neighbours back for good (with LMUTEX, a process that ends in
+/// the CS keeps a neighbour with k = 1 out). Extra sequences left running are cut short by
+/// the shutdown. Returns how many pairs each completed.
+fn drive<A: CsObject, M: Mailbox>(handles: Vec<Handle<A, M>>, pairs: usize) -> Vec<usize>
+where
+    Handle<A, M>: Send,
+{
+    let n = handles.len();
+    let finished = AtomicUsize::new(0);
+    let all_done = || finished.load(Ordering::SeqCst) == n;
+    std::thread::scope(|s| {
+        let workers: Vec<_> = handles
+            .into_iter()
+            .map(|h| {
+                let (finished, all_done) = (&finished, &all_done);
+                s.spawn(move || {
+                    let first = Sequence::leaving(h.state());
+                    let mut done = 0;
+                    loop {
+                        for seq in [first, first.flip()] {
+                            loop {
+                                let res = if done < pairs {
+                                    h.run(seq, None)
+                                } else {
+                                    h.run(seq, Some(POLL))
+                                };
+                                match res {
+                                    Ok(()) => break,
+                                    Err(RuntimeError::Timeout) if all_done() => return done,
+                                    Err(RuntimeError::Timeout) => {}
+                                    Err(e) => panic!("{}: pair {done} failed: {e}", h.id()),
+                                }
+                            }
+                        }
+                        done += 1;
+                        if done == pairs {
+                            finished.fetch_add(1, Ordering::SeqCst);
+                        }
+                        if done >= pairs && all_done() {
+                            return done;
+                        }
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap_or(0)).collect()
+    })
+}
+
+fn run_lmutin<M: Mailbox>(spec: &str, l: usize, pairs: usize) {
+    let topo = Topology::parse(spec).expect("topology");
+    let n = topo.len();
+    let inst = Lmutin::instance(&topo, &vec![l; n]).expect("instance");
+    let initial = inst.find_safe_initial().expect("safe initial");
+    let (inst, procs) =
+        Lmutin::system(&topo, &vec![l; n], &initial, LmutinRules::CORRECTED).expect("system");
+    let mut rt = Runtime::<_, M>::start_with_mailbox(
+        procs,
+        RuntimeConfig {
+            monitor: Some(inst),
+        },
+    )
+    .expect("start");
+    let handles = rt.take_handles().expect("handles");
+    assert!(rt.take_handles().is_none());
+    let done = drive(handles, pairs);
+    rt.shutdown();
+    let report = rt.report();
+    assert!(done.iter().all(|&d| d >= pairs), "{spec} l={l}: {done:?}");
+    assert!(report.monitored);
+    assert_eq!(
+        report.violations, 0,
+        "{spec} l={l}: {:?}",
+        report.first_violations
+    );
+    assert!(report.state_changes >= (2 * pairs * n) as u64);
+    // Best case 3(|N_i|+1) per pair: at least that many messages were sent.
+    let best: usize = topo.processes().map(|p| 3 * (topo.degree(p) + 1)).sum();
+    assert!(report.messages >= (best * pairs) as u64);
+}
+
+#[test]
+fn lmutin_torus_4x4_l2_is_safe_and_live() {
+    run_lmutin::<lkcs::CrossbeamMailbox>("torus:4x4", 2, PAIRS);
+}
+
+#[test]
+fn lmutin_ring_16_l1_is_safe_and_live() {
+    run_lmutin::<lkcs::CrossbeamMailbox>("ring:16", 1, PAIRS);
+}
+
+#[test]
+fn lmutin_ring_16_l2_is_safe_and_live() {
+    run_lmutin::<lkcs::CrossbeamMailbox>("ring:16", 2, PAIRS);
+}
+
+#[test]
+fn lmutin_on_the_condvar_mailbox() {
+    run_lmutin::<CondvarMailbox>("torus:4x4", 3, PAIRS / 4);
+}
+
+fn run_lmutex(spec: &str, k: usize) {
+    let topo = Topology::parse(spec).expect("topology");
+    let n = topo.len();
+    let initial = lmutex_instance(&topo, &vec![k; n])
+        .expect("instance")
+        .find_safe_initial()
+        .expect("safe initial");
+    let (inst, procs) =
+        lmutex_system(&topo, &vec![k; n], &initial, LmutinRules::CORRECTED).expect("system");
+    let mut rt = Runtime::start(
+        procs,
+        RuntimeConfig {
+            monitor: Some(inst),
+        },
+    )
+    .expect("start");
+    let done = drive(rt.take_handles().expect("handles"), PAIRS);
+    rt.shutdown();
+    let report = rt.report();
+    assert!(done.iter().all(|&d| d >= PAIRS), "{spec} k={k}: {done:?}");
+    assert_eq!(
+        report.violations, 0,
+        "{spec} k={k}: {:?}",
+        report.first_violations
+    );
+    assert!(report.state_changes >= (2 * PAIRS * n) as u64);
+}
+
+#[test]
+fn lmutex_torus_4x4_k2_is_safe_and_live() {
+    run_lmutex("torus:4x4", 2);
+}
+
+#[test]
+fn lmutex_ring_16_k1_is_safe_and_live() {
+    run_lmutex("ring:16", 1);
+}
+
+/// path:2 with l = 1, P0 in and P1 out: P1 holds both permissions, so P0's exit waits until
+/// P1 enters.
+fn blocked_pair() -> Runtime<Lmutin> {
+    let topo = Topology::path(2).expect("path");
+    let initial = [CsState::InCs, CsState::OutCs];
+    let (inst, procs) =
+        Lmutin::system(&topo, &[1, 1], &initial, LmutinRules::CORRECTED).expect("system");
+    Runtime::start(
+        procs,
+        RuntimeConfig {
+            monitor: Some(inst),
+        },
+    )
+    .expect("start")
+}
+
+#[test]
+fn misuse_returns_call_errors_at_once() {
+    let mut rt = blocked_pair();
+    let h = rt.take_handles().expect("handles");
+    assert_eq!(
+        h[0].entry(),
+        Err(RuntimeError::Call(CallError::AlreadyInCs))
+    );
+    assert_eq!(h[1].exit(), Err(RuntimeError::Call(CallError::NotInCs)));
+    assert_eq!(h[1].entry_timeout(Duration::from_secs(60)), Ok(()));
+    assert_eq!(h[1].state(), CsState::InCs);
+    assert_eq!(
+        h[1].entry(),
+        Err(RuntimeError::Call(CallError::AlreadyInCs))
+    );
+    rt.shutdown();
+    assert_eq!(rt.report().violations, 0);
+}
+
+#[test]
+fn timeout_leaves_the_sequence_running_and_resume_completes_it() {
+    let mut rt = blocked_pair();
+    let h = rt.take_handles().expect("handles");
+    assert_eq!(
+        h[0].exit_timeout(Duration::from_millis(20)),
+        Err(RuntimeError::Timeout)
+    );
+    assert_eq!(h[0].entry(), Err(RuntimeError::Call(CallError::Busy)));
+    assert_eq!(h[0].state(), CsState::InCs);
+    // P1 enters: its Release frees a permission and P0's pending exit completes.
+    assert_eq!(h[1].entry(), Ok(()));
+    assert_eq!(h[0].exit(), Ok(()));
+    assert_eq!(h[0].state(), CsState::OutCs);
+    assert_eq!(h[0].entry(), Ok(()));
+    rt.shutdown();
+    let report = rt.report();
+    assert_eq!(report.violations, 0);
+    assert_eq!(report.state_changes, 3);
+}
+
+#[test]
+fn a_timed_out_sequence_that_completed_meanwhile_is_claimed_by_the_same_call() {
+    let mut rt = blocked_pair();
+    let h = rt.take_handles().expect("handles");
+    assert_eq!(
+        h[0].exit_timeout(Duration::from_millis(1)),
+        Err(RuntimeError::Timeout)
+    );
+    assert_eq!(h[1].entry(), Ok(()));
+    // Wait for the completion without claiming it, then claim it.
+    while h[0].state() != CsState::OutCs {
+        std::thread::yield_now();
+    }
+    assert_eq!(h[0].exit_timeout(Duration::from_millis(1)), Ok(()));
+    assert_eq!(h[0].exit(), Err(RuntimeError::Call(CallError::NotInCs)));
+}
+
+#[test]
+fn calls_after_shutdown_return_shutdown() {
+    let mut rt = blocked_pair();
+    let h = rt.take_handles().expect("handles");
+    rt.shutdown();
+    rt.shutdown();
+    assert_eq!(h[0].exit(), Err(RuntimeError::Shutdown));
+    assert_eq!(h[1].entry(), Err(RuntimeError::Shutdown));
+    assert_eq!(
+        h[1].entry_timeout(Duration::from_secs(1)),
+        Err(RuntimeError::Shutdown)
+    );
+    assert_eq!(h[0].state(), CsState::InCs);
+}
+
+#[test]
+fn a_blocked_exit_is_released_by_shutdown() {
+    let mut rt = blocked_pair();
+    let mut h = rt.take_handles().expect("handles");
+    let h0 = h.remove(0);
+    // The exit is now running and cannot complete while P1 stays out.
+    assert_eq!(
+        h0.exit_timeout(Duration::from_millis(10)),
+        Err(RuntimeError::Timeout)
+    );
+    let blocked = std::thread::spawn(move || h0.exit());
+    std::thread::sleep(Duration::from_millis(20));
+    rt.shutdown();
+    assert_eq!(blocked.join().ok(), Some(Err(RuntimeError::Shutdown)));
+}
+
+#[test]
+fn dropping_the_runtime_releases_a_blocked_exit() {
+    let mut rt = blocked_pair();
+    let mut h = rt.take_handles().expect("handles");
+    let h0 = h.remove(0);
+    let blocked = std::thread::spawn(move || h0.exit());
+    std::thread::sleep(Duration::from_millis(20));
+    drop(rt);
+    assert_eq!(blocked.join().ok(), Some(Err(RuntimeError::Shutdown)));
+}
+
+/// A process whose Exit-Sequence panics.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Faulty {
+    id: ProcessId,
+    state: CsState,
+}
+
+impl CsObject for Faulty {
+    type Msg = LmutinMsg;
+    fn id(&self) -> ProcessId {
+        self.id
+    }
+    fn state(&self) -> CsState {
+        self.state
+    }
+    fn pending(&self) -> Option<Sequence> {
+        None
+    }
+    fn begin_entry(&mut self, out: &mut Outbox<LmutinMsg>) -> Result<(), CallError> {
+        self.state = CsState::InCs;
+        out.complete();
+        Ok(())
+    }
+    fn begin_exit(&mut self, _: &mut Outbox<LmutinMsg>) -> Result<(), CallError> {
+        panic!("deliberate failure of {} (expected by the test)", self.id)
+    }
+    fn on_message(&mut self, _: ProcessId, _: LmutinMsg, _: &mut Outbox<LmutinMsg>) {}
+}
+
+#[test]
+fn a_dead_process_thread_is_reported_not_hung() {
+    let procs = (0..2u32)
+        .map(|i| Faulty {
+            id: ProcessId(i),
+            state: CsState::OutCs,
+        })
+        .collect();
+    let mut rt = Runtime::start(procs, RuntimeConfig::default()).expect("start");
+    let h = rt.take_handles().expect("handles");
+    assert_eq!(h[0].entry(), Ok(()));
+    assert_eq!(h[0].exit(), Err(RuntimeError::ProcessDied(ProcessId(0))));
+    assert_eq!(h[1].entry(), Err(RuntimeError::ProcessDied(ProcessId(0))));
+    rt.shutdown();
+    assert_eq!(h[0].exit(), Err(RuntimeError::Shutdown));
+    let report = rt.report();
+    assert!(!report.monitored);
+    assert_eq!(report.state_changes, 1);
+}
+
+#[test]
+fn objects_out_of_order_are_refused() {
+    let procs = vec![Faulty {
+        id: ProcessId(1),
+        state: CsState::OutCs,
+    }];
+    match Runtime::start(procs, RuntimeConfig::default()) {
+        Err(RuntimeError::Config(e)) => assert!(e.to_string().contains("expected P0")),
+        other => panic!("expected a configuration error, got {other:?}"),
+    }
+    let none: Vec<Faulty> = Vec::new();
+    assert!(matches!(
+        Runtime::start(none, RuntimeConfig::default()),
+        Err(RuntimeError::Config(_))
+    ));
+}
