@@ -1,10 +1,14 @@
 //! Runtime speed (DESIGN.md §4): per topology, in one group,
 //! - `runtime_lmutin`: the thread runtime running LMUTIN, every process cycling Exit/Entry
 //!   pairs (throughput: messages of one iteration, measured with the runtime's counter);
-//! - `crossbeam_relay`: the ceiling for message passing: as many threads, crossbeam channels,
-//!   and per pair Request to the closed neighbourhood, a Grant back from each, then Release —
-//!   the same 3(|N_i|+1) messages per pair as LMUTIN's best case, no algorithm logic
+//! - `crossbeam_relay`: the ceiling for message passing at the same thread count and pattern:
+//!   per process a relay thread with a crossbeam mailbox and a client thread that asks it to
+//!   exit and to enter, as an application drives a [`Handle`]; per pair, Request to the
+//!   closed neighbourhood, a Grant back from each, then Release — the same 3(|N_i|+1) messages
+//!   per pair as LMUTIN's best case, no algorithm logic, never a wait for a permission
 //!   (throughput: messages);
+//! - `crossbeam_relay_pipelined`: the same messages with no client threads (half the threads,
+//!   no hand-off): the raw channel ceiling, for reference;
 //! - `parking_lot_counter`: a Mutex+Condvar global (l, k) counter with as many worker threads,
 //!   what a user would write by hand for a global quota (throughput: pairs).
 //!
@@ -12,7 +16,7 @@
 //! The pairs and messages of one runtime iteration are printed before each group.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use crossbeam_channel::{unbounded, Receiver, Sender};
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use lkcs::{CsState, Handle, Lmutin, LmutinRules, Runtime, RuntimeConfig, Sequence, Topology};
 use parking_lot::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -50,11 +54,75 @@ enum RelayMsg {
     Request(usize),
     Grant,
     Release,
+    /// A client command: start the sequence.
+    Begin(Sequence),
     Stop,
 }
 
-/// One iteration of the relay: every thread runs `PAIRS` request/grant/release rounds.
+/// One iteration of the relay with client threads: per process, a relay thread owning a
+/// mailbox and a client thread that, `PAIRS` times, asks it to exit (answered once every
+/// member of the closed neighbourhood granted) and to enter (answered at once), waiting for
+/// each answer as a [`Handle`] caller does.
 fn relay(closed: &[Vec<usize>]) {
+    let n = closed.len();
+    let (txs, rxs): (Vec<Sender<RelayMsg>>, Vec<Receiver<RelayMsg>>) =
+        (0..n).map(|_| unbounded()).unzip();
+    let (finished_tx, finished_rx) = unbounded::<()>();
+    std::thread::scope(|s| {
+        for (i, rx) in rxs.into_iter().enumerate() {
+            let (txs, mine) = (&txs, &closed[i]);
+            let (done_tx, done_rx) = bounded::<()>(1);
+            s.spawn(move || {
+                let send = |to: usize, m: RelayMsg| {
+                    let _ = txs[to].send(m);
+                };
+                let mut grants = 0;
+                while let Ok(m) = rx.recv() {
+                    match m {
+                        RelayMsg::Begin(Sequence::Exit) => {
+                            grants = 0;
+                            mine.iter().for_each(|&q| send(q, RelayMsg::Request(i)));
+                        }
+                        RelayMsg::Begin(Sequence::Entry) => {
+                            mine.iter().for_each(|&q| send(q, RelayMsg::Release));
+                            let _ = done_tx.send(());
+                        }
+                        RelayMsg::Request(from) => send(from, RelayMsg::Grant),
+                        RelayMsg::Grant => {
+                            grants += 1;
+                            if grants == mine.len() {
+                                let _ = done_tx.send(());
+                            }
+                        }
+                        RelayMsg::Release => {}
+                        RelayMsg::Stop => break,
+                    }
+                }
+            });
+            let (me, finished) = (txs[i].clone(), finished_tx.clone());
+            s.spawn(move || {
+                for _ in 0..PAIRS {
+                    for seq in [Sequence::Exit, Sequence::Entry] {
+                        let _ = me.send(RelayMsg::Begin(seq));
+                        let _ = done_rx.recv();
+                    }
+                }
+                let _ = finished.send(());
+            });
+        }
+        // a relay thread keeps answering its neighbours until every client is done
+        for _ in 0..n {
+            let _ = finished_rx.recv();
+        }
+        for tx in &txs {
+            let _ = tx.send(RelayMsg::Stop);
+        }
+    });
+}
+
+/// One iteration of the pipelined relay: the same messages, no client threads; every relay
+/// thread starts its next exit as soon as its entry is sent.
+fn relay_pipelined(closed: &[Vec<usize>]) {
     let n = closed.len();
     let (txs, rxs): (Vec<Sender<RelayMsg>>, Vec<Receiver<RelayMsg>>) =
         (0..n).map(|_| unbounded()).unzip();
@@ -85,7 +153,7 @@ fn relay(closed: &[Vec<usize>]) {
                                 }
                             }
                         }
-                        RelayMsg::Release => {}
+                        RelayMsg::Release | RelayMsg::Begin(_) => {}
                         RelayMsg::Stop => break,
                     }
                 }
@@ -179,6 +247,10 @@ fn bench_topology(c: &mut Criterion, spec: &str, l: usize) {
     g.bench_function(BenchmarkId::new("crossbeam_relay", "messages"), |b| {
         b.iter(|| relay(&closed))
     });
+    g.bench_function(
+        BenchmarkId::new("crossbeam_relay_pipelined", "messages"),
+        |b| b.iter(|| relay_pipelined(&closed)),
+    );
 
     g.throughput(Throughput::Elements(pairs));
     g.bench_function(BenchmarkId::new("parking_lot_counter", "pairs"), |b| {

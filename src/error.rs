@@ -93,6 +93,8 @@ impl fmt::Display for Problem {
     }
 }
 
+impl std::error::Error for Problem {}
+
 /// Everything wrong with a configuration; never empty.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {

@@ -1,4 +1,75 @@
-//! lkcs (work in progress)
+//! # lkcs — distributed critical sections, runnable, measured and checked
+//!
+//! The critical-section (CS) family of distributed algorithms as sans-IO state machines, with
+//! three drivers of the very same machines: a deterministic simulator ([`simulate`]), an
+//! exhaustive checker ([`check`]) and a thread runtime ([`Runtime`]).
+//!
+//! | problem | safety at all times | local algorithm (graph) | global algorithm |
+//! |---|---|---|---|
+//! | mutual exclusion | ≤ 1 in CS | LMUTEX with k_i = 1 | Maekawa; CDC / DDC (planned) |
+//! | k-mutual exclusion | ≤ k | k_i-LMUTEX = Co(l_i-LMUTIN) ([`Lmutex`]) | kmex (planned) |
+//! | l-mutual inclusion | ≥ l | l_i-LMUTIN ([`Lmutin`]) | MUTIN(l) (planned) |
+//! | (l,k)-CS | l ≤ · ≤ k | LKCS (planned) | (l,k)-GCS (planned) |
+//!
+//! "Local" bounds count the closed neighbourhood N_i ∪ {P_i} of each process on a graph, with
+//! per-process (l_i, k_i); on a complete graph they are global bounds.
+//!
+//! ## Shape
+//! - [`CsObject`]: one process's state machine. `begin_exit` / `begin_entry` start a sequence,
+//!   `on_message` handles one message atomically; sends and a completion signal go to an
+//!   [`Outbox`]. No threads, clocks or I/O inside.
+//! - [`Complement`]: swaps InCS and OutCS (the complementary theorem); [`Lmutex`] is
+//!   `Complement<Lmutin>`.
+//! - [`Arbiter`]: the permission arbiter shared by the algorithms (pending requests by
+//!   timestamp, a capacity, preemption).
+//! - [`Topology`], [`Instance`] (a graph with per-process [`Bounds`]) and safe initial
+//!   configurations ([`Instance::find_safe_initial`]).
+//!
+//! ## A quota for worker threads
+//! Keep at least one of every three neighbouring workers active (l-mutual inclusion on a
+//! ring): a worker's `exit()` blocks while leaving would break the bound of its neighbourhood.
+//!
+//! ```
+//! use lkcs::{CsState, Lmutin, LmutinRules, Runtime, RuntimeConfig, Topology};
+//!
+//! let ring = Topology::ring(6)?;
+//! let l = vec![1; 6];
+//! let inst = Lmutin::instance(&ring, &l)?;
+//! let initial = inst.find_safe_initial()?; // everyone active
+//! let (inst, procs) = Lmutin::system(&ring, &l, &initial, LmutinRules::CORRECTED)?;
+//! let mut rt = Runtime::start(procs, RuntimeConfig { monitor: Some(inst) })?;
+//! let handles = rt.take_handles().unwrap_or_default();
+//! std::thread::scope(|s| {
+//!     for h in &handles {
+//!         s.spawn(move || {
+//!             for _ in 0..50 {
+//!                 h.exit().expect("leave: waits while the neighbourhood needs us");
+//!                 h.entry().expect("come back");
+//!             }
+//!         });
+//!     }
+//! });
+//! rt.shutdown();
+//! assert_eq!(rt.report().violations, 0); // the monitor checked every state change
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## Simulating
+//! ```
+//! use lkcs::{simulate, Lmutin, LmutinRules, SimConfig, Topology, Workload};
+//!
+//! let torus = Topology::torus(5, 5)?;
+//! let l = vec![2; 25];
+//! let inst = Lmutin::instance(&torus, &l)?;
+//! let initial = inst.find_safe_initial()?;
+//! let (inst, procs) = Lmutin::system(&torus, &l, &initial, LmutinRules::CORRECTED)?;
+//! let cfg = SimConfig { pairs: 2, workload: Workload::Sequential, ..SimConfig::default() };
+//! let report = simulate(&inst, procs, &cfg);
+//! assert!(report.ok());
+//! // no contention: 3(|N_i| + 1) = 15 messages per pair
+//! assert!(report.pairs.iter().all(|p| p.messages == 15));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![warn(missing_docs, unreachable_pub, rust_2018_idioms)]
 
 mod algo;

@@ -246,6 +246,17 @@ impl Lmutin {
         }
     }
 
+    /// Fault injection for checker and observer self-tests: this process's arbiter grants up
+    /// to `capacity` permissions instead of |N_i|+1−l_i. Any capacity above that is unsafe.
+    pub fn with_arbiter_capacity(mut self, capacity: usize) -> Lmutin {
+        self.arbiter = Arbiter::new(
+            capacity,
+            self.arbiter.granted().iter().copied(),
+            self.rules.arbiter,
+        );
+        self
+    }
+
     /// The arbiter (for inspection in tests and checkers).
     pub fn arbiter(&self) -> &Arbiter {
         &self.arbiter
