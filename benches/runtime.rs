@@ -33,8 +33,9 @@ fn lmutin_runtime(topo: &Topology, l: usize) -> Runtime<Lmutin> {
     Runtime::start(procs, RuntimeConfig::default()).expect("start")
 }
 
-/// Every client runs `PAIRS` pairs in the order its state dictates. With LMUTIN nobody waits
-/// for a process to leave the CS, so a client that finishes early holds nobody back.
+/// Every client runs `PAIRS` pairs in the order its state dictates. Every process starts and
+/// ends in the CS (the safe start `find_safe_initial` picks for LMUTIN), and an LMUTIN
+/// process in the CS holds no permission, so a client that finishes early holds nobody back.
 fn run_pairs(handles: &[Handle<Lmutin>]) {
     std::thread::scope(|s| {
         for h in handles {

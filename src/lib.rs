@@ -89,7 +89,7 @@ mod topology;
 pub use algo::lmutin::{lmutex_instance, lmutex_system, Lmutex, Lmutin, LmutinMsg, LmutinRules};
 pub use arbiter::{Action, Arbiter, ArbiterRules};
 pub use catalog::{Algorithm, BoundsFile, SystemSpec, SystemVisitor};
-pub use check::{check, CheckConfig, CheckReport, Verdict};
+pub use check::{check, CheckConfig, CheckReport, Verdict, MAX_CHECK_PROCESSES};
 pub use config::{format_initial, parse_initial, Bounds, Instance};
 pub use cs::{check_call, Complement, CsObject, CsState, Message, Outbox, Sequence, Variant};
 pub use error::{CallError, ConfigError, Problem};
@@ -99,5 +99,5 @@ pub use runtime::{
     CondvarMailbox, CondvarReceiver, CondvarSender, CrossbeamMailbox, Handle, MailReceiver,
     MailSender, Mailbox, MonitorViolation, Runtime, RuntimeConfig, RuntimeError, RuntimeReport,
 };
-pub use sim::{simulate, Delay, SimConfig, SimReport, Violation, Workload};
-pub use topology::Topology;
+pub use sim::{simulate, Delay, SimConfig, SimReport, Violation, Workload, MAX_DELAY};
+pub use topology::{Topology, MAX_EDGES, MAX_PROCESSES};

@@ -8,7 +8,8 @@ use clap::{Args, Parser, Subcommand};
 use lkcs::{
     check, format_initial, parse_initial, simulate, Algorithm, BoundsFile, CheckConfig,
     CheckReport, ConfigError, CsObject, CsState, Delay, Instance, Problem, SimConfig, SimReport,
-    SystemSpec, SystemVisitor, Topology, Variant, Verdict, Workload,
+    SystemSpec, SystemVisitor, Topology, Variant, Verdict, Workload, MAX_CHECK_PROCESSES,
+    MAX_DELAY,
 };
 use std::process::ExitCode;
 
@@ -103,13 +104,34 @@ struct SimulateArgs {
     /// How many of the last events to print on failure.
     #[arg(long, default_value_t = 200)]
     trace: usize,
+    /// Give up (exit 1, "stalled") after this many events.
+    #[arg(long, default_value_t = 50_000_000)]
+    max_events: u64,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help, --version
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            // one line, as for every other bad input
+            let text = e.render().to_string();
+            let first: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            eprintln!("{}", first.join(" "));
+            return ExitCode::from(2);
+        }
+    };
     match cli.command {
         Command::Simulate(args) => run_simulate(&args),
         Command::Check(args) => run_check(&args),
@@ -208,14 +230,19 @@ fn run_simulate(args: &SimulateArgs) -> ExitCode {
     let (Some(spec), Some(delay), Some(workload)) = (spec, delay, workload) else {
         return bad_input(&ConfigError { problems });
     };
+    if args.think > MAX_DELAY {
+        return bad_input(&ConfigError::one(Problem::Invalid(format!(
+            "--think must not exceed {MAX_DELAY}"
+        ))));
+    }
     let cfg = SimConfig {
         seed: args.seed,
+        max_events: args.max_events,
         pairs: args.system.pairs,
         delay,
         workload,
         think_max: args.think,
         trace_capacity: args.trace,
-        ..SimConfig::default()
     };
     let visitor = Simulate { cfg: &cfg };
     let (report, initial) = match spec.build(visitor) {
@@ -240,6 +267,13 @@ fn run_check(args: &CheckArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return bad_input(&e),
     };
+    if spec.topology.len() > MAX_CHECK_PROCESSES {
+        return bad_input(&ConfigError::one(Problem::Invalid(format!(
+            "exhaustive checking is limited to {MAX_CHECK_PROCESSES} processes; {} has {}",
+            spec.topology.name(),
+            spec.topology.len()
+        ))));
+    }
     let cfg = CheckConfig {
         pairs: args.system.pairs,
         max_states: args.max_states,

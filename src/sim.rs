@@ -23,11 +23,14 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::fmt;
 
 /// Sequential workload: helper moves allowed per process before the run counts as stalled.
 const HELPER_MOVE_LIMIT: u64 = 1_000;
+
+/// The longest message delay (and think time) a simulation accepts, in time units.
+pub const MAX_DELAY: u64 = 1_000_000_000;
 
 /// Message delays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +67,9 @@ impl Delay {
         );
         if min > max {
             return Err(bad("A must not exceed B"));
+        }
+        if max > MAX_DELAY {
+            return Err(bad(&format!("B must not exceed {MAX_DELAY}")));
         }
         Ok(Delay::Uniform { min, max })
     }
@@ -313,8 +319,8 @@ struct Sim<'a, A: CsObject> {
     rng: ChaCha8Rng,
     queue: BinaryHeap<Reverse<Event<A::Msg>>>,
     next_seq: u64,
-    in_flight: usize,
-    link_clock: Vec<u64>,
+    /// The last delivery time on each link that carried a message (looked up, never iterated).
+    link_clock: HashMap<(ProcessId, ProcessId), u64>,
     now: u64,
     events: u64,
     states: Vec<CsState>,
@@ -348,8 +354,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             queue: BinaryHeap::new(),
             next_seq: 0,
-            in_flight: 0,
-            link_clock: vec![0; n * n],
+            link_clock: HashMap::new(),
             now: 0,
             events: 0,
             states,
@@ -376,9 +381,6 @@ impl<'a, A: CsObject> Sim<'a, A> {
     }
 
     fn push(&mut self, time: u64, kind: EventKind<A::Msg>) {
-        if matches!(kind, EventKind::Deliver { .. }) {
-            self.in_flight += 1;
-        }
         self.queue.push(Reverse(Event {
             time,
             seq: self.next_seq,
@@ -395,7 +397,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
     }
 
     fn think(&mut self) -> u64 {
-        self.rng.random_range(0..=self.cfg.think_max)
+        self.rng.random_range(0..=self.cfg.think_max.min(MAX_DELAY))
     }
 
     fn record(&mut self, entry: TraceEntry<A::Msg>) {
@@ -561,7 +563,6 @@ impl<'a, A: CsObject> Sim<'a, A> {
         let mut out = Outbox::new();
         let (actor, tag) = match kind {
             EventKind::Deliver { from, to, msg, tag } => {
-                self.in_flight -= 1;
                 if self.cfg.trace_capacity > 0 {
                     self.record(TraceEntry::Deliver {
                         from,
@@ -599,12 +600,12 @@ impl<'a, A: CsObject> Sim<'a, A> {
     }
 
     fn dispatch(&mut self, from: ProcessId, tag: Tag, out: &mut Outbox<A::Msg>) {
-        let n = self.procs.len();
         let owner = tag.0.index();
         if self.acc[owner].len() <= tag.1 {
             self.acc[owner].resize(tag.1 + 1, PairAcc::default());
         }
         for (to, msg) in out.drain() {
+            let delay = self.delay();
             self.messages += 1;
             *self.by_kind.entry(msg.kind().into_owned()).or_insert(0) += 1;
             let a = &mut self.acc[owner][tag.1];
@@ -612,9 +613,9 @@ impl<'a, A: CsObject> Sim<'a, A> {
             if to != from {
                 a.remote += 1;
             }
-            let link = from.index() * n + to.index();
-            let at = (self.now + self.delay()).max(self.link_clock[link]);
-            self.link_clock[link] = at;
+            let last = self.link_clock.entry((from, to)).or_insert(0);
+            let at = self.now.saturating_add(delay).max(*last);
+            *last = at;
             self.push(at, EventKind::Deliver { from, to, msg, tag });
         }
     }
@@ -642,6 +643,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
         self.record(TraceEntry::Complete(p, new));
         if new == old {
             self.violation(format!("{p}: completed a sequence without changing state"));
+            return;
         }
         self.states[i] = new;
         for q in self.inst.topology().closed(p) {
@@ -663,7 +665,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
         }
         self.update_done();
         if self.cfg.workload == Workload::Concurrent && !self.done {
-            let t = self.now + self.think();
+            let t = self.now.saturating_add(self.think());
             self.push(t, EventKind::Client(p));
         }
     }
@@ -832,7 +834,7 @@ mod tests {
             .find(|r| r.safety_violations > 0)
             .expect("the printed initial grants break l = 1 for some seed");
         assert!(!r.ok());
-        assert!(r.failure_text().contains("seed 0"));
+        assert!(r.failure_text().contains(&format!("seed {}", r.seed)));
         assert!(!r.trace.is_empty());
     }
 }

@@ -13,6 +13,12 @@ use std::collections::{BTreeSet, VecDeque};
 /// How many graphs `random:N:P:SEED` draws before it gives up on finding a connected one.
 const RANDOM_ATTEMPTS: usize = 10_000;
 
+/// The largest number of processes a topology may have.
+pub const MAX_PROCESSES: usize = 20_000;
+
+/// The largest number of edges a topology may have.
+pub const MAX_EDGES: usize = 2_000_000;
+
 /// An undirected, connected, simple communication graph over processes `0..n`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Topology {
@@ -32,6 +38,12 @@ impl Topology {
         let mut problems = Vec::new();
         if n == 0 {
             problems.push(Problem::ZeroProcesses);
+        }
+        if n > MAX_PROCESSES || edges.len() > MAX_EDGES {
+            return Err(ConfigError::one(Problem::Invalid(format!(
+                "{n} processes and {} edges exceed the limits of {MAX_PROCESSES} processes and {MAX_EDGES} edges",
+                edges.len()
+            ))));
         }
         let mut sets = vec![BTreeSet::new(); n];
         for &(a, b) in edges {
@@ -63,6 +75,12 @@ impl Topology {
 
     /// The complete graph on `n` processes.
     pub fn complete(n: usize) -> Result<Topology, ConfigError> {
+        if n.saturating_mul(n.saturating_sub(1)) / 2 > MAX_EDGES {
+            return Err(bad(
+                &format!("complete:{n}"),
+                &format!("more than {MAX_EDGES} edges"),
+            ));
+        }
         let edges: Vec<_> = (0..n)
             .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
             .collect();
@@ -71,6 +89,12 @@ impl Topology {
 
     /// The ring `P0 - P1 - ... - P(n-1) - P0`; needs `n >= 3`.
     pub fn ring(n: usize) -> Result<Topology, ConfigError> {
+        if n > MAX_PROCESSES {
+            return Err(bad(
+                &format!("ring:{n}"),
+                &format!("more than {MAX_PROCESSES} processes"),
+            ));
+        }
         if n < 3 {
             return Err(bad(
                 &format!("ring:{n}"),
@@ -83,12 +107,24 @@ impl Topology {
 
     /// The path `P0 - P1 - ... - P(n-1)`.
     pub fn path(n: usize) -> Result<Topology, ConfigError> {
+        if n > MAX_PROCESSES {
+            return Err(bad(
+                &format!("path:{n}"),
+                &format!("more than {MAX_PROCESSES} processes"),
+            ));
+        }
         let edges: Vec<_> = (1..n).map(|a| (a - 1, a)).collect();
         Topology::from_edges(format!("path:{n}"), n, &edges)
     }
 
     /// The star with centre `P0` and leaves `P1..P(n-1)`.
     pub fn star(n: usize) -> Result<Topology, ConfigError> {
+        if n > MAX_PROCESSES {
+            return Err(bad(
+                &format!("star:{n}"),
+                &format!("more than {MAX_PROCESSES} processes"),
+            ));
+        }
         let edges: Vec<_> = (1..n).map(|a| (0, a)).collect();
         Topology::from_edges(format!("star:{n}"), n, &edges)
     }
@@ -105,6 +141,12 @@ impl Topology {
 
     fn lattice(rows: usize, cols: usize, wrap: bool) -> Result<Topology, ConfigError> {
         let kind = if wrap { "torus" } else { "grid" };
+        if rows.saturating_mul(cols) > MAX_PROCESSES {
+            return Err(bad(
+                &format!("{kind}:{rows}x{cols}"),
+                &format!("more than {MAX_PROCESSES} processes"),
+            ));
+        }
         let id = |r: usize, c: usize| r * cols + c;
         let mut edges = Vec::new();
         for r in 0..rows {
@@ -130,6 +172,12 @@ impl Topology {
         }
         if n == 0 {
             return Err(ConfigError::one(Problem::ZeroProcesses));
+        }
+        if n > MAX_PROCESSES || (n as f64) * (n as f64) * p / 2.0 > MAX_EDGES as f64 {
+            return Err(bad(
+                &name,
+                "too large: more than the process or expected edge limit",
+            ));
         }
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         for _ in 0..RANDOM_ATTEMPTS {

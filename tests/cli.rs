@@ -287,6 +287,47 @@ fn bad_input_exits_2_with_one_line_per_problem() {
             1,
             "--coterie",
         ),
+        (
+            &["--algorithm", "lmutin", "--topology", "ring:100000"],
+            1,
+            "more than 20000",
+        ),
+        (
+            &["--algorithm", "lmutin", "--topology", "complete:9000"],
+            1,
+            "edges",
+        ),
+        (
+            &[
+                "--algorithm",
+                "lmutin",
+                "--topology",
+                "ring:4",
+                "--delay",
+                "uniform:1:99999999999",
+            ],
+            1,
+            "delay",
+        ),
+        (
+            &[
+                "--algorithm",
+                "lmutin",
+                "--topology",
+                "ring:4",
+                "--think",
+                "99999999999",
+            ],
+            1,
+            "--think",
+        ),
+        // clap's own errors are one line too
+        (&["--topology", "ring:4"], 1, "--algorithm"),
+        (
+            &["--algorithm", "lmutin", "--topology", "ring:4", "--l", "-1"],
+            1,
+            "-1",
+        ),
         // several problems at once are all reported
         (
             &[
@@ -313,6 +354,103 @@ fn bad_input_exits_2_with_one_line_per_problem() {
             err.iter()
                 .all(|l| l.starts_with("error: ") && !l.contains("panicked")),
             "{err:?}"
+        );
+    }
+}
+
+#[test]
+fn check_proves_a_triangle_and_reports_its_state_count() {
+    let out = lkcs(&[
+        "check",
+        "--algorithm",
+        "lmutin",
+        "--topology",
+        "complete:3",
+        "--l",
+        "1",
+        "--pairs",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert_eq!(v["verdict"], "proved");
+    assert!(v["states"].as_u64().unwrap() > 100_000, "{v}");
+    assert!(v["states_per_second"].as_f64().unwrap() > 0.0);
+    let out = lkcs(&[
+        "check",
+        "--algorithm",
+        "lmutex",
+        "--topology",
+        "path:3",
+        "--k",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("states explored"));
+}
+
+#[test]
+fn check_refuses_the_printed_rules_with_a_counterexample() {
+    let out = lkcs(&[
+        "check",
+        "--algorithm",
+        "lmutin",
+        "--variant",
+        "printed",
+        "--topology",
+        "complete:3",
+        "--l",
+        "1",
+        "--initial",
+        "in:0",
+        "--pairs",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("counterexample")
+            && err.contains("initial: in:0")
+            && err.contains("P0 starts"),
+        "{err}"
+    );
+}
+
+#[test]
+fn check_bad_input_exits_2() {
+    for args in [
+        &["check", "--algorithm", "lmutin", "--topology", "ring:40"][..],
+        &[
+            "check",
+            "--algorithm",
+            "lmutin",
+            "--topology",
+            "star:4",
+            "--l",
+            "2",
+        ][..],
+        &["check", "--algorithm", "gcs", "--topology", "complete:3"][..],
+        &[
+            "check",
+            "--algorithm",
+            "lmutin",
+            "--topology",
+            "ring:4",
+            "--initial",
+            "in:",
+        ][..],
+    ] {
+        let out = lkcs(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr_lines(&out).iter().all(|l| l.starts_with("error: ")),
+            "{args:?}"
         );
     }
 }

@@ -78,6 +78,7 @@ fn printed_initial_grants_break_the_triangle() {
                 .any(|v| v.description.contains(": 0 in the CS"))
         })
         .expect("P0 alone in the CS exits");
+    assert_eq!(seed, 5, "the seed documented in algo/lmutin.rs");
     eprintln!("counterexample: complete:3 l=1 in:0 think 30 seed {seed}");
     let (inst, procs) = Lmutin::system(&t, &[1; 3], &init, LmutinRules::CORRECTED).unwrap();
     for seed in 0..SEEDS {
@@ -86,7 +87,10 @@ fn printed_initial_grants_break_the_triangle() {
     }
     // alone (Release capped), the phantom grants fill the arbiters: a deadlock
     let alone = with(|r| r.printed_initial_grants = true);
-    counterexample("complete:3", 1, "in:1", alone, |r| r.deadlock);
+    assert_eq!(
+        counterexample("complete:3", 1, "in:1", alone, |r| r.deadlock),
+        6
+    );
 }
 
 /// Deviation 2: a grant counter instead of a granter set. Under the printed Preempt handler
@@ -98,7 +102,10 @@ fn counted_grants_deadlock_under_stale_preempts() {
         r.counted_grants = true;
         r.unguarded_preempt = true;
     });
-    counterexample("complete:3", 1, "in:1", counted, |r| r.deadlock);
+    assert_eq!(
+        counterexample("complete:3", 1, "in:1", counted, |r| r.deadlock),
+        65
+    );
     let set_only = with(|r| r.unguarded_preempt = true);
     for seed in 0..SEEDS {
         let r = run("complete:3", 1, "in:1", set_only, seed);
@@ -127,7 +134,10 @@ fn uncapped_release_overgrants() {
         r.unguarded_preempt = true;
         r.arbiter.uncapped_release = true;
     });
-    counterexample("ring:4", 1, "in:1,3", printed, |r| r.safety_violations > 0);
+    assert_eq!(
+        counterexample("ring:4", 1, "in:1,3", printed, |r| r.safety_violations > 0),
+        26
+    );
     // the same stale Relinquish with a capped Release is harmless
     let capped = with(|r| r.unguarded_preempt = true);
     for seed in 0..SEEDS {
@@ -141,5 +151,8 @@ fn uncapped_release_overgrants() {
 fn printed_variant_fails_corrected_holds() {
     let printed = LmutinRules::PRINTED;
     assert_eq!(printed.arbiter, ArbiterRules::PRINTED);
-    counterexample("complete:3", 1, "in:0", printed, |r| !r.ok());
+    assert_eq!(
+        counterexample("complete:3", 1, "in:0", printed, |r| !r.ok()),
+        1
+    );
 }

@@ -8,7 +8,7 @@ use lkcs::{
     LmutinMsg, LmutinRules, Mailbox, Outbox, ProcessId, Runtime, RuntimeConfig, RuntimeError,
     Sequence, Topology,
 };
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 const PAIRS: usize = 1_000;
@@ -27,28 +27,34 @@ where
 {
     let n = handles.len();
     let finished = AtomicUsize::new(0);
+    // set when a client fails, so the others stop waiting instead of hanging the test
+    let failed = AtomicBool::new(false);
     let all_done = || finished.load(Ordering::SeqCst) == n;
     std::thread::scope(|s| {
         let workers: Vec<_> = handles
             .into_iter()
             .map(|h| {
-                let (finished, all_done) = (&finished, &all_done);
+                let (finished, failed, all_done) = (&finished, &failed, &all_done);
                 s.spawn(move || {
                     let first = Sequence::leaving(h.state());
                     let mut done = 0;
                     loop {
                         for seq in [first, first.flip()] {
+                            // a timed-out sequence keeps running: the next call resumes it
                             loop {
-                                let res = if done < pairs {
-                                    h.run(seq, None)
-                                } else {
-                                    h.run(seq, Some(POLL))
-                                };
-                                match res {
+                                match h.run(seq, Some(POLL)) {
                                     Ok(()) => break,
-                                    Err(RuntimeError::Timeout) if all_done() => return done,
+                                    Err(RuntimeError::Timeout) if failed.load(Ordering::SeqCst) => {
+                                        return done
+                                    }
+                                    Err(RuntimeError::Timeout) if done >= pairs && all_done() => {
+                                        return done
+                                    }
                                     Err(RuntimeError::Timeout) => {}
-                                    Err(e) => panic!("{}: pair {done} failed: {e}", h.id()),
+                                    Err(e) => {
+                                        failed.store(true, Ordering::SeqCst);
+                                        panic!("{}: pair {done} failed: {e}", h.id());
+                                    }
                                 }
                             }
                         }

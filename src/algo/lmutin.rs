@@ -230,12 +230,12 @@ impl Lmutin {
         };
         let initially = closed
             .iter()
-            .filter(|q| initial[q.index()] == holder_state)
+            .filter(|q| initial.get(q.index()) == Some(&holder_state))
             .map(|&q| Stamp::new(0, q));
-        let capacity = closed.len() - l;
+        let capacity = closed.len().saturating_sub(l);
         Lmutin {
             id,
-            state: initial[id.index()],
+            state: initial.get(id.index()).copied().unwrap_or(CsState::OutCs),
             pending: None,
             ts: 0,
             granters: BTreeSet::new(),
