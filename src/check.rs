@@ -227,7 +227,29 @@ fn no_deadlock<A: CsObject>(m: &Model_<A>, s: &State_<A>) -> bool {
 
 /// Explores every interleaving of the system and checks the properties. `procs[i]` must be
 /// process `i`; `instance` gives the bounds.
+///
+/// A mismatched system (see [`crate::check_system`]) or one of more than
+/// [`MAX_CHECK_PROCESSES`] processes is not explored: the verdict is `Violated` with property
+/// `setup: ...`.
 pub fn check<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &CheckConfig) -> CheckReport {
+    let setup = crate::cs::check_system(instance, &procs).and_then(|()| {
+        if procs.len() > MAX_CHECK_PROCESSES {
+            Err(format!("more than {MAX_CHECK_PROCESSES} processes"))
+        } else {
+            Ok(())
+        }
+    });
+    if let Err(why) = setup {
+        return CheckReport {
+            verdict: Verdict::Violated {
+                property: format!("setup: {why}"),
+            },
+            states: 0,
+            max_depth: 0,
+            elapsed: Duration::ZERO,
+            counterexample: Vec::new(),
+        };
+    }
     let sequences = 2 * cfg.pairs;
     let model: Model_<A> = ActorModel::new(instance.clone(), ())
         .actors(procs.into_iter().map(|init| ProcActor { init, sequences }))

@@ -175,6 +175,25 @@ pub trait CsObject: Clone + Debug + Eq + Hash + Send + Sync + 'static {
     }
 }
 
+/// Checks that `procs` is a system for `instance`: one object per process, `procs[i]` being
+/// process `i`. Drivers refuse anything else.
+pub fn check_system<A: CsObject>(
+    instance: &crate::config::Instance,
+    procs: &[A],
+) -> Result<(), String> {
+    if procs.len() != instance.len() {
+        return Err(format!(
+            "{} objects for an instance of {} processes",
+            procs.len(),
+            instance.len()
+        ));
+    }
+    match procs.iter().enumerate().find(|(i, a)| a.id().index() != *i) {
+        Some((i, a)) => Err(format!("the object at index {i} is process {}", a.id())),
+        None => Ok(()),
+    }
+}
+
 /// Checks the calling convention for starting `seq` in `state` with `pending` in progress.
 pub fn check_call(
     state: CsState,

@@ -91,7 +91,9 @@ pub use arbiter::{Action, Arbiter, ArbiterRules};
 pub use catalog::{Algorithm, BoundsFile, SystemSpec, SystemVisitor};
 pub use check::{check, CheckConfig, CheckReport, Verdict, MAX_CHECK_PROCESSES};
 pub use config::{format_initial, parse_initial, Bounds, Instance};
-pub use cs::{check_call, Complement, CsObject, CsState, Message, Outbox, Sequence, Variant};
+pub use cs::{
+    check_call, check_system, Complement, CsObject, CsState, Message, Outbox, Sequence, Variant,
+};
 pub use error::{CallError, ConfigError, Problem};
 pub use id::{ProcessId, Stamp};
 pub use metrics::{PairRecord, Stats, Waiting};

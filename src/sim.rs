@@ -308,8 +308,33 @@ struct Track {
 
 /// Runs a system of CS objects under `cfg` and returns the report. `instance` gives the
 /// bounds the observer checks; `procs[i]` must be process `i`.
+///
+/// A mismatched system (a process count other than the instance's, or `procs[i]` not
+/// process `i`) is not run: the report says why in `stalled`.
 pub fn simulate<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &SimConfig) -> SimReport {
-    Sim::new(instance, procs, cfg).run()
+    match crate::cs::check_system(instance, &procs) {
+        Ok(()) => Sim::new(instance, procs, cfg).run(),
+        Err(why) => SimReport {
+            processes: procs.len(),
+            pairs_requested: procs.len() * cfg.pairs,
+            pairs_completed: 0,
+            safety_violations: 0,
+            violations: Vec::new(),
+            deadlock: false,
+            blocked: Vec::new(),
+            stalled: Some(format!("not run: {why}")),
+            messages: 0,
+            messages_per_pair: Stats::default(),
+            remote_messages_per_pair: Stats::default(),
+            messages_by_kind: BTreeMap::new(),
+            waiting_time: Waiting::default(),
+            seed: cfg.seed,
+            end_time: 0,
+            events: 0,
+            pairs: Vec::new(),
+            trace: Vec::new(),
+        },
+    }
 }
 
 struct Sim<'a, A: CsObject> {
@@ -756,6 +781,24 @@ mod tests {
         let inst = Lmutin::instance(t, &ls).unwrap();
         let init = inst.find_safe_initial().unwrap();
         Lmutin::system(t, &ls, &init, LmutinRules::CORRECTED).unwrap()
+    }
+
+    #[test]
+    fn a_mismatched_system_is_refused_not_run() {
+        let t = Topology::ring(4).unwrap();
+        let (inst, mut procs) = lmutin(&t, 1);
+        procs.swap(0, 1);
+        let r = simulate(&inst, procs.clone(), &SimConfig::default());
+        assert!(!r.ok() && r.stalled.as_deref().unwrap_or("").contains("index 0"));
+        procs.pop();
+        let r = simulate(&inst, procs, &SimConfig::default());
+        assert!(!r.ok() && r.events == 0);
+        let r = crate::check::check(
+            &inst,
+            Vec::<Lmutin>::new(),
+            &crate::check::CheckConfig::default(),
+        );
+        assert!(!r.ok());
     }
 
     #[test]
