@@ -192,12 +192,8 @@ impl SystemSpec {
     }
 
     fn initial_for(&self, inst: &Instance) -> Result<Vec<CsState>, ConfigError> {
+        // a given configuration is validated (length and bounds) by the system builder
         match &self.initial {
-            Some(s) if s.len() != inst.len() => Err(ConfigError::one(Problem::Invalid(format!(
-                "initial configuration has {} states for {} processes",
-                s.len(),
-                inst.len()
-            )))),
             Some(s) => Ok(s.clone()),
             None => inst.find_safe_initial().map_err(ConfigError::one),
         }

@@ -242,6 +242,74 @@ impl<F: Fn(ProcessId) -> [CsState; 2]> Search<'_, F> {
     }
 }
 
+/// A configuration observed as processes change state: the in-CS count of every closed
+/// neighbourhood is kept up to date, so each change costs O(|N_p|). The safety observer of the
+/// simulator and the runtime's monitor both stand on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observed {
+    states: Vec<CsState>,
+    in_cs: Vec<usize>,
+}
+
+impl Observed {
+    /// Starts observing `states` (one per process of `inst`).
+    pub fn new(inst: &Instance, states: Vec<CsState>) -> Observed {
+        let in_cs = inst
+            .topology()
+            .processes()
+            .map(|p| inst.in_cs_around(&states, p))
+            .collect();
+        Observed { states, in_cs }
+    }
+
+    /// The current configuration.
+    pub fn states(&self) -> &[CsState] {
+        &self.states
+    }
+
+    /// Every process whose bounds fail now, with its in-CS count.
+    pub fn broken(&self, inst: &Instance) -> Vec<(ProcessId, usize)> {
+        inst.topology()
+            .processes()
+            .filter(|&q| !self.holds(inst, q))
+            .map(|q| (q, self.in_cs[q.index()]))
+            .collect()
+    }
+
+    /// Sets `p`'s state to `now` and returns the processes of its closed neighbourhood whose
+    /// bounds fail afterwards, with their in-CS counts (nothing changes if `now` is `p`'s
+    /// state already).
+    pub fn apply(
+        &mut self,
+        inst: &Instance,
+        p: ProcessId,
+        now: CsState,
+    ) -> Vec<(ProcessId, usize)> {
+        if self.states[p.index()] == now {
+            return Vec::new();
+        }
+        self.states[p.index()] = now;
+        let closed = inst.topology().closed(p);
+        for q in &closed {
+            let c = &mut self.in_cs[q.index()];
+            match now {
+                CsState::InCs => *c += 1,
+                CsState::OutCs => *c -= 1,
+            }
+        }
+        closed
+            .into_iter()
+            .filter(|&q| !self.holds(inst, q))
+            .map(|q| (q, self.in_cs[q.index()]))
+            .collect()
+    }
+
+    fn holds(&self, inst: &Instance, q: ProcessId) -> bool {
+        let (c, b) = (self.in_cs[q.index()], inst.bounds(q));
+        b.l <= c && c <= b.k
+    }
+}
+
 /// Parses `in:I,J,...` (the processes initially in the CS; `in:` alone means none).
 pub fn parse_initial(spec: &str, n: usize) -> Result<Vec<CsState>, ConfigError> {
     let list = spec.strip_prefix("in:").ok_or_else(|| {
@@ -341,6 +409,33 @@ mod tests {
             inst.find_safe_initial(),
             Err(Problem::NoSafeInitial(_))
         ));
+    }
+
+    #[test]
+    fn observed_counts_follow_every_change() {
+        let inst = uniform(Topology::path(3).unwrap(), 1, 2).unwrap();
+        let mut o = Observed::new(&inst, vec![CsState::OutCs, CsState::InCs, CsState::OutCs]);
+        assert!(o.broken(&inst).is_empty());
+        // P1 leaving empties every closed neighbourhood
+        let broken = o.apply(&inst, ProcessId(1), CsState::OutCs);
+        assert_eq!(
+            broken,
+            vec![(ProcessId(0), 0), (ProcessId(1), 0), (ProcessId(2), 0)]
+        );
+        assert_eq!(o.broken(&inst).len(), 3);
+        assert!(
+            o.apply(&inst, ProcessId(1), CsState::OutCs).is_empty(),
+            "no change, no report"
+        );
+        o.apply(&inst, ProcessId(0), CsState::InCs);
+        let broken = o.apply(&inst, ProcessId(2), CsState::InCs);
+        assert_eq!(broken, vec![]);
+        assert_eq!(o.states(), &[CsState::InCs, CsState::OutCs, CsState::InCs]);
+        // all three in: P1 sees 3 > k = 2
+        assert_eq!(
+            o.apply(&inst, ProcessId(1), CsState::InCs),
+            vec![(ProcessId(1), 3)]
+        );
     }
 
     #[test]

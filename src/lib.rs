@@ -90,7 +90,7 @@ pub use algo::lmutin::{lmutex_instance, lmutex_system, Lmutex, Lmutin, LmutinMsg
 pub use arbiter::{Action, Arbiter, ArbiterRules};
 pub use catalog::{Algorithm, BoundsFile, SystemSpec, SystemVisitor};
 pub use check::{check, CheckConfig, CheckReport, Verdict, MAX_CHECK_PROCESSES};
-pub use config::{format_initial, parse_initial, Bounds, Instance};
+pub use config::{format_initial, parse_initial, Bounds, Instance, Observed};
 pub use cs::{
     check_call, check_system, Complement, CsObject, CsState, Message, Outbox, Sequence, Variant,
 };

@@ -14,7 +14,7 @@
 //! handling a message inherits that message's pair. Everything is seeded with ChaCha8, whose
 //! stream is stable across versions: a run is replayed by its seed.
 
-use crate::config::Instance;
+use crate::config::{Instance, Observed};
 use crate::cs::{CsObject, CsState, Message, Outbox, Sequence};
 use crate::error::{ConfigError, Problem};
 use crate::id::ProcessId;
@@ -348,8 +348,7 @@ struct Sim<'a, A: CsObject> {
     link_clock: HashMap<(ProcessId, ProcessId), u64>,
     now: u64,
     events: u64,
-    states: Vec<CsState>,
-    in_cs: Vec<usize>,
+    observed: Observed,
     track: Vec<Track>,
     acc: Vec<Vec<PairAcc>>,
     waits: [Vec<u64>; 2],
@@ -366,12 +365,7 @@ struct Sim<'a, A: CsObject> {
 impl<'a, A: CsObject> Sim<'a, A> {
     fn new(inst: &'a Instance, procs: Vec<A>, cfg: &'a SimConfig) -> Self {
         let n = procs.len();
-        let states: Vec<CsState> = procs.iter().map(|p| p.state()).collect();
-        let in_cs = inst
-            .topology()
-            .processes()
-            .map(|p| inst.in_cs_around(&states, p))
-            .collect();
+        let observed = Observed::new(inst, procs.iter().map(|p| p.state()).collect());
         Sim {
             inst,
             cfg,
@@ -382,8 +376,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
             link_clock: HashMap::new(),
             now: 0,
             events: 0,
-            states,
-            in_cs,
+            observed,
             track: vec![
                 Track {
                     started: 0,
@@ -467,7 +460,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
     }
 
     fn run(mut self) -> SimReport {
-        let initial = self.inst.violations(&self.states);
+        let initial = self.inst.violations(self.observed.states());
         for p in initial {
             self.violation(format!("initial configuration: {p}"));
         }
@@ -529,7 +522,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
     /// that, a process finishing an extra pair, then anyone.
     fn next_mover(&mut self) -> Option<ProcessId> {
         let n = self.procs.len();
-        let mut states = self.states.clone();
+        let mut states = self.observed.states().to_vec();
         let required: Vec<bool> = (0..n)
             .map(|p| self.pairs_done(p) < self.cfg.pairs)
             .collect();
@@ -604,7 +597,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
                     return;
                 }
                 let i = p.index();
-                let seq = Sequence::leaving(self.states[i]);
+                let seq = Sequence::leaving(self.observed.states()[i]);
                 let tag = (p, self.track[i].started / 2);
                 self.track[i].started += 1;
                 self.track[i].begun_at = self.now;
@@ -647,7 +640,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
 
     fn complete(&mut self, p: ProcessId) {
         let i = p.index();
-        let old = self.states[i];
+        let old = self.observed.states()[i];
         let new = self.procs[i].state();
         let wait = self.now - self.track[i].begun_at;
         let pair = self.track[i].completed / 2;
@@ -670,23 +663,18 @@ impl<'a, A: CsObject> Sim<'a, A> {
             self.violation(format!("{p}: completed a sequence without changing state"));
             return;
         }
-        self.states[i] = new;
-        for q in self.inst.topology().closed(p) {
-            let c = &mut self.in_cs[q.index()];
-            if new == CsState::InCs {
-                *c += 1;
-            } else {
-                *c -= 1;
-            }
-            let (c, b) = (*c, self.inst.bounds(q));
-            if c < b.l || c > b.k {
-                self.violation(format!(
-                    "{q}: {c} in the CS in its closed neighbourhood, outside [{}, {}] (after {p} {})",
-                    b.l,
-                    b.k,
-                    if new == CsState::InCs { "entered" } else { "exited" }
-                ));
-            }
+        for (q, c) in self.observed.apply(self.inst, p, new) {
+            let b = self.inst.bounds(q);
+            self.violation(format!(
+                "{q}: {c} in the CS in its closed neighbourhood, outside [{}, {}] (after {p} {})",
+                b.l,
+                b.k,
+                if new == CsState::InCs {
+                    "entered"
+                } else {
+                    "exited"
+                }
+            ));
         }
         self.update_done();
         if self.cfg.workload == Workload::Concurrent && !self.done {

@@ -5,7 +5,7 @@
 //! same handler, so the monitor's order of changes extends the happens-before order: the
 //! configurations it sees are those of a real asynchronous execution.
 
-use crate::config::{Bounds, Instance};
+use crate::config::{Bounds, Instance, Observed};
 use crate::cs::CsState;
 use crate::id::ProcessId;
 use crate::sync::Mutex;
@@ -30,7 +30,7 @@ pub struct MonitorViolation {
 
 #[derive(Debug)]
 struct State {
-    states: Vec<CsState>,
+    observed: Observed,
     changes: u64,
     violations: u64,
     first: Vec<MonitorViolation>,
@@ -39,30 +39,23 @@ struct State {
 #[derive(Debug)]
 pub(crate) struct Monitor {
     inst: Instance,
-    closed: Vec<Vec<ProcessId>>,
     state: Mutex<State>,
 }
 
 impl Monitor {
     /// A monitor of `inst` starting from `initial`, whose violations are counted at once.
     pub(crate) fn new(inst: Instance, initial: Vec<CsState>) -> Monitor {
-        let closed = inst
-            .topology()
-            .processes()
-            .map(|p| inst.topology().closed(p))
-            .collect();
         let mut st = State {
-            states: initial,
+            observed: Observed::new(&inst, initial),
             changes: 0,
             violations: 0,
             first: Vec::new(),
         };
-        for p in inst.topology().processes() {
-            check(&inst, &mut st, None, p);
+        for (q, in_cs) in st.observed.broken(&inst) {
+            st.record(&inst, None, q, in_cs);
         }
         Monitor {
             inst,
-            closed,
             state: Mutex::new(st),
         }
     }
@@ -70,10 +63,9 @@ impl Monitor {
     /// Applies `p`'s new state and checks every bound it affects.
     pub(crate) fn apply(&self, p: ProcessId, now: CsState) {
         let mut st = self.state.lock();
-        st.states[p.index()] = now;
         st.changes += 1;
-        for &q in &self.closed[p.index()] {
-            check(&self.inst, &mut st, Some(p), q);
+        for (q, in_cs) in st.observed.apply(&self.inst, p, now) {
+            st.record(&self.inst, Some(p), q, in_cs);
         }
     }
 
@@ -84,19 +76,17 @@ impl Monitor {
     }
 }
 
-fn check(inst: &Instance, st: &mut State, changed: Option<ProcessId>, q: ProcessId) {
-    if inst.holds_at(&st.states, q) {
-        return;
-    }
-    st.violations += 1;
-    if st.first.len() < RECORDED_VIOLATIONS {
-        let v = MonitorViolation {
-            after_changes: st.changes,
-            changed,
-            process: q,
-            in_cs: inst.in_cs_around(&st.states, q),
-            bounds: inst.bounds(q),
-        };
-        st.first.push(v);
+impl State {
+    fn record(&mut self, inst: &Instance, changed: Option<ProcessId>, q: ProcessId, in_cs: usize) {
+        self.violations += 1;
+        if self.first.len() < RECORDED_VIOLATIONS {
+            self.first.push(MonitorViolation {
+                after_changes: self.changes,
+                changed,
+                process: q,
+                in_cs,
+                bounds: inst.bounds(q),
+            });
+        }
     }
 }
