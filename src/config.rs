@@ -118,14 +118,21 @@ impl Instance {
 
     /// Whether flipping `p`'s state in `states` keeps every bound that holds now.
     pub fn move_keeps_bounds(&self, states: &mut [CsState], p: ProcessId) -> bool {
+        self.bounds_broken_by_move(states, p) == 0
+    }
+
+    /// How many bounds of `p`'s closed neighbourhood would fail if `p` flipped its state in
+    /// `states` (which is left as it was).
+    pub fn bounds_broken_by_move(&self, states: &mut [CsState], p: ProcessId) -> usize {
         states[p.index()] = !states[p.index()];
-        let ok = self
+        let broken = self
             .topology
             .closed(p)
             .into_iter()
-            .all(|q| self.holds_at(states, q));
+            .filter(|&q| !self.holds_at(states, q))
+            .count();
         states[p.index()] = !states[p.index()];
-        ok
+        broken
     }
 
     /// Finds a safe configuration (every bound holds) by backtracking in breadth-first order,

@@ -561,19 +561,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
     fn blocking(&self, states: &mut [CsState], movers: &[usize]) -> usize {
         movers
             .iter()
-            .map(|&p| {
-                let p = ProcessId::from(p);
-                states[p.index()] = !states[p.index()];
-                let broken = self
-                    .inst
-                    .topology()
-                    .closed(p)
-                    .into_iter()
-                    .filter(|&q| !self.inst.holds_at(states, q))
-                    .count();
-                states[p.index()] = !states[p.index()];
-                broken
-            })
+            .map(|&p| self.inst.bounds_broken_by_move(states, ProcessId::from(p)))
             .sum()
     }
 

@@ -189,27 +189,9 @@ impl Lmutin {
 
     /// The (l_i, |N_i|+1) instance LMUTIN solves, after checking 0 ≤ l_i ≤ |N_i|.
     pub fn instance(topology: &Topology, l: &[usize]) -> Result<Instance, ConfigError> {
-        check_len(topology, l.len())?;
-        let problems: Vec<Problem> = topology
-            .processes()
-            .filter(|&p| l[p.index()] > topology.degree(p))
-            .map(|p| Problem::Bound {
-                process: p,
-                l: l[p.index()],
-                k: topology.degree(p) + 1,
-                closed: topology.degree(p) + 1,
-                rule: "l_i <= |N_i| (l_i-LMUTIN)".into(),
-            })
-            .collect();
-        ConfigError::check(problems)?;
-        let bounds = topology
-            .processes()
-            .map(|p| Bounds {
-                l: l[p.index()],
-                k: topology.degree(p) + 1,
-            })
-            .collect();
-        Instance::new(topology.clone(), bounds)
+        per_process_instance(topology, l, "l_i <= |N_i| (l_i-LMUTIN)", |l, closed| {
+            Bounds { l, k: closed }
+        })
     }
 
     /// Process `id` of l-LMUTIN with lower bound `l`, starting in `initial` (the whole
@@ -381,38 +363,45 @@ pub fn lmutex_system(
 
 /// The (0, k_i) instance LMUTEX solves, after checking 1 ≤ k_i ≤ |N_i|+1.
 pub fn lmutex_instance(topology: &Topology, k: &[usize]) -> Result<Instance, ConfigError> {
-    check_len(topology, k.len())?;
-    let problems: Vec<Problem> = topology
-        .processes()
-        .filter(|&p| k[p.index()] == 0 || k[p.index()] > topology.degree(p) + 1)
-        .map(|p| Problem::Bound {
-            process: p,
-            l: 0,
-            k: k[p.index()],
-            closed: topology.degree(p) + 1,
-            rule: "1 <= k_i <= |N_i|+1 (k_i-LMUTEX)".into(),
-        })
-        .collect();
-    ConfigError::check(problems)?;
-    let bounds = topology
-        .processes()
-        .map(|p| Bounds {
-            l: 0,
-            k: k[p.index()],
-        })
-        .collect();
-    Instance::new(topology.clone(), bounds)
+    per_process_instance(topology, k, "1 <= k_i <= |N_i|+1 (k_i-LMUTEX)", |k, _| {
+        Bounds { l: 0, k }
+    })
 }
 
-fn check_len(topology: &Topology, given: usize) -> Result<(), ConfigError> {
-    if given == topology.len() {
-        Ok(())
-    } else {
-        Err(ConfigError::one(Problem::Invalid(format!(
-            "{given} bounds given for {} processes",
+/// Builds an instance from one value per process: `bounds(value, |N_i|+1)` gives the
+/// process's bounds, which must meet 0 ≤ l_i < k_i ≤ |N_i|+1 (`rule` names the algorithm's
+/// form of that condition); every process that breaks it is reported.
+fn per_process_instance(
+    topology: &Topology,
+    values: &[usize],
+    rule: &str,
+    bounds: impl Fn(usize, usize) -> Bounds,
+) -> Result<Instance, ConfigError> {
+    if values.len() != topology.len() {
+        return Err(ConfigError::one(Problem::Invalid(format!(
+            "{} bounds given for {} processes",
+            values.len(),
             topology.len()
-        ))))
+        ))));
     }
+    let mut problems = Vec::new();
+    let mut all = Vec::with_capacity(values.len());
+    for p in topology.processes() {
+        let closed = topology.degree(p) + 1;
+        let b = bounds(values[p.index()], closed);
+        if b.l >= b.k || b.k > closed {
+            problems.push(Problem::Bound {
+                process: p,
+                l: b.l,
+                k: b.k,
+                closed,
+                rule: rule.into(),
+            });
+        }
+        all.push(b);
+    }
+    ConfigError::check(problems)?;
+    Instance::new(topology.clone(), all)
 }
 
 fn check_initial(inst: &Instance, initial: &[CsState]) -> Result<(), ConfigError> {
