@@ -62,6 +62,20 @@ impl Algorithm {
         }
     }
 
+    /// The algorithm-specific options (CLI flags) it accepts, beside the bounds, `--initial`
+    /// and `--variant` that every algorithm takes.
+    pub fn options(self) -> &'static [&'static str] {
+        match self {
+            Algorithm::Lmutin | Algorithm::Lmutex => &[],
+            Algorithm::Lkcs => &["--leader"],
+            Algorithm::Maekawa => &["--coterie"],
+            Algorithm::Mutin | Algorithm::Kmex | Algorithm::Gcs => {
+                &["--coterie", "--mx", "--maxreq", "--migrate-after"]
+            }
+            Algorithm::Cdc | Algorithm::Ddc => &["--maxreq", "--migrate-after"],
+        }
+    }
+
     /// Whether this version of the crate implements it.
     pub fn is_supported(self) -> bool {
         matches!(self, Algorithm::Lmutin | Algorithm::Lmutex)
@@ -118,6 +132,16 @@ pub struct SystemSpec {
     pub initial: Option<Vec<CsState>>,
     /// Corrected or printed rules.
     pub variant: Variant,
+    /// LKCS: the leader (chosen automatically when `None`).
+    pub leader: Option<usize>,
+    /// Global algorithms: the coterie (`majority` or `grid`).
+    pub coterie: Option<String>,
+    /// MUTIN(l), kmex and GCS: the mutual-exclusion object inside (`maekawa`, `cdc`, `ddc`).
+    pub mx: Option<String>,
+    /// Migrating controller: migrate after this many requests.
+    pub maxreq: Option<usize>,
+    /// Migrating controller: migrate after this much time as controller (simulator time units).
+    pub migrate_after: Option<u64>,
 }
 
 /// Receives a built system with its concrete CS object type.
@@ -221,6 +245,11 @@ mod tests {
             bounds: None,
             initial: None,
             variant: Variant::Corrected,
+            leader: None,
+            coterie: None,
+            mx: None,
+            maxreq: None,
+            migrate_after: None,
         }
     }
 

@@ -161,6 +161,14 @@ pub trait CsObject: Clone + Debug + Eq + Hash + Send + Sync + 'static {
     /// Handles one message from `from`, atomically.
     fn on_message(&mut self, from: ProcessId, msg: Self::Msg, out: &mut Outbox<Self::Msg>);
 
+    /// Tells the object the driver's current time, before every handler: logical time units in
+    /// the simulator, microseconds since the start in the thread runtime; the exhaustive
+    /// checker never advances it (time stays 0). Only time-based rules (a timer-driven
+    /// migration, say) read it; the default ignores it. Wrappers forward it to inner objects.
+    fn set_time(&mut self, now: u64) {
+        let _ = now;
+    }
+
     /// Checks the object's internal invariants (e.g. an arbiter's cap), described on failure.
     fn check_invariants(&self) -> Result<(), String> {
         Ok(())

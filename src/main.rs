@@ -68,6 +68,9 @@ struct SystemArgs {
     /// Migrating controller: migrate after this many requests.
     #[arg(long)]
     maxreq: Option<usize>,
+    /// Migrating controller: migrate after this much time as controller (time units).
+    #[arg(long, value_name = "T")]
+    migrate_after: Option<u64>,
     /// Pairs every process completes.
     #[arg(long, default_value_t = 1)]
     pairs: usize,
@@ -189,14 +192,14 @@ fn system_spec(a: &SystemArgs) -> Result<SystemSpec, ConfigError> {
         problems.push(Problem::Invalid("--pairs must be at least 1".into()));
     }
     if let Some(alg) = algorithm {
-        let local = matches!(alg, Algorithm::Lmutin | Algorithm::Lmutex);
         for (flag, given) in [
+            ("--leader", a.leader.is_some()),
             ("--coterie", a.coterie.is_some()),
             ("--mx", a.mx.is_some()),
             ("--maxreq", a.maxreq.is_some()),
-            ("--leader", a.leader.is_some()),
+            ("--migrate-after", a.migrate_after.is_some()),
         ] {
-            if local && given {
+            if given && !alg.options().contains(&flag) {
                 problems.push(Problem::Invalid(format!("{flag} does not apply to {alg}")));
             }
         }
@@ -211,6 +214,11 @@ fn system_spec(a: &SystemArgs) -> Result<SystemSpec, ConfigError> {
             bounds,
             initial,
             variant,
+            leader: a.leader,
+            coterie: a.coterie.clone(),
+            mx: a.mx.clone(),
+            maxreq: a.maxreq,
+            migrate_after: a.migrate_after,
         }),
         _ => Err(ConfigError::one(Problem::Invalid("invalid options".into()))),
     }

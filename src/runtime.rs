@@ -115,6 +115,7 @@ impl<A: CsObject, M: Mailbox> Runtime<A, M> {
                 })
                 .collect(),
             monitor: config.monitor.map(|inst| Monitor::new(inst, initial)),
+            epoch: std::time::Instant::now(),
         });
         let (senders, receivers): (Vec<_>, Vec<_>) = (0..n).map(|_| M::channel()).unzip();
         let mut rt = Runtime {

@@ -577,6 +577,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
                         tag,
                     });
                 }
+                self.procs[to.index()].set_time(self.now);
                 self.procs[to.index()].on_message(from, msg, &mut out);
                 (to, tag)
             }
@@ -590,6 +591,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
                 self.track[i].started += 1;
                 self.track[i].begun_at = self.now;
                 self.record(TraceEntry::Begin(p, seq));
+                self.procs[i].set_time(self.now);
                 if let Err(e) = self.procs[i].begin(seq, &mut out) {
                     self.violation(format!("{p}: driver broke the calling convention: {e}"));
                 }

@@ -44,6 +44,10 @@ impl<A: CsObject> CsObject for Complement<A> {
         self.0.on_message(from, msg, out)
     }
 
+    fn set_time(&mut self, now: u64) {
+        self.0.set_time(now)
+    }
+
     fn check_invariants(&self) -> Result<(), String> {
         self.0.check_invariants()
     }

@@ -34,6 +34,8 @@ pub(crate) struct Shared {
     pub(crate) slots: Vec<Slot>,
     pub(crate) counters: Vec<Counters>,
     pub(crate) monitor: Option<Monitor>,
+    /// The runtime's start: handlers see the time elapsed since it (`CsObject::set_time`).
+    pub(crate) epoch: std::time::Instant,
 }
 
 /// Marks the runtime broken when the process thread unwinds, so no client waits forever.
@@ -74,6 +76,8 @@ pub(crate) fn run<A: CsObject, M: Mailbox>(
     let mut out = Outbox::new();
     let mut last = obj.state();
     while let Some(env) = rx.recv() {
+        let micros = guard.shared.epoch.elapsed().as_micros();
+        obj.set_time(u64::try_from(micros).unwrap_or(u64::MAX));
         match env {
             Envelope::Peer(from, msg) => obj.on_message(from, msg, &mut out),
             Envelope::Begin(seq) => {
