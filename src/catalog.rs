@@ -3,9 +3,11 @@
 //! [`SystemVisitor`] receives the built system with its concrete type.
 
 use crate::algo::lmutin::{lmutex_instance, lmutex_system, Lmutin, LmutinRules};
+use crate::algo::mutin::{gcs_system, global_instance, kmex_system, Mutin, MutinRules};
 use crate::config::Instance;
 use crate::cs::{CsObject, CsState, Variant};
 use crate::error::{ConfigError, Problem};
+use crate::id::ProcessId;
 use crate::topology::Topology;
 use std::fmt;
 use std::str::FromStr;
@@ -78,7 +80,14 @@ impl Algorithm {
 
     /// Whether this version of the crate implements it.
     pub fn is_supported(self) -> bool {
-        matches!(self, Algorithm::Lmutin | Algorithm::Lmutex)
+        matches!(
+            self,
+            Algorithm::Lmutin
+                | Algorithm::Lmutex
+                | Algorithm::Mutin
+                | Algorithm::Kmex
+                | Algorithm::Gcs
+        )
     }
 }
 
@@ -144,6 +153,99 @@ pub struct SystemSpec {
     pub migrate_after: Option<u64>,
 }
 
+/// The coterie the global algorithms use when `--coterie` is not given.
+pub const DEFAULT_COTERIE: &str = "majority";
+
+/// The mutual-exclusion object inside MUTIN(l) when `--mx` is not given.
+pub const DEFAULT_MX: &str = "lmutex";
+
+/// The mutual-exclusion objects MUTIN(l), kmex and GCS can run inside. Adding one is a
+/// variant here and one match arm in [`SystemSpec::build`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mx {
+    /// LMUTEX with k_i = 1 on the complete graph: a global mutual exclusion, O(n) messages.
+    Lmutex,
+}
+
+impl Mx {
+    const ALL: [Mx; 1] = [Mx::Lmutex];
+
+    fn name(self) -> &'static str {
+        match self {
+            Mx::Lmutex => "lmutex",
+        }
+    }
+
+    /// The options (CLI flags) of this mutual-exclusion object.
+    fn options(self) -> &'static [&'static str] {
+        match self {
+            Mx::Lmutex => &[],
+        }
+    }
+
+    fn parse(s: &str) -> Result<Mx, Problem> {
+        Mx::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = Mx::ALL.iter().map(|m| m.name()).collect();
+            Problem::Invalid(format!(
+                "unknown or not yet supported --mx `{s}` (expected one of: {})",
+                names.join(", ")
+            ))
+        })
+    }
+}
+
+/// What a global algorithm needs beyond the spec, validated.
+struct GlobalSetup {
+    l: usize,
+    k: usize,
+    quorums: Vec<Vec<ProcessId>>,
+    mx: Mx,
+}
+
+/// The quorums of the coterie `name` (`majority` or `grid`) on `n` processes: Q_i for every i,
+/// each containing P_i.
+///
+/// - `majority`: Q_i = {P_i, P_{i+1}, ..., P_{i+⌊n/2⌋}} (indices mod n), ⌊n/2⌋+1 processes:
+///   any two majorities intersect.
+/// - `grid`: the processes laid out row by row on c = ⌈√n⌉ columns (the last row may be
+///   short); Q_i = P_i's row ∪ P_i's column, 2√n−1 processes when n is a square. For P_a and
+///   P_b, the process at (row of a, column of b) or at (row of b, column of a) exists and lies
+///   in both.
+pub fn coterie_quorums(name: &str, n: usize) -> Result<Vec<Vec<ProcessId>>, Problem> {
+    match name {
+        "majority" => Ok((0..n)
+            .map(|i| {
+                let mut q: Vec<ProcessId> =
+                    (0..=n / 2).map(|d| ProcessId::from((i + d) % n)).collect();
+                q.sort();
+                q.dedup();
+                q
+            })
+            .collect()),
+        "grid" => {
+            let mut c = 1;
+            while c * c < n {
+                c += 1;
+            }
+            Ok((0..n)
+                .map(|i| {
+                    let (row, col) = (i / c, i % c);
+                    let mut q: Vec<ProcessId> = (row * c..((row + 1) * c).min(n))
+                        .chain((0..).map(|r| r * c + col).take_while(|&p| p < n))
+                        .map(ProcessId::from)
+                        .collect();
+                    q.sort();
+                    q.dedup();
+                    q
+                })
+                .collect())
+        }
+        other => Err(Problem::Invalid(format!(
+            "unknown coterie `{other}` (expected majority or grid)"
+        ))),
+    }
+}
+
 /// Receives a built system with its concrete CS object type.
 pub trait SystemVisitor {
     /// What the visit returns.
@@ -188,9 +290,116 @@ impl SystemSpec {
                 let (inst, procs) = lmutex_system(&self.topology, &k, &initial, rules)?;
                 Ok(visitor.visit(&inst, &initial, procs))
             }
+            Algorithm::Mutin | Algorithm::Kmex | Algorithm::Gcs => {
+                let g = self.global_setup()?;
+                let corrected = LmutinRules::CORRECTED;
+                match g.mx {
+                    Mx::Lmutex => self.build_global(&g, visitor, || {
+                        let n = self.topology.len();
+                        let idle = vec![CsState::OutCs; n];
+                        Ok(lmutex_system(&self.topology, &vec![1; n], &idle, corrected)?.1)
+                    }),
+                }
+            }
             other => Err(ConfigError::one(Problem::Invalid(format!(
                 "algorithm `{other}` is not yet supported"
             )))),
+        }
+    }
+
+    /// Validates everything a global algorithm (mutin, kmex, gcs) needs, reporting every
+    /// problem: a complete topology, uniform bounds given the right way, the coterie, the
+    /// mutual-exclusion object and its options.
+    fn global_setup(&self) -> Result<GlobalSetup, ConfigError> {
+        let n = self.topology.len();
+        let alg = self.algorithm;
+        let mut problems = Vec::new();
+        if self.bounds.is_some() {
+            problems.push(Problem::Invalid(format!(
+                "{alg} takes uniform bounds (--l / --k), not --bounds"
+            )));
+        }
+        let (l, k) = match alg {
+            Algorithm::Mutin => {
+                if self.k.is_some() {
+                    problems.push(Problem::Invalid(
+                        "mutin fixes k = n; upper bounds apply to kmex and gcs".into(),
+                    ));
+                }
+                (self.l.unwrap_or(1), n)
+            }
+            Algorithm::Kmex => {
+                if self.l.is_some() {
+                    problems.push(Problem::Invalid(
+                        "kmex fixes l = 0; lower bounds apply to mutin and gcs".into(),
+                    ));
+                }
+                (0, self.k.unwrap_or(1))
+            }
+            _ => (self.l.unwrap_or(1), self.k.unwrap_or(n.saturating_sub(1))),
+        };
+        let rule = match alg {
+            Algorithm::Mutin => "0 <= l < n (mutin)",
+            Algorithm::Kmex => "1 <= k <= n (kmex)",
+            _ => "0 <= l < k <= n (gcs)",
+        };
+        if let Err(e) = global_instance(&self.topology, l, k, rule) {
+            problems.extend(e.problems);
+        }
+        let coterie = self.coterie.as_deref().unwrap_or(DEFAULT_COTERIE);
+        let quorums = coterie_quorums(coterie, n)
+            .map_err(|p| problems.push(p))
+            .ok();
+        let mx = Mx::parse(self.mx.as_deref().unwrap_or(DEFAULT_MX))
+            .map_err(|p| problems.push(p))
+            .ok();
+        if let Some(mx) = mx {
+            for (flag, given) in [
+                ("--maxreq", self.maxreq.is_some()),
+                ("--migrate-after", self.migrate_after.is_some()),
+            ] {
+                if given && !mx.options().contains(&flag) {
+                    problems.push(Problem::Invalid(format!(
+                        "{flag} does not apply to --mx {}",
+                        mx.name()
+                    )));
+                }
+            }
+        }
+        ConfigError::check(problems)?;
+        match (quorums, mx) {
+            (Some(quorums), Some(mx)) => Ok(GlobalSetup { l, k, quorums, mx }),
+            _ => Err(ConfigError::one(Problem::Invalid("invalid options".into()))),
+        }
+    }
+
+    /// Builds mutin, kmex or gcs over any mutual-exclusion object: `make_mx` builds one
+    /// fresh mutual-exclusion system (every process out of its CS); gcs calls it twice, one
+    /// system per inner object.
+    fn build_global<V: SystemVisitor, M: CsObject>(
+        &self,
+        g: &GlobalSetup,
+        visitor: V,
+        make_mx: impl Fn() -> Result<Vec<M>, ConfigError>,
+    ) -> Result<V::Output, ConfigError> {
+        let rules = MutinRules::from(self.variant);
+        let t = &self.topology;
+        let inst = global_instance(t, g.l, g.k, "0 <= l < k <= n")?;
+        let initial = self.initial_for(&inst)?;
+        match self.algorithm {
+            Algorithm::Mutin => {
+                let (inst, procs) = Mutin::system(t, &g.quorums, g.l, &initial, make_mx()?, rules)?;
+                Ok(visitor.visit(&inst, &initial, procs))
+            }
+            Algorithm::Kmex => {
+                let (inst, procs) = kmex_system(t, &g.quorums, g.k, &initial, make_mx()?, rules)?;
+                Ok(visitor.visit(&inst, &initial, procs))
+            }
+            _ => {
+                let mx = (make_mx()?, make_mx()?);
+                let (inst, procs) = gcs_system(t, &g.quorums, (g.l, g.k), &initial, mx, rules)?;
+                Ok(visitor.visit(&inst, &initial, procs))
+            }
         }
     }
 

@@ -87,12 +87,19 @@ mod sync;
 mod topology;
 
 pub use algo::lmutin::{lmutex_instance, lmutex_system, Lmutex, Lmutin, LmutinMsg, LmutinRules};
+pub use algo::mutin::{
+    check_global_initial, check_quorums, gcs_system, global_instance, kmex_system, reporters, Kmex,
+    Mutin, MutinGcs, MutinMsg, MutinPhase, MutinRules,
+};
 pub use arbiter::{Action, Arbiter, ArbiterRules};
-pub use catalog::{Algorithm, BoundsFile, SystemSpec, SystemVisitor};
+pub use catalog::{
+    coterie_quorums, Algorithm, BoundsFile, SystemSpec, SystemVisitor, DEFAULT_COTERIE, DEFAULT_MX,
+};
 pub use check::{check, CheckConfig, CheckReport, Verdict, MAX_CHECK_PROCESSES};
 pub use config::{format_initial, parse_initial, Bounds, Instance, Observed};
 pub use cs::{
-    check_call, check_system, Complement, CsObject, CsState, Message, Outbox, Sequence, Variant,
+    check_call, check_system, Complement, CsObject, CsState, Gcs, GcsMsg, GcsStage, Message,
+    Outbox, Sequence, Variant,
 };
 pub use error::{CallError, ConfigError, Problem};
 pub use id::{ProcessId, Stamp};
