@@ -81,6 +81,7 @@ mod cs;
 mod error;
 mod id;
 mod metrics;
+mod quorum;
 mod runtime;
 mod sim;
 mod sync;
@@ -94,9 +95,10 @@ pub use config::{format_initial, parse_initial, Bounds, Instance, Observed};
 pub use cs::{
     check_call, check_system, Complement, CsObject, CsState, Message, Outbox, Sequence, Variant,
 };
-pub use error::{CallError, ConfigError, Problem};
+pub use error::{CallError, ConfigError, CoterieProblem, Problem};
 pub use id::{ProcessId, Stamp};
 pub use metrics::{PairRecord, Stats, Waiting};
+pub use quorum::Coterie;
 pub use runtime::{
     CondvarMailbox, CondvarReceiver, CondvarSender, CrossbeamMailbox, Handle, MailReceiver,
     MailSender, Mailbox, MonitorViolation, Runtime, RuntimeConfig, RuntimeError, RuntimeReport,
