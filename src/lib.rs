@@ -88,6 +88,7 @@ mod sync;
 mod topology;
 
 pub use algo::lmutin::{lmutex_instance, lmutex_system, Lmutex, Lmutin, LmutinMsg, LmutinRules};
+pub use algo::maekawa::{Maekawa, MaekawaMsg, MaekawaRules};
 pub use arbiter::{Action, Arbiter, ArbiterRules};
 pub use catalog::{Algorithm, BoundsFile, SystemSpec, SystemVisitor};
 pub use check::{check, CheckConfig, CheckReport, Verdict, MAX_CHECK_PROCESSES};
