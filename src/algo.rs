@@ -3,4 +3,5 @@
 //! and its deviations from the printed pseudo-code.
 
 pub(crate) mod lmutin;
+pub(crate) mod maekawa;
 pub(crate) mod mutin;

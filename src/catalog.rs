@@ -3,11 +3,13 @@
 //! [`SystemVisitor`] receives the built system with its concrete type.
 
 use crate::algo::lmutin::{lmutex_instance, lmutex_system, Lmutin, LmutinRules};
-use crate::algo::mutin::{gcs_system, global_instance, kmex_system, Mutin, MutinRules};
+use crate::algo::maekawa::Maekawa;
+use crate::algo::mutin::{gcs_system, global_instance, kmex_system, quorums_of, Mutin, MutinRules};
 use crate::config::Instance;
 use crate::cs::{CsObject, CsState, Variant};
 use crate::error::{ConfigError, Problem};
 use crate::id::ProcessId;
+use crate::quorum::Coterie;
 use crate::topology::Topology;
 use std::fmt;
 use std::str::FromStr;
@@ -157,21 +159,24 @@ pub struct SystemSpec {
 pub const DEFAULT_COTERIE: &str = "majority";
 
 /// The mutual-exclusion object inside MUTIN(l) when `--mx` is not given.
-pub const DEFAULT_MX: &str = "lmutex";
+pub const DEFAULT_MX: &str = "maekawa";
 
 /// The mutual-exclusion objects MUTIN(l), kmex and GCS can run inside. Adding one is a
 /// variant here and one match arm in [`SystemSpec::build`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mx {
+    /// Maekawa's quorum mutual exclusion on the same coterie: O(|Q|) messages.
+    Maekawa,
     /// LMUTEX with k_i = 1 on the complete graph: a global mutual exclusion, O(n) messages.
     Lmutex,
 }
 
 impl Mx {
-    const ALL: [Mx; 1] = [Mx::Lmutex];
+    const ALL: [Mx; 2] = [Mx::Maekawa, Mx::Lmutex];
 
     fn name(self) -> &'static str {
         match self {
+            Mx::Maekawa => "maekawa",
             Mx::Lmutex => "lmutex",
         }
     }
@@ -179,7 +184,7 @@ impl Mx {
     /// The options (CLI flags) of this mutual-exclusion object.
     fn options(self) -> &'static [&'static str] {
         match self {
-            Mx::Lmutex => &[],
+            Mx::Maekawa | Mx::Lmutex => &[],
         }
     }
 
@@ -198,52 +203,9 @@ impl Mx {
 struct GlobalSetup {
     l: usize,
     k: usize,
+    coterie: Coterie,
     quorums: Vec<Vec<ProcessId>>,
     mx: Mx,
-}
-
-/// The quorums of the coterie `name` (`majority` or `grid`) on `n` processes: Q_i for every i,
-/// each containing P_i.
-///
-/// - `majority`: Q_i = {P_i, P_{i+1}, ..., P_{i+⌊n/2⌋}} (indices mod n), ⌊n/2⌋+1 processes:
-///   any two majorities intersect.
-/// - `grid`: the processes laid out row by row on c = ⌈√n⌉ columns (the last row may be
-///   short); Q_i = P_i's row ∪ P_i's column, 2√n−1 processes when n is a square. For P_a and
-///   P_b, the process at (row of a, column of b) or at (row of b, column of a) exists and lies
-///   in both.
-pub fn coterie_quorums(name: &str, n: usize) -> Result<Vec<Vec<ProcessId>>, Problem> {
-    match name {
-        "majority" => Ok((0..n)
-            .map(|i| {
-                let mut q: Vec<ProcessId> =
-                    (0..=n / 2).map(|d| ProcessId::from((i + d) % n)).collect();
-                q.sort();
-                q.dedup();
-                q
-            })
-            .collect()),
-        "grid" => {
-            let mut c = 1;
-            while c * c < n {
-                c += 1;
-            }
-            Ok((0..n)
-                .map(|i| {
-                    let (row, col) = (i / c, i % c);
-                    let mut q: Vec<ProcessId> = (row * c..((row + 1) * c).min(n))
-                        .chain((0..).map(|r| r * c + col).take_while(|&p| p < n))
-                        .map(ProcessId::from)
-                        .collect();
-                    q.sort();
-                    q.dedup();
-                    q
-                })
-                .collect())
-        }
-        other => Err(Problem::Invalid(format!(
-            "unknown coterie `{other}` (expected majority or grid)"
-        ))),
-    }
 }
 
 /// Receives a built system with its concrete CS object type.
@@ -294,6 +256,10 @@ impl SystemSpec {
                 let g = self.global_setup()?;
                 let corrected = LmutinRules::CORRECTED;
                 match g.mx {
+                    Mx::Maekawa => self.build_global(&g, visitor, || {
+                        let idle = vec![CsState::OutCs; self.topology.len()];
+                        Ok(Maekawa::system(&g.coterie, &idle)?.1)
+                    }),
                     Mx::Lmutex => self.build_global(&g, visitor, || {
                         let n = self.topology.len();
                         let idle = vec![CsState::OutCs; n];
@@ -347,8 +313,8 @@ impl SystemSpec {
             problems.extend(e.problems);
         }
         let coterie = self.coterie.as_deref().unwrap_or(DEFAULT_COTERIE);
-        let quorums = coterie_quorums(coterie, n)
-            .map_err(|p| problems.push(p))
+        let coterie = Coterie::parse(coterie, n)
+            .map_err(|e| problems.extend(e.problems))
             .ok();
         let mx = Mx::parse(self.mx.as_deref().unwrap_or(DEFAULT_MX))
             .map_err(|p| problems.push(p))
@@ -367,8 +333,14 @@ impl SystemSpec {
             }
         }
         ConfigError::check(problems)?;
-        match (quorums, mx) {
-            (Some(quorums), Some(mx)) => Ok(GlobalSetup { l, k, quorums, mx }),
+        match (coterie, mx) {
+            (Some(coterie), Some(mx)) => Ok(GlobalSetup {
+                l,
+                k,
+                quorums: quorums_of(&coterie),
+                coterie,
+                mx,
+            }),
             _ => Err(ConfigError::one(Problem::Invalid("invalid options".into()))),
         }
     }
@@ -474,7 +446,7 @@ mod tests {
     fn builds_supported_algorithms_and_refuses_the_rest() {
         assert_eq!(spec(Algorithm::Lmutin).build(Count).unwrap(), 5);
         assert_eq!(spec(Algorithm::Lmutex).build(Count).unwrap(), 5);
-        let err = spec(Algorithm::Gcs).build(Count).unwrap_err();
+        let err = spec(Algorithm::Cdc).build(Count).unwrap_err();
         assert!(err.to_string().contains("not yet supported"));
     }
 

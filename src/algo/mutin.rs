@@ -76,6 +76,7 @@ use crate::cs::{
 };
 use crate::error::{CallError, ConfigError, Problem};
 use crate::id::ProcessId;
+use crate::quorum::Coterie;
 use crate::topology::Topology;
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -579,6 +580,13 @@ pub fn check_quorums(
         ))));
     }
     Ok(sorted)
+}
+
+/// The quorums Q_0, ..., Q_{n−1} of `coterie`, for the system builders here.
+pub fn quorums_of(coterie: &Coterie) -> Vec<Vec<ProcessId>> {
+    (0..coterie.len())
+        .map(|i| coterie.quorum(ProcessId::from(i)).to_vec())
+        .collect()
 }
 
 /// R_i = {P_k : P_i ∈ Q_k} for every i, each sorted.
