@@ -188,9 +188,12 @@ impl Maekawa {
             .filter(|p| initial[p.index()] == CsState::InCs)
             .collect();
         if in_cs.len() > 1 {
-            return Err(ConfigError {
-                problems: inst.violations(initial),
-            });
+            let ids: Vec<String> = in_cs.iter().map(ToString::to_string).collect();
+            return Err(ConfigError::one(Problem::Invalid(format!(
+                "mutual exclusion starts with at most one process in the CS; the initial configuration has {} ({})",
+                in_cs.len(),
+                ids.join(", ")
+            ))));
         }
         let holder = in_cs.first().copied();
         let procs = inst
@@ -663,10 +666,11 @@ mod tests {
             let locked_for_p1 = procs[q as usize].arbiter().holds(p(1));
             assert_eq!(locked_for_p1, c.quorum(p(1)).contains(&p(q)), "P{q}");
         }
-        // two in the CS: refused, naming every process whose bound fails
+        // two in the CS: refused in one line naming them
         let init = [CsState::InCs, CsState::InCs, CsState::OutCs, CsState::OutCs];
         let err = Maekawa::system(&c, &init).unwrap_err();
-        assert_eq!(err.problems.len(), 4, "{err}");
+        assert_eq!(err.problems.len(), 1, "{err}");
+        assert!(err.to_string().contains("2 (P0, P1)"), "{err}");
         assert!(Maekawa::system(&c, &[CsState::OutCs; 3]).is_err());
     }
 
