@@ -264,3 +264,26 @@ fn maekawa_proved_with_a_central_coterie() {
     assert_eq!(r.verdict, Verdict::Proved);
     eprintln!("maekawa central complete:3: {} states", r.states);
 }
+
+/// The notes' rule "Failed to a queued request as soon as it is outranked" is needed: with
+/// `Failed` on arrival only (`--variant printed`), the checker finds a deadlock on complete:3
+/// with the grid coterie from in:0 (about 4.6 K states): P1's request outranks the holder P2
+/// at P0's arbiter, so it is queued without a `Failed`; P0's own request then outranks it
+/// there and gets the lock, but P1 is never told, keeps deferring the `Inquire` for the lock
+/// it holds at P1, and P0 waits for that lock forever. The notes' rule passes the same
+/// instance (bounded above, and proved from the empty start).
+#[test]
+fn maekawa_failed_on_arrival_only_deadlocks_in_the_checker() {
+    let c = lkcs::Coterie::grid(3).unwrap();
+    let init = parse_initial("in:0", 3).unwrap();
+    let (inst, procs) =
+        lkcs::Maekawa::system_with(&c, &init, lkcs::MaekawaRules::ARRIVAL_ONLY_FAILED).unwrap();
+    let r = check(&inst, procs, &cfg(1, None));
+    assert_eq!(
+        r.verdict,
+        Verdict::Violated {
+            property: "no deadlock".into()
+        }
+    );
+    assert!(r.counterexample[0].starts_with("initial: in:0"));
+}
