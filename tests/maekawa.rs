@@ -156,3 +156,43 @@ fn failed_only_on_arrival_deadlocks() {
     );
     eprintln!("arrival-only Failed: majority(5) deadlocks with seed {seed}");
 }
+
+/// The same objects on the thread runtime: 16 worker threads take turns in a global critical
+/// section; the monitor checks every state change under one lock.
+#[cfg(not(loom))]
+#[test]
+fn runtime_threads_take_turns_under_the_monitor() {
+    use lkcs::{Runtime, RuntimeConfig};
+    const PAIRS: usize = 100;
+    for c in coteries(16) {
+        let (inst, procs) = Maekawa::system(&c, &nobody(16)).unwrap();
+        let mut rt = Runtime::start(
+            procs,
+            RuntimeConfig {
+                monitor: Some(inst),
+            },
+        )
+        .unwrap();
+        let handles = rt.take_handles().unwrap();
+        std::thread::scope(|s| {
+            for h in &handles {
+                s.spawn(move || {
+                    for _ in 0..PAIRS {
+                        h.entry().expect("enter");
+                        h.exit().expect("leave");
+                    }
+                });
+            }
+        });
+        rt.shutdown();
+        let report = rt.report();
+        assert_eq!(report.violations, 0, "{:?}", report.first_violations);
+        assert_eq!(report.state_changes, 2 * 16 * PAIRS as u64, "{}", c.name());
+        // at least 3|Q_i| per pair, self-messages included
+        let least: u64 = (0..16u32)
+            .map(|i| 3 * c.quorum(lkcs::ProcessId(i)).len() as u64)
+            .sum::<u64>()
+            * PAIRS as u64;
+        assert!(report.messages >= least, "{}", c.name());
+    }
+}
