@@ -3,7 +3,7 @@
 //! [`SystemVisitor`] receives the built system with its concrete type.
 
 use crate::algo::lmutin::{lmutex_instance, lmutex_system, Lmutin, LmutinRules};
-use crate::algo::maekawa::Maekawa;
+use crate::algo::maekawa::{Maekawa, MaekawaRules};
 use crate::algo::mutin::{gcs_system, global_instance, kmex_system, quorums_of, Mutin, MutinRules};
 use crate::config::Instance;
 use crate::cs::{CsObject, CsState, Variant};
@@ -86,9 +86,19 @@ impl Algorithm {
             self,
             Algorithm::Lmutin
                 | Algorithm::Lmutex
+                | Algorithm::Maekawa
                 | Algorithm::Mutin
                 | Algorithm::Kmex
                 | Algorithm::Gcs
+        )
+    }
+
+    /// Whether the algorithm solves a global problem (bounds over all n processes), and so
+    /// runs on `complete:N` only.
+    pub fn is_global(self) -> bool {
+        !matches!(
+            self,
+            Algorithm::Lmutin | Algorithm::Lmutex | Algorithm::Lkcs
         )
     }
 }
@@ -252,6 +262,22 @@ impl SystemSpec {
                 let (inst, procs) = lmutex_system(&self.topology, &k, &initial, rules)?;
                 Ok(visitor.visit(&inst, &initial, procs))
             }
+            Algorithm::Maekawa => {
+                let mut problems: Vec<Problem> =
+                    self.require_complete().err().into_iter().collect();
+                problems.extend(self.require_fixed_bounds(0, 1));
+                ConfigError::check(problems)?;
+                let n = self.topology.len();
+                let coterie = Coterie::parse(self.coterie.as_deref().unwrap_or("majority"), n)?;
+                // mutual exclusion starts with nobody in the CS unless told otherwise
+                let initial = self
+                    .initial
+                    .clone()
+                    .unwrap_or_else(|| vec![CsState::OutCs; n]);
+                let (inst, procs) =
+                    Maekawa::system_with(&coterie, &initial, MaekawaRules::from(self.variant))?;
+                Ok(visitor.visit(&inst, &initial, procs))
+            }
             Algorithm::Mutin | Algorithm::Kmex | Algorithm::Gcs => {
                 let g = self.global_setup()?;
                 let corrected = LmutinRules::CORRECTED;
@@ -375,6 +401,47 @@ impl SystemSpec {
         }
     }
 
+    /// Global algorithms count all n processes and message every member of a quorum, so they
+    /// run on the complete graph `complete:N`: a problem naming the topology otherwise. The
+    /// check is on the graph, not its name (`ring:3` is the complete graph on three
+    /// processes and passes).
+    pub fn require_complete(&self) -> Result<(), Problem> {
+        if self.topology.is_complete() {
+            Ok(())
+        } else {
+            Err(Problem::Invalid(format!(
+                "{} is a global algorithm: it needs the complete graph, not {} (use complete:{})",
+                self.algorithm,
+                self.topology.name(),
+                self.topology.len()
+            )))
+        }
+    }
+
+    /// For an algorithm whose bounds are fixed at (l, k) (e.g. mutual exclusion, (0, 1)): one
+    /// problem for `--l`, `--k` or a `--bounds` list that asks for anything else.
+    pub fn require_fixed_bounds(&self, l: usize, k: usize) -> Vec<Problem> {
+        let alg = self.algorithm;
+        let mut problems = Vec::new();
+        let mut check =
+            |name: &str, fixed: usize, uniform: Option<usize>, list: Option<&Vec<usize>>| {
+                if let Some(v) = uniform.filter(|&v| v != fixed) {
+                    problems.push(Problem::Invalid(format!(
+                        "{alg} fixes {name} = {fixed}; --{name} {v} does not apply"
+                    )));
+                }
+                if let Some(list) = list.filter(|list| list.iter().any(|&v| v != fixed)) {
+                    problems.push(Problem::Invalid(format!(
+                    "{alg} fixes {name} = {fixed}; the `{name}` list in --bounds asks for {list:?}"
+                )));
+                }
+            };
+        let file = self.bounds.as_ref();
+        check("l", l, self.l, file.and_then(|b| b.l.as_ref()));
+        check("k", k, self.k, file.and_then(|b| b.k.as_ref()));
+        problems
+    }
+
     fn per_process(
         &self,
         uniform: Option<usize>,
@@ -448,6 +515,37 @@ mod tests {
         assert_eq!(spec(Algorithm::Lmutex).build(Count).unwrap(), 5);
         let err = spec(Algorithm::Cdc).build(Count).unwrap_err();
         assert!(err.to_string().contains("not yet supported"));
+    }
+
+    #[test]
+    fn maekawa_needs_a_complete_topology_and_bounds_0_1() {
+        let mut s = spec(Algorithm::Maekawa);
+        let err = s.build(Count).unwrap_err();
+        assert_eq!(err.problems.len(), 1);
+        assert!(err.to_string().contains("ring:5"), "{err}");
+        s.topology = Topology::complete(5).unwrap();
+        assert_eq!(s.build(Count).unwrap(), 5);
+        s.coterie = Some("grid".into());
+        assert_eq!(s.build(Count).unwrap(), 5);
+        s.l = Some(0);
+        s.k = Some(1);
+        assert_eq!(s.build(Count).unwrap(), 5);
+        s.l = Some(1);
+        s.k = Some(2);
+        s.topology = Topology::ring(5).unwrap();
+        assert_eq!(s.build(Count).unwrap_err().problems.len(), 3);
+        s.topology = Topology::complete(5).unwrap();
+        s.l = None;
+        s.k = None;
+        s.bounds = Some(BoundsFile {
+            l: Some(vec![0; 5]),
+            k: Some(vec![1, 1, 2, 1, 1]),
+        });
+        assert_eq!(s.build(Count).unwrap_err().problems.len(), 1);
+        s.bounds = None;
+        s.coterie = Some("tree".into());
+        assert!(s.build(Count).unwrap_err().to_string().contains("tree"));
+        assert!(Algorithm::Maekawa.is_global() && !Algorithm::Lkcs.is_global());
     }
 
     #[test]

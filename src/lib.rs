@@ -6,7 +6,7 @@
 //!
 //! | problem | safety at all times | local algorithm (graph) | global algorithm |
 //! |---|---|---|---|
-//! | mutual exclusion | ≤ 1 in CS | LMUTEX with k_i = 1 | Maekawa; CDC / DDC (planned) |
+//! | mutual exclusion | ≤ 1 in CS | LMUTEX with k_i = 1 | Maekawa ([`Maekawa`] on a [`Coterie`]); CDC / DDC (planned) |
 //! | k-mutual exclusion | ≤ k | k_i-LMUTEX = Co(l_i-LMUTIN) ([`Lmutex`]) | kmex (planned) |
 //! | l-mutual inclusion | ≥ l | l_i-LMUTIN ([`Lmutin`]) | MUTIN(l) (planned) |
 //! | (l,k)-CS | l ≤ · ≤ k | LKCS (planned) | (l,k)-GCS (planned) |
@@ -22,6 +22,8 @@
 //!   `Complement<Lmutin>`.
 //! - [`Arbiter`]: the permission arbiter shared by the algorithms (pending requests by
 //!   timestamp, a capacity, preemption).
+//! - [`Coterie`]: quorum systems for the global algorithms (majority, grid, explicit), with
+//!   validation and R_i = {k : P_i ∈ Q_k}.
 //! - [`Topology`], [`Instance`] (a graph with per-process [`Bounds`]) and safe initial
 //!   configurations ([`Instance::find_safe_initial`]).
 //!

@@ -41,10 +41,10 @@ struct SystemArgs {
     /// complete:N, ring:N, path:N, star:N, grid:RxC, torus:RxC or random:N:P:SEED.
     #[arg(long)]
     topology: String,
-    /// Uniform lower bound l_i (lmutin: default 1).
+    /// Uniform lower bound l_i (lmutin: default 1; maekawa fixes 0).
     #[arg(long)]
     l: Option<usize>,
-    /// Uniform upper bound k_i (lmutex: default 1).
+    /// Uniform upper bound k_i (lmutex: default 1; maekawa fixes 1).
     #[arg(long)]
     k: Option<usize>,
     /// Per-process bounds: a JSON file {"l": [...], "k": [...]}, one entry per process.
@@ -59,7 +59,7 @@ struct SystemArgs {
     /// The leader (lkcs).
     #[arg(long)]
     leader: Option<usize>,
-    /// majority or grid (global algorithms).
+    /// majority (default) or grid: the coterie of maekawa (and the global algorithms).
     #[arg(long)]
     coterie: Option<String>,
     /// The mutual-exclusion object inside mutin/kmex/gcs: maekawa, cdc or ddc.

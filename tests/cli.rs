@@ -454,3 +454,131 @@ fn check_bad_input_exits_2() {
         );
     }
 }
+
+// ---- maekawa (global mutual exclusion on a coterie) ----
+
+#[test]
+fn maekawa_sequential_run_costs_three_per_quorum_member() {
+    // grid(16): every quorum has 2·4−1 = 7 members
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "maekawa",
+        "--topology",
+        "complete:16",
+        "--coterie",
+        "grid",
+        "--workload",
+        "sequential",
+        "--pairs",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out);
+    assert_eq!(v["algorithm"], "maekawa");
+    assert_eq!(v["initial"], "in:");
+    assert_eq!(v["pairs_completed"], 32);
+    assert_eq!(v["messages_per_pair"]["min"], 21.0);
+    assert_eq!(v["messages_per_pair"]["max"], 21.0);
+    assert_eq!(v["remote_messages_per_pair"]["mean"], 18.0);
+}
+
+#[test]
+fn maekawa_concurrent_runs_and_check_pass() {
+    for coterie in ["majority", "grid"] {
+        let out = lkcs(&[
+            "simulate",
+            "--algorithm",
+            "maekawa",
+            "--topology",
+            "complete:9",
+            "--coterie",
+            coterie,
+            "--pairs",
+            "3",
+            "--delay",
+            "uniform:1:5",
+            "--seed",
+            "4",
+            "--json",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{coterie}");
+        assert_eq!(json(&out)["safety_violations"], 0);
+    }
+    let out = lkcs(&[
+        "check",
+        "--algorithm",
+        "maekawa",
+        "--topology",
+        "complete:3",
+        "--l",
+        "0",
+        "--k",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("proved"));
+}
+
+#[test]
+fn maekawa_printed_failed_rule_deadlocks_with_exit_1() {
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "maekawa",
+        "--variant",
+        "printed",
+        "--topology",
+        "complete:5",
+        "--pairs",
+        "3",
+        "--delay",
+        "uniform:1:12",
+        "--think",
+        "8",
+        "--seed",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("deadlock"));
+}
+
+#[test]
+fn maekawa_refuses_bad_input_one_line_per_problem() {
+    for (args, lines, needle) in [
+        (
+            &["--topology", "ring:6", "--l", "1", "--k", "2"][..],
+            3,
+            "global algorithm",
+        ),
+        (&["--topology", "grid:3x3"][..], 1, "complete:9"),
+        (&["--topology", "complete:5", "--k", "2"][..], 1, "k = 1"),
+        (
+            &["--topology", "complete:5", "--initial", "in:1,3"][..],
+            1,
+            "at most one process",
+        ),
+        (
+            &["--topology", "complete:5", "--coterie", "tree"][..],
+            1,
+            "coterie `tree`",
+        ),
+        (
+            &["--topology", "complete:5", "--leader", "1"][..],
+            1,
+            "--leader",
+        ),
+    ] {
+        for command in ["simulate", "check"] {
+            let mut all = vec![command, "--algorithm", "maekawa"];
+            all.extend_from_slice(args);
+            let out = lkcs(&all);
+            assert_eq!(out.status.code(), Some(2), "{all:?}");
+            let err = stderr_lines(&out);
+            assert_eq!(err.len(), lines, "{all:?}: {err:?}");
+            assert!(err.iter().all(|l| l.starts_with("error: ")), "{err:?}");
+            assert!(err.iter().any(|l| l.contains(needle)), "{all:?}: {err:?}");
+        }
+    }
+}
