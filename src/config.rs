@@ -311,6 +311,23 @@ impl Observed {
             .collect()
     }
 
+    /// How many bounds of `p`'s closed neighbourhood would fail if `p` flipped its state now
+    /// (the same count as [`Instance::bounds_broken_by_move`], in O(|N_p|) from the kept
+    /// counts).
+    pub fn bounds_broken_by_move(&self, inst: &Instance, p: ProcessId) -> usize {
+        let entering = self.states[p.index()] == CsState::OutCs;
+        inst.topology()
+            .closed(p)
+            .into_iter()
+            .filter(|&q| {
+                let c = self.in_cs[q.index()];
+                let c = if entering { c + 1 } else { c.saturating_sub(1) };
+                let b = inst.bounds(q);
+                c < b.l || c > b.k
+            })
+            .count()
+    }
+
     fn holds(&self, inst: &Instance, q: ProcessId) -> bool {
         let (c, b) = (self.in_cs[q.index()], inst.bounds(q));
         b.l <= c && c <= b.k

@@ -527,7 +527,11 @@ impl<'a, A: CsObject> Sim<'a, A> {
             .map(|p| self.pairs_done(p) < self.cfg.pairs)
             .collect();
         let safe: Vec<bool> = (0..n)
-            .map(|p| self.inst.move_keeps_bounds(&mut states, ProcessId::from(p)))
+            .map(|p| {
+                self.observed
+                    .bounds_broken_by_move(self.inst, ProcessId::from(p))
+                    == 0
+            })
             .collect();
         let rotation: Vec<usize> = (0..n).map(|i| (self.rr + i) % n).collect();
         let pick = rotation
