@@ -201,9 +201,9 @@ fn bad_input_exits_2_with_one_line_per_problem() {
             "unknown algorithm",
         ),
         (
-            &["--algorithm", "gcs", "--topology", "complete:4"],
+            &["--algorithm", "gcs", "--topology", "ring:5"],
             1,
-            "not yet supported",
+            "complete graph",
         ),
         (
             &[
@@ -435,7 +435,7 @@ fn check_bad_input_exits_2() {
             "--l",
             "2",
         ][..],
-        &["check", "--algorithm", "gcs", "--topology", "complete:3"][..],
+        &["check", "--algorithm", "gcs", "--topology", "ring:5"][..],
         &[
             "check",
             "--algorithm",
