@@ -3,3 +3,4 @@
 //! and its deviations from the printed pseudo-code.
 
 pub(crate) mod lmutin;
+pub(crate) mod migrating;

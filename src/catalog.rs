@@ -3,6 +3,7 @@
 //! [`SystemVisitor`] receives the built system with its concrete type.
 
 use crate::algo::lmutin::{lmutex_instance, lmutex_system, Lmutin, LmutinRules};
+use crate::algo::migrating::{Cdc, Ddc, MigrationCondition};
 use crate::config::Instance;
 use crate::cs::{CsObject, CsState, Variant};
 use crate::error::{ConfigError, Problem};
@@ -78,7 +79,10 @@ impl Algorithm {
 
     /// Whether this version of the crate implements it.
     pub fn is_supported(self) -> bool {
-        matches!(self, Algorithm::Lmutin | Algorithm::Lmutex)
+        matches!(
+            self,
+            Algorithm::Lmutin | Algorithm::Lmutex | Algorithm::Cdc | Algorithm::Ddc
+        )
     }
 }
 
@@ -188,10 +192,49 @@ impl SystemSpec {
                 let (inst, procs) = lmutex_system(&self.topology, &k, &initial, rules)?;
                 Ok(visitor.visit(&inst, &initial, procs))
             }
+            Algorithm::Cdc => {
+                let (initial, condition) = self.mutex_parts()?;
+                let (inst, procs) =
+                    Cdc::system(&self.topology, &initial, condition, self.variant.into())?;
+                Ok(visitor.visit(&inst, &initial, procs))
+            }
+            Algorithm::Ddc => {
+                let (initial, condition) = self.mutex_parts()?;
+                let (inst, procs) =
+                    Ddc::system(&self.topology, &initial, condition, self.variant.into())?;
+                Ok(visitor.visit(&inst, &initial, procs))
+            }
             other => Err(ConfigError::one(Problem::Invalid(format!(
                 "algorithm `{other}` is not yet supported"
             )))),
         }
+    }
+
+    /// CDC / DDC: the (0, 1) instance on a complete graph, the initial configuration (default:
+    /// every process OutCS) and the migration condition. Every problem is reported.
+    fn mutex_parts(&self) -> Result<(Vec<CsState>, MigrationCondition), ConfigError> {
+        let mut problems = Vec::new();
+        if self.l.is_some() || self.k.is_some() || self.bounds.is_some() {
+            problems.push(Problem::Invalid(format!(
+                "{} is mutual exclusion (l = 0, k = 1): bounds do not apply",
+                self.algorithm
+            )));
+        }
+        let inst = crate::algo::migrating::mutex_instance(&self.topology)
+            .map_err(|e| problems.extend(e.problems))
+            .ok();
+        let condition = MigrationCondition::from_options(self.maxreq, self.migrate_after)
+            .map_err(|e| problems.extend(e.problems))
+            .ok();
+        ConfigError::check(problems)?;
+        let (Some(inst), Some(condition)) = (inst, condition) else {
+            return Err(ConfigError::one(Problem::Invalid("invalid options".into())));
+        };
+        let initial = self
+            .initial
+            .clone()
+            .unwrap_or_else(|| vec![CsState::OutCs; inst.len()]);
+        Ok((initial, condition))
     }
 
     fn per_process(

@@ -6,7 +6,7 @@
 //!
 //! | problem | safety at all times | local algorithm (graph) | global algorithm |
 //! |---|---|---|---|
-//! | mutual exclusion | ≤ 1 in CS | LMUTEX with k_i = 1 | Maekawa; CDC / DDC (planned) |
+//! | mutual exclusion | ≤ 1 in CS | LMUTEX with k_i = 1 | Maekawa (planned); [`Cdc`] / [`Ddc`] |
 //! | k-mutual exclusion | ≤ k | k_i-LMUTEX = Co(l_i-LMUTIN) ([`Lmutex`]) | kmex (planned) |
 //! | l-mutual inclusion | ≥ l | l_i-LMUTIN ([`Lmutin`]) | MUTIN(l) (planned) |
 //! | (l,k)-CS | l ≤ · ≤ k | LKCS (planned) | (l,k)-GCS (planned) |
@@ -87,6 +87,11 @@ mod sync;
 mod topology;
 
 pub use algo::lmutin::{lmutex_instance, lmutex_system, Lmutex, Lmutin, LmutinMsg, LmutinRules};
+pub use algo::migrating::{
+    mutex_instance, Cdc, CdcTransfer, CentralQueue, Ddc, DdcTransfer, DistributedQueue, Migrating,
+    MigratingMsg, MigratingRules, Migration, MigrationCondition, MigrationInfo, NextHint,
+    NextRequestorNotice, RequestsInfo,
+};
 pub use arbiter::{Action, Arbiter, ArbiterRules};
 pub use catalog::{Algorithm, BoundsFile, SystemSpec, SystemVisitor};
 pub use check::{check, CheckConfig, CheckReport, Verdict, MAX_CHECK_PROCESSES};
