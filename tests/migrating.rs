@@ -175,6 +175,9 @@ fn sequential_costs_match_the_paper() {
                 let expected =
                     (3 * (total - local) + m * (total / maxreq as u64)) as f64 / total as f64;
                 assert!((r.remote_messages_per_pair.mean - expected).abs() < 1e-9);
+                // a controller's tenure is maxreq consecutive round-robin pairs: its own pair
+                // comes up at most ⌈maxreq/n⌉ times in it
+                assert!(local <= (total / maxreq as u64 + 1) * maxreq.div_ceil(n) as u64);
                 // 3 + (n−1)/maxreq, less the controller's own (local) pairs
                 let paper = 3.0 + m as f64 / maxreq as f64;
                 assert!(r.remote_messages_per_pair.mean <= paper + 1e-9);
@@ -535,4 +538,195 @@ fn deviation_4_controller_pointers_never_go_back() {
     assert_eq!(net.procs[4].pending(), Some(Sequence::Entry));
     let net = stale_new_controller(OK);
     assert!(net.in_cs(4));
+}
+
+// ---- the command line ----
+
+fn lkcs(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_lkcs"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn json(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
+}
+
+/// Sequential, unit delays, complete:N: per pair 3 + (n−1)/maxreq remote messages, less at
+/// most 3/maxreq for the controller's own (local) pairs (one per tenure of maxreq ≤ n
+/// consecutive round-robin pairs).
+#[test]
+fn cli_sequential_cdc_and_ddc_cost_about_3_plus_n_minus_1_over_maxreq() {
+    for (algo, n, maxreq) in [("cdc", 9, 4), ("ddc", 9, 4), ("cdc", 7, 2), ("ddc", 12, 3)] {
+        let out = lkcs(&[
+            "simulate",
+            "--algorithm",
+            algo,
+            "--topology",
+            &format!("complete:{n}"),
+            "--maxreq",
+            &maxreq.to_string(),
+            "--workload",
+            "sequential",
+            "--pairs",
+            "4",
+            "--delay",
+            "unit",
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = json(&out);
+        let mean = v["remote_messages_per_pair"]["mean"].as_f64().unwrap();
+        let paper = 3.0 + (n - 1) as f64 / maxreq as f64;
+        assert!(
+            mean <= paper + 1e-9 && mean >= paper - 3.0 / maxreq as f64,
+            "{algo}: {mean} vs {paper}"
+        );
+        assert_eq!(v["pairs_completed"], 4 * n);
+    }
+}
+
+#[test]
+fn cli_checks_and_simulates_cdc_and_ddc() {
+    let out = lkcs(&[
+        "check",
+        "--algorithm",
+        "cdc",
+        "--topology",
+        "complete:3",
+        "--maxreq",
+        "1",
+        "--pairs",
+        "1",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("proved"));
+    let out = lkcs(&[
+        "check",
+        "--algorithm",
+        "ddc",
+        "--topology",
+        "complete:4",
+        "--migrate-after",
+        "0",
+    ]);
+    assert!(out.status.success());
+    for seed in ["3", "17"] {
+        let out = lkcs(&[
+            "simulate",
+            "--algorithm",
+            "ddc",
+            "--topology",
+            "complete:11",
+            "--maxreq",
+            "3",
+            "--pairs",
+            "3",
+            "--delay",
+            "uniform:1:20",
+            "--seed",
+            seed,
+            "--json",
+        ]);
+        assert!(out.status.success());
+        assert_eq!(json(&out)["safety_violations"], 0);
+        let out = lkcs(&[
+            "simulate",
+            "--algorithm",
+            "cdc",
+            "--topology",
+            "complete:6",
+            "--migrate-after",
+            "7",
+            "--initial",
+            "in:4",
+            "--delay",
+            "uniform:2:9",
+            "--seed",
+            seed,
+        ]);
+        assert!(out.status.success());
+    }
+    // the printed rules fail (exit 1, trace on stderr)
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "cdc",
+        "--variant",
+        "printed",
+        "--topology",
+        "complete:4",
+        "--maxreq",
+        "1",
+        "--pairs",
+        "3",
+        "--delay",
+        "uniform:1:12",
+        "--think",
+        "8",
+        "--max-events",
+        "200000",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn cli_refuses_bad_migrating_options() {
+    for (args, needle) in [
+        (
+            vec!["--topology", "complete:4", "--maxreq", "0"],
+            "--maxreq must be at least 1",
+        ),
+        (vec!["--topology", "ring:5"], "complete"),
+        (
+            vec![
+                "--topology",
+                "complete:4",
+                "--maxreq",
+                "2",
+                "--migrate-after",
+                "3",
+            ],
+            "exclusive",
+        ),
+        (
+            vec!["--topology", "complete:4", "--k", "2"],
+            "bounds do not apply",
+        ),
+        (vec!["--topology", "complete:4", "--initial", "in:1,2"], "P"),
+        (
+            vec!["--topology", "complete:4", "--leader", "1"],
+            "--leader",
+        ),
+    ] {
+        for algo in ["cdc", "ddc"] {
+            let mut a = vec!["simulate", "--algorithm", algo];
+            a.extend(&args);
+            let out = lkcs(&a);
+            assert_eq!(out.status.code(), Some(2), "{a:?}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.lines().all(|l| l.starts_with("error: ")), "{err}");
+            assert!(err.contains(needle), "{a:?}: {err}");
+        }
+    }
+    // two problems, two lines
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "cdc",
+        "--topology",
+        "ring:4",
+        "--maxreq",
+        "0",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 2);
 }
