@@ -16,8 +16,8 @@
 //! just sends exit-cs); an Entry completes when the grant arrives.
 //!
 //! **Messages** (between servers; self-addressed ones travel like any other and are counted as
-//! messages, not as remote messages): `Request` (request-cs-entry, forwarded by a server that is
-//! not the controller), `Granted` (request-granted), `ExitCs` (DDC: carries next-in-q), `WakeUp`
+//! messages, not as remote messages): `Request` (request-cs-entry; kind `ForwardedRequest`
+//! once a server that is not the controller forwarded it), `Granted` (request-granted), `ExitCs` (DDC: carries next-in-q), `WakeUp`
 //! (always to self), `BecomeController` (carries the controller's share of Requests-info),
 //! `NewController` (update_controller_info, "inform all"), DDC's `NextRequestor`, and `Orphan`
 //! (DDC: hands a next-requestor that arrived too late back to the controller; deviation 6).
@@ -123,12 +123,14 @@ pub type Ddc = Migrating<DistributedQueue>;
 /// carried by `BecomeController`. The sender is known from the link.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum MigratingMsg<T> {
-    /// request-cs-entry of `requester`'s request number `seq` (forwarded as is).
+    /// request-cs-entry of `requester`'s request number `seq`.
     Request {
         /// The requesting server.
         requester: ProcessId,
         /// Its request number.
         seq: u64,
+        /// Whether a retired controller forwarded it (kind `ForwardedRequest` in metrics).
+        forwarded: bool,
     },
     /// request-granted, from the controller of epoch `epoch`.
     Granted {
@@ -174,7 +176,12 @@ pub enum MigratingMsg<T> {
 impl<T: Clone + Debug + Eq + Ord + Hash + Send + Sync + 'static> Message for MigratingMsg<T> {
     fn kind(&self) -> Cow<'static, str> {
         Cow::Borrowed(match self {
-            MigratingMsg::Request { .. } => "Request",
+            MigratingMsg::Request {
+                forwarded: false, ..
+            } => "Request",
+            MigratingMsg::Request {
+                forwarded: true, ..
+            } => "ForwardedRequest",
             MigratingMsg::Granted { .. } => "Granted",
             MigratingMsg::ExitCs { .. } => "ExitCs",
             MigratingMsg::WakeUp => "WakeUp",
@@ -875,6 +882,7 @@ impl<R: RequestsInfo, G: MigrationInfo> CsObject for Migrating<R, G> {
             MigratingMsg::Request {
                 requester: self.id,
                 seq: self.seq,
+                forwarded: false,
             },
         );
         Ok(())
@@ -891,9 +899,15 @@ impl<R: RequestsInfo, G: MigrationInfo> CsObject for Migrating<R, G> {
 
     fn on_message(&mut self, from: ProcessId, msg: Self::Msg, out: &mut Outbox<Self::Msg>) {
         match msg {
-            MigratingMsg::Request { requester, seq } => {
+            MigratingMsg::Request { requester, seq, .. } => {
                 if !self.active {
-                    return self.forward(MigratingMsg::Request { requester, seq }, out);
+                    let forwarded = true;
+                    let msg = MigratingMsg::Request {
+                        requester,
+                        seq,
+                        forwarded,
+                    };
+                    return self.forward(msg, out);
                 }
                 if let Some(n) = self.requests.enqueue(requester, seq) {
                     out.send(
@@ -994,6 +1008,14 @@ mod tests {
         ProcessId(i)
     }
 
+    fn req(i: u32, seq: u64) -> Msg {
+        Msg::Request {
+            requester: p(i),
+            seq,
+            forwarded: false,
+        }
+    }
+
     fn sends(out: &mut Outbox<Msg>) -> Vec<(ProcessId, Msg)> {
         out.drain().collect()
     }
@@ -1006,23 +1028,9 @@ mod tests {
     fn ddc_first_request_is_head_and_later_ones_chain_to_the_tail() {
         let mut c = controller(4, MigrationCondition::Never);
         let mut out = Outbox::new();
-        c.on_message(
-            p(1),
-            Msg::Request {
-                requester: p(1),
-                seq: 1,
-            },
-            &mut out,
-        );
+        c.on_message(p(1), req(1, 1), &mut out);
         assert_eq!(sends(&mut out), vec![(p(0), Msg::WakeUp)]);
-        c.on_message(
-            p(2),
-            Msg::Request {
-                requester: p(2),
-                seq: 1,
-            },
-            &mut out,
-        );
+        c.on_message(p(2), req(2, 1), &mut out);
         // P2 follows P1: next-requestor to P1's request 1; still free: another wake-up
         assert_eq!(
             sends(&mut out),
@@ -1049,31 +1057,10 @@ mod tests {
     fn ddc_migration_hands_the_piggybacked_head_over() {
         let mut c = controller(4, MigrationCondition::Always);
         let mut out = Outbox::new();
-        c.on_message(
-            p(1),
-            Msg::Request {
-                requester: p(1),
-                seq: 1,
-            },
-            &mut out,
-        );
+        c.on_message(p(1), req(1, 1), &mut out);
         c.on_message(p(0), Msg::WakeUp, &mut out);
-        c.on_message(
-            p(2),
-            Msg::Request {
-                requester: p(2),
-                seq: 1,
-            },
-            &mut out,
-        );
-        c.on_message(
-            p(3),
-            Msg::Request {
-                requester: p(3),
-                seq: 1,
-            },
-            &mut out,
-        );
+        c.on_message(p(2), req(2, 1), &mut out);
+        c.on_message(p(3), req(3, 1), &mut out);
         sends(&mut out);
         c.on_message(p(1), Msg::ExitCs { next: Some(p(2)) }, &mut out);
         let s = sends(&mut out);
