@@ -3,4 +3,6 @@
 //! and its deviations from the printed pseudo-code.
 
 pub(crate) mod lmutin;
+pub(crate) mod maekawa;
 pub(crate) mod migrating;
+pub(crate) mod mutin;

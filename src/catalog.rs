@@ -3,10 +3,14 @@
 //! [`SystemVisitor`] receives the built system with its concrete type.
 
 use crate::algo::lmutin::{lmutex_instance, lmutex_system, Lmutin, LmutinRules};
-use crate::algo::migrating::{Cdc, Ddc, MigrationCondition};
+use crate::algo::maekawa::Maekawa;
+use crate::algo::migrating::{Cdc, Ddc, MigratingRules, MigrationCondition};
+use crate::algo::mutin::{gcs_system, global_instance, kmex_system, quorums_of, Mutin, MutinRules};
 use crate::config::Instance;
 use crate::cs::{CsObject, CsState, Variant};
 use crate::error::{ConfigError, Problem};
+use crate::id::ProcessId;
+use crate::quorum::Coterie;
 use crate::topology::Topology;
 use std::fmt;
 use std::str::FromStr;
@@ -81,7 +85,13 @@ impl Algorithm {
     pub fn is_supported(self) -> bool {
         matches!(
             self,
-            Algorithm::Lmutin | Algorithm::Lmutex | Algorithm::Cdc | Algorithm::Ddc
+            Algorithm::Lmutin
+                | Algorithm::Lmutex
+                | Algorithm::Mutin
+                | Algorithm::Kmex
+                | Algorithm::Gcs
+                | Algorithm::Cdc
+                | Algorithm::Ddc
         )
     }
 }
@@ -148,6 +158,68 @@ pub struct SystemSpec {
     pub migrate_after: Option<u64>,
 }
 
+/// The coterie the global algorithms use when `--coterie` is not given.
+pub const DEFAULT_COTERIE: &str = "majority";
+
+/// The mutual-exclusion object inside MUTIN(l) when `--mx` is not given.
+pub const DEFAULT_MX: &str = "maekawa";
+
+/// The mutual-exclusion objects MUTIN(l), kmex and GCS can run inside. Adding one is a
+/// variant here and one match arm in [`SystemSpec::build`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mx {
+    /// Maekawa's quorum mutual exclusion on the same coterie: O(|Q|) messages.
+    Maekawa,
+    /// LMUTEX with k_i = 1 on the complete graph: a global mutual exclusion, O(n) messages.
+    Lmutex,
+    /// The migrating controller with a centralized queue: 3 + (n−1)/maxreq remote messages.
+    Cdc,
+    /// The migrating controller with a distributed queue: 3..5 + (n−1)/maxreq.
+    Ddc,
+}
+
+impl Mx {
+    const ALL: [Mx; 4] = [Mx::Maekawa, Mx::Lmutex, Mx::Cdc, Mx::Ddc];
+
+    fn name(self) -> &'static str {
+        match self {
+            Mx::Maekawa => "maekawa",
+            Mx::Lmutex => "lmutex",
+            Mx::Cdc => "cdc",
+            Mx::Ddc => "ddc",
+        }
+    }
+
+    /// The options (CLI flags) of this mutual-exclusion object.
+    fn options(self) -> &'static [&'static str] {
+        match self {
+            Mx::Maekawa | Mx::Lmutex => &[],
+            Mx::Cdc | Mx::Ddc => &["--maxreq", "--migrate-after"],
+        }
+    }
+
+    fn parse(s: &str) -> Result<Mx, Problem> {
+        Mx::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = Mx::ALL.iter().map(|m| m.name()).collect();
+            Problem::Invalid(format!(
+                "unknown or not yet supported --mx `{s}` (expected one of: {})",
+                names.join(", ")
+            ))
+        })
+    }
+}
+
+/// What a global algorithm needs beyond the spec, validated.
+struct GlobalSetup {
+    l: usize,
+    k: usize,
+    coterie: Coterie,
+    quorums: Vec<Vec<ProcessId>>,
+    mx: Mx,
+    /// The migration condition of a migrating-controller `mx`.
+    condition: MigrationCondition,
+}
+
 /// Receives a built system with its concrete CS object type.
 pub trait SystemVisitor {
     /// What the visit returns.
@@ -204,6 +276,29 @@ impl SystemSpec {
                     Ddc::system(&self.topology, &initial, condition, self.variant.into())?;
                 Ok(visitor.visit(&inst, &initial, procs))
             }
+            Algorithm::Mutin | Algorithm::Kmex | Algorithm::Gcs => {
+                let g = self.global_setup()?;
+                let corrected = LmutinRules::CORRECTED;
+                match g.mx {
+                    Mx::Maekawa => self.build_global(&g, visitor, || {
+                        let idle = vec![CsState::OutCs; self.topology.len()];
+                        Ok(Maekawa::system(&g.coterie, &idle)?.1)
+                    }),
+                    Mx::Lmutex => self.build_global(&g, visitor, || {
+                        let n = self.topology.len();
+                        let idle = vec![CsState::OutCs; n];
+                        Ok(lmutex_system(&self.topology, &vec![1; n], &idle, corrected)?.1)
+                    }),
+                    Mx::Cdc => self.build_global(&g, visitor, || {
+                        let n = self.topology.len();
+                        Ok(Cdc::processes(n, g.condition, MigratingRules::CORRECTED))
+                    }),
+                    Mx::Ddc => self.build_global(&g, visitor, || {
+                        let n = self.topology.len();
+                        Ok(Ddc::processes(n, g.condition, MigratingRules::CORRECTED))
+                    }),
+                }
+            }
             other => Err(ConfigError::one(Problem::Invalid(format!(
                 "algorithm `{other}` is not yet supported"
             )))),
@@ -235,6 +330,112 @@ impl SystemSpec {
             .clone()
             .unwrap_or_else(|| vec![CsState::OutCs; inst.len()]);
         Ok((initial, condition))
+    }
+
+    /// Validates everything a global algorithm (mutin, kmex, gcs) needs, reporting every
+    /// problem: a complete topology, uniform bounds given the right way, the coterie, the
+    /// mutual-exclusion object and its options.
+    fn global_setup(&self) -> Result<GlobalSetup, ConfigError> {
+        let n = self.topology.len();
+        let alg = self.algorithm;
+        let mut problems = Vec::new();
+        if self.bounds.is_some() {
+            problems.push(Problem::Invalid(format!(
+                "{alg} takes uniform bounds (--l / --k), not --bounds"
+            )));
+        }
+        let (l, k) = match alg {
+            Algorithm::Mutin => {
+                if self.k.is_some() {
+                    problems.push(Problem::Invalid(
+                        "mutin fixes k = n; upper bounds apply to kmex and gcs".into(),
+                    ));
+                }
+                (self.l.unwrap_or(1), n)
+            }
+            Algorithm::Kmex => {
+                if self.l.is_some() {
+                    problems.push(Problem::Invalid(
+                        "kmex fixes l = 0; lower bounds apply to mutin and gcs".into(),
+                    ));
+                }
+                (0, self.k.unwrap_or(1))
+            }
+            _ => (self.l.unwrap_or(1), self.k.unwrap_or(n.saturating_sub(1))),
+        };
+        let rule = match alg {
+            Algorithm::Mutin => "0 <= l < n (mutin)",
+            Algorithm::Kmex => "1 <= k <= n (kmex)",
+            _ => "0 <= l < k <= n (gcs)",
+        };
+        if let Err(e) = global_instance(&self.topology, l, k, rule) {
+            problems.extend(e.problems);
+        }
+        let coterie = self.coterie.as_deref().unwrap_or(DEFAULT_COTERIE);
+        let coterie = Coterie::parse(coterie, n)
+            .map_err(|e| problems.extend(e.problems))
+            .ok();
+        let mx = Mx::parse(self.mx.as_deref().unwrap_or(DEFAULT_MX))
+            .map_err(|p| problems.push(p))
+            .ok();
+        if let Some(mx) = mx {
+            for (flag, given) in [
+                ("--maxreq", self.maxreq.is_some()),
+                ("--migrate-after", self.migrate_after.is_some()),
+            ] {
+                if given && !mx.options().contains(&flag) {
+                    problems.push(Problem::Invalid(format!(
+                        "{flag} does not apply to --mx {}",
+                        mx.name()
+                    )));
+                }
+            }
+        }
+        let condition = MigrationCondition::from_options(self.maxreq, self.migrate_after)
+            .map_err(|e| problems.extend(e.problems))
+            .ok();
+        ConfigError::check(problems)?;
+        match (coterie, mx, condition) {
+            (Some(coterie), Some(mx), Some(condition)) => Ok(GlobalSetup {
+                l,
+                k,
+                quorums: quorums_of(&coterie),
+                coterie,
+                mx,
+                condition,
+            }),
+            _ => Err(ConfigError::one(Problem::Invalid("invalid options".into()))),
+        }
+    }
+
+    /// Builds mutin, kmex or gcs over any mutual-exclusion object: `make_mx` builds one
+    /// fresh mutual-exclusion system (every process out of its CS); gcs calls it twice, one
+    /// system per inner object.
+    fn build_global<V: SystemVisitor, M: CsObject>(
+        &self,
+        g: &GlobalSetup,
+        visitor: V,
+        make_mx: impl Fn() -> Result<Vec<M>, ConfigError>,
+    ) -> Result<V::Output, ConfigError> {
+        let rules = MutinRules::from(self.variant);
+        let t = &self.topology;
+        let inst = global_instance(t, g.l, g.k, "0 <= l < k <= n")?;
+        let initial = self.initial_for(&inst)?;
+        match self.algorithm {
+            Algorithm::Mutin => {
+                let (inst, procs) = Mutin::system(t, &g.quorums, g.l, &initial, make_mx()?, rules)?;
+                Ok(visitor.visit(&inst, &initial, procs))
+            }
+            Algorithm::Kmex => {
+                let (inst, procs) = kmex_system(t, &g.quorums, g.k, &initial, make_mx()?, rules)?;
+                Ok(visitor.visit(&inst, &initial, procs))
+            }
+            _ => {
+                let mx = (make_mx()?, make_mx()?);
+                let (inst, procs) = gcs_system(t, &g.quorums, (g.l, g.k), &initial, mx, rules)?;
+                Ok(visitor.visit(&inst, &initial, procs))
+            }
+        }
     }
 
     fn per_process(
@@ -308,8 +509,14 @@ mod tests {
     fn builds_supported_algorithms_and_refuses_the_rest() {
         assert_eq!(spec(Algorithm::Lmutin).build(Count).unwrap(), 5);
         assert_eq!(spec(Algorithm::Lmutex).build(Count).unwrap(), 5);
-        let err = spec(Algorithm::Gcs).build(Count).unwrap_err();
+        let err = spec(Algorithm::Lkcs).build(Count).unwrap_err();
         assert!(err.to_string().contains("not yet supported"));
+        // cdc and ddc run on complete graphs only
+        let err = spec(Algorithm::Cdc).build(Count).unwrap_err();
+        assert!(err.to_string().contains("complete"), "{err}");
+        let mut s = spec(Algorithm::Ddc);
+        s.topology = Topology::complete(5).unwrap();
+        assert_eq!(s.build(Count).unwrap(), 5);
     }
 
     #[test]

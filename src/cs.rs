@@ -8,8 +8,10 @@
 //! messages to send, and a "sequence completed" signal, into an [`Outbox`].
 
 pub(crate) mod complement;
+pub(crate) mod gcs;
 
 pub use complement::Complement;
+pub use gcs::{Gcs, GcsMsg, GcsStage};
 
 use crate::error::CallError;
 use crate::id::ProcessId;

@@ -55,8 +55,83 @@ pub enum Problem {
     },
     /// No initial configuration meets every bound.
     NoSafeInitial(String),
+    /// A coterie (quorum system) breaks a rule.
+    Coterie(CoterieProblem),
     /// Any other invalid input, described in one line.
     Invalid(String),
+}
+
+/// One way a coterie breaks Definition 3 of the 2019 paper (or the one-quorum-per-process
+/// convention of this crate).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CoterieProblem {
+    /// The number of quorums is not the number of processes.
+    WrongCount {
+        /// Quorums given.
+        quorums: usize,
+        /// Processes.
+        n: usize,
+    },
+    /// A process's quorum is empty (nonemptiness).
+    Empty(ProcessId),
+    /// A quorum names a process outside `0..n`.
+    OutOfRange {
+        /// The process whose quorum it is.
+        process: ProcessId,
+        /// The member named.
+        member: usize,
+        /// The number of processes.
+        n: usize,
+    },
+    /// A quorum names the same member twice.
+    Duplicate {
+        /// The process whose quorum it is.
+        process: ProcessId,
+        /// The member named twice.
+        member: ProcessId,
+    },
+    /// Two quorums share no process (intersection property).
+    Disjoint(ProcessId, ProcessId),
+    /// One quorum is a proper subset of another (minimality).
+    NotMinimal {
+        /// The process with the smaller quorum.
+        subset: ProcessId,
+        /// The process with the larger quorum.
+        superset: ProcessId,
+    },
+    /// An unknown coterie name.
+    UnknownName(String),
+}
+
+impl fmt::Display for CoterieProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CoterieProblem::WrongCount { quorums, n } => write!(
+                f,
+                "coterie: {quorums} quorums given for {n} processes (one per process)"
+            ),
+            CoterieProblem::Empty(p) => write!(f, "coterie: the quorum of {p} is empty"),
+            CoterieProblem::OutOfRange { process, member, n } => write!(
+                f,
+                "coterie: the quorum of {process} names P{member}, but processes are 0..{n}"
+            ),
+            CoterieProblem::Duplicate { process, member } => {
+                write!(f, "coterie: the quorum of {process} names {member} twice")
+            }
+            CoterieProblem::Disjoint(a, b) => write!(
+                f,
+                "coterie: the quorums of {a} and {b} do not intersect (intersection property)"
+            ),
+            CoterieProblem::NotMinimal { subset, superset } => write!(
+                f,
+                "coterie: the quorum of {subset} is a proper subset of the quorum of {superset} (minimality)"
+            ),
+            CoterieProblem::UnknownName(name) => write!(
+                f,
+                "coterie `{name}`: unknown (expected majority or grid)"
+            ),
+        }
+    }
 }
 
 impl fmt::Display for Problem {
@@ -88,6 +163,7 @@ impl fmt::Display for Problem {
                 "initial configuration is unsafe at {process}: {in_cs} in the CS in its closed neighbourhood, outside [{l}, {k}]"
             ),
             Problem::NoSafeInitial(why) => write!(f, "no safe initial configuration: {why}"),
+            Problem::Coterie(c) => write!(f, "{c}"),
             Problem::Invalid(s) => f.write_str(s),
         }
     }

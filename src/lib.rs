@@ -81,27 +81,35 @@ mod cs;
 mod error;
 mod id;
 mod metrics;
+mod quorum;
 mod runtime;
 mod sim;
 mod sync;
 mod topology;
 
 pub use algo::lmutin::{lmutex_instance, lmutex_system, Lmutex, Lmutin, LmutinMsg, LmutinRules};
+pub use algo::maekawa::{Maekawa, MaekawaMsg, MaekawaRules};
 pub use algo::migrating::{
     mutex_instance, Cdc, CdcTransfer, CentralQueue, Ddc, DdcTransfer, DistributedQueue, Migrating,
     MigratingMsg, MigratingRules, Migration, MigrationCondition, MigrationInfo, NextHint,
     NextRequestorNotice, RequestsInfo,
 };
+pub use algo::mutin::{
+    check_global_initial, check_quorums, gcs_system, global_instance, kmex_system, quorums_of,
+    reporters, Kmex, Mutin, MutinGcs, MutinMsg, MutinPhase, MutinRules,
+};
 pub use arbiter::{Action, Arbiter, ArbiterRules};
-pub use catalog::{Algorithm, BoundsFile, SystemSpec, SystemVisitor};
+pub use catalog::{Algorithm, BoundsFile, SystemSpec, SystemVisitor, DEFAULT_COTERIE, DEFAULT_MX};
 pub use check::{check, CheckConfig, CheckReport, Verdict, MAX_CHECK_PROCESSES};
 pub use config::{format_initial, parse_initial, Bounds, Instance, Observed};
 pub use cs::{
-    check_call, check_system, Complement, CsObject, CsState, Message, Outbox, Sequence, Variant,
+    check_call, check_system, Complement, CsObject, CsState, Gcs, GcsMsg, GcsStage, Message,
+    Outbox, Sequence, Variant,
 };
-pub use error::{CallError, ConfigError, Problem};
+pub use error::{CallError, ConfigError, CoterieProblem, Problem};
 pub use id::{ProcessId, Stamp};
 pub use metrics::{PairRecord, Stats, Waiting};
+pub use quorum::Coterie;
 pub use runtime::{
     CondvarMailbox, CondvarReceiver, CondvarSender, CrossbeamMailbox, Handle, MailReceiver,
     MailSender, Mailbox, MonitorViolation, Runtime, RuntimeConfig, RuntimeError, RuntimeReport,

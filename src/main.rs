@@ -62,7 +62,8 @@ struct SystemArgs {
     /// majority or grid (global algorithms).
     #[arg(long)]
     coterie: Option<String>,
-    /// The mutual-exclusion object inside mutin/kmex/gcs: maekawa, cdc or ddc.
+    /// The mutual-exclusion object inside mutin/kmex/gcs: maekawa (default), lmutex, cdc or
+    /// ddc (cdc and ddc take --maxreq / --migrate-after).
     #[arg(long)]
     mx: Option<String>,
     /// Migrating controller (cdc, ddc, and the mx of mutin/kmex/gcs): migrate at every M-th

@@ -201,7 +201,7 @@ fn bad_input_exits_2_with_one_line_per_problem() {
             "unknown algorithm",
         ),
         (
-            &["--algorithm", "gcs", "--topology", "complete:4"],
+            &["--algorithm", "lkcs", "--topology", "complete:4"],
             1,
             "not yet supported",
         ),
@@ -435,7 +435,7 @@ fn check_bad_input_exits_2() {
             "--l",
             "2",
         ][..],
-        &["check", "--algorithm", "gcs", "--topology", "complete:3"][..],
+        &["check", "--algorithm", "lkcs", "--topology", "complete:3"][..],
         &[
             "check",
             "--algorithm",

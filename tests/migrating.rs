@@ -729,3 +729,173 @@ fn cli_refuses_bad_migrating_options() {
     ]);
     assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 2);
 }
+
+// ---- CDC and DDC as the mutual-exclusion object `mx` of MUTIN(l), kmex and GCS ----
+
+struct Sim(SimConfig);
+
+impl lkcs::SystemVisitor for Sim {
+    type Output = SimReport;
+    fn visit<A: CsObject>(self, inst: &Instance, _: &[CsState], procs: Vec<A>) -> SimReport {
+        simulate(inst, procs, &self.0)
+    }
+}
+
+fn global_spec(alg: lkcs::Algorithm, n: usize, mx: &str) -> lkcs::SystemSpec {
+    lkcs::SystemSpec {
+        algorithm: alg,
+        topology: Topology::complete(n).unwrap(),
+        l: None,
+        k: None,
+        bounds: None,
+        initial: None,
+        variant: lkcs::Variant::Corrected,
+        leader: None,
+        coterie: None,
+        mx: Some(mx.into()),
+        maxreq: None,
+        migrate_after: None,
+    }
+}
+
+#[test]
+fn gcs_mutin_and_kmex_are_safe_and_live_with_cdc_and_ddc_inside() {
+    use lkcs::Algorithm::{Gcs, Kmex, Mutin};
+    let mut runs = 0;
+    for mx in ["cdc", "ddc"] {
+        for n in [4, 5, 7, 9] {
+            for (maxreq, after) in [
+                (None, None),
+                (Some(1), None),
+                (Some(3), None),
+                (None, Some(10)),
+            ] {
+                for (alg, l, k) in [
+                    (Gcs, Some(1), Some(n - 1)),
+                    (Gcs, Some(n / 3), Some(n / 3 + 2)),
+                    (Mutin, Some(n / 2), None),
+                    (Kmex, None, Some(2)),
+                ] {
+                    for coterie in ["majority", "grid"] {
+                        for seed in 0..3 {
+                            let mut spec = global_spec(alg, n, mx);
+                            spec.l = l;
+                            spec.k = k;
+                            spec.maxreq = maxreq;
+                            spec.migrate_after = after;
+                            spec.coterie = Some(coterie.into());
+                            let cfg = concurrent(seed * 31 + n as u64, 2, 12);
+                            let r = spec.build(Sim(cfg)).unwrap();
+                            assert!(
+                                r.ok(),
+                                "{alg} n={n} l={l:?} k={k:?} --mx {mx} {maxreq:?} {after:?} {coterie}: {}",
+                                r.failure_text()
+                            );
+                            runs += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(runs, 2 * 4 * 4 * 4 * 2 * 3);
+}
+
+#[test]
+fn gcs_with_a_migrating_mx_passes_a_bounded_check_on_three_processes() {
+    struct Check;
+    impl lkcs::SystemVisitor for Check {
+        type Output = lkcs::CheckReport;
+        fn visit<A: CsObject>(self, inst: &Instance, _: &[CsState], procs: Vec<A>) -> Self::Output {
+            let cfg = CheckConfig {
+                pairs: 1,
+                max_states: Some(300_000),
+                ..CheckConfig::default()
+            };
+            check(inst, procs, &cfg)
+        }
+    }
+    for mx in ["cdc", "ddc"] {
+        let mut spec = global_spec(lkcs::Algorithm::Gcs, 3, mx);
+        spec.l = Some(1);
+        spec.k = Some(2);
+        spec.maxreq = Some(1);
+        let r = spec.build(Check).unwrap();
+        assert!(
+            r.ok(),
+            "gcs --mx {mx}: {:?}\n{}",
+            r.verdict,
+            r.counterexample.join("\n")
+        );
+        eprintln!(
+            "gcs complete:3 l=1 k=2 --mx {mx} --maxreq 1: {:?}, {} states",
+            r.verdict, r.states
+        );
+    }
+}
+
+#[test]
+fn cli_gcs_with_mx_cdc_and_ddc() {
+    for mx in ["cdc", "ddc"] {
+        let out = lkcs(&[
+            "simulate",
+            "--algorithm",
+            "gcs",
+            "--topology",
+            "complete:8",
+            "--l",
+            "2",
+            "--k",
+            "5",
+            "--mx",
+            mx,
+            "--maxreq",
+            "2",
+            "--pairs",
+            "2",
+            "--delay",
+            "uniform:1:15",
+            "--seed",
+            "9",
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = json(&out);
+        assert!(
+            v["messages_by_kind"]["lmin.mx.BecomeController"]
+                .as_u64()
+                .unwrap()
+                > 0
+        );
+        // a migration option needs a migrating mx
+        let out = lkcs(&[
+            "simulate",
+            "--algorithm",
+            "kmex",
+            "--topology",
+            "complete:5",
+            "--mx",
+            "maekawa",
+            "--maxreq",
+            "2",
+        ]);
+        assert_eq!(out.status.code(), Some(2));
+        let out = lkcs(&[
+            "simulate",
+            "--algorithm",
+            "mutin",
+            "--topology",
+            "complete:5",
+            "--mx",
+            mx,
+            "--maxreq",
+            "0",
+        ]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--maxreq must be at least 1"));
+    }
+}
