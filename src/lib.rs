@@ -6,7 +6,7 @@
 //!
 //! | problem | safety at all times | local algorithm (graph) | global algorithm |
 //! |---|---|---|---|
-//! | mutual exclusion | ≤ 1 in CS | LMUTEX with k_i = 1 | Maekawa (planned); [`Cdc`] / [`Ddc`] |
+//! | mutual exclusion | ≤ 1 in CS | LMUTEX with k_i = 1 | [`Maekawa`]; [`Cdc`] / [`Ddc`] (migrating controller) |
 //! | k-mutual exclusion | ≤ k | k_i-LMUTEX = Co(l_i-LMUTIN) ([`Lmutex`]) | kmex (planned) |
 //! | l-mutual inclusion | ≥ l | l_i-LMUTIN ([`Lmutin`]) | MUTIN(l) (planned) |
 //! | (l,k)-CS | l ≤ · ≤ k | LKCS (planned) | (l,k)-GCS (planned) |
