@@ -4,4 +4,5 @@
 
 pub(crate) mod lmutin;
 pub(crate) mod maekawa;
+pub(crate) mod migrating;
 pub(crate) mod mutin;

@@ -4,6 +4,7 @@
 
 use crate::algo::lmutin::{lmutex_instance, lmutex_system, Lmutin, LmutinRules};
 use crate::algo::maekawa::{Maekawa, MaekawaRules};
+use crate::algo::migrating::{Cdc, Ddc, MigratingRules, MigrationCondition};
 use crate::algo::mutin::{gcs_system, global_instance, kmex_system, quorums_of, Mutin, MutinRules};
 use crate::config::Instance;
 use crate::cs::{CsObject, CsState, Variant};
@@ -90,6 +91,8 @@ impl Algorithm {
                 | Algorithm::Mutin
                 | Algorithm::Kmex
                 | Algorithm::Gcs
+                | Algorithm::Cdc
+                | Algorithm::Ddc
         )
     }
 
@@ -179,15 +182,21 @@ enum Mx {
     Maekawa,
     /// LMUTEX with k_i = 1 on the complete graph: a global mutual exclusion, O(n) messages.
     Lmutex,
+    /// The migrating controller with a centralized queue: 3 + (n−1)/maxreq remote messages.
+    Cdc,
+    /// The migrating controller with a distributed queue: 3..5 + (n−1)/maxreq.
+    Ddc,
 }
 
 impl Mx {
-    const ALL: [Mx; 2] = [Mx::Maekawa, Mx::Lmutex];
+    const ALL: [Mx; 4] = [Mx::Maekawa, Mx::Lmutex, Mx::Cdc, Mx::Ddc];
 
     fn name(self) -> &'static str {
         match self {
             Mx::Maekawa => "maekawa",
             Mx::Lmutex => "lmutex",
+            Mx::Cdc => "cdc",
+            Mx::Ddc => "ddc",
         }
     }
 
@@ -195,6 +204,7 @@ impl Mx {
     fn options(self) -> &'static [&'static str] {
         match self {
             Mx::Maekawa | Mx::Lmutex => &[],
+            Mx::Cdc | Mx::Ddc => &["--maxreq", "--migrate-after"],
         }
     }
 
@@ -216,6 +226,8 @@ struct GlobalSetup {
     coterie: Coterie,
     quorums: Vec<Vec<ProcessId>>,
     mx: Mx,
+    /// The migration condition of a migrating-controller `mx`.
+    condition: MigrationCondition,
 }
 
 /// Receives a built system with its concrete CS object type.
@@ -278,6 +290,18 @@ impl SystemSpec {
                     Maekawa::system_with(&coterie, &initial, MaekawaRules::from(self.variant))?;
                 Ok(visitor.visit(&inst, &initial, procs))
             }
+            Algorithm::Cdc => {
+                let (initial, condition) = self.mutex_parts()?;
+                let (inst, procs) =
+                    Cdc::system(&self.topology, &initial, condition, self.variant.into())?;
+                Ok(visitor.visit(&inst, &initial, procs))
+            }
+            Algorithm::Ddc => {
+                let (initial, condition) = self.mutex_parts()?;
+                let (inst, procs) =
+                    Ddc::system(&self.topology, &initial, condition, self.variant.into())?;
+                Ok(visitor.visit(&inst, &initial, procs))
+            }
             Algorithm::Mutin | Algorithm::Kmex | Algorithm::Gcs => {
                 let g = self.global_setup()?;
                 let corrected = LmutinRules::CORRECTED;
@@ -291,12 +315,47 @@ impl SystemSpec {
                         let idle = vec![CsState::OutCs; n];
                         Ok(lmutex_system(&self.topology, &vec![1; n], &idle, corrected)?.1)
                     }),
+                    Mx::Cdc => self.build_global(&g, visitor, || {
+                        let n = self.topology.len();
+                        Ok(Cdc::processes(n, g.condition, MigratingRules::CORRECTED))
+                    }),
+                    Mx::Ddc => self.build_global(&g, visitor, || {
+                        let n = self.topology.len();
+                        Ok(Ddc::processes(n, g.condition, MigratingRules::CORRECTED))
+                    }),
                 }
             }
             other => Err(ConfigError::one(Problem::Invalid(format!(
                 "algorithm `{other}` is not yet supported"
             )))),
         }
+    }
+
+    /// CDC / DDC: the (0, 1) instance on a complete graph, the initial configuration (default:
+    /// every process OutCS) and the migration condition. Every problem is reported.
+    fn mutex_parts(&self) -> Result<(Vec<CsState>, MigrationCondition), ConfigError> {
+        let mut problems = Vec::new();
+        if self.l.is_some() || self.k.is_some() || self.bounds.is_some() {
+            problems.push(Problem::Invalid(format!(
+                "{} is mutual exclusion (l = 0, k = 1): bounds do not apply",
+                self.algorithm
+            )));
+        }
+        let inst = crate::algo::migrating::mutex_instance(&self.topology)
+            .map_err(|e| problems.extend(e.problems))
+            .ok();
+        let condition = MigrationCondition::from_options(self.maxreq, self.migrate_after)
+            .map_err(|e| problems.extend(e.problems))
+            .ok();
+        ConfigError::check(problems)?;
+        let (Some(inst), Some(condition)) = (inst, condition) else {
+            return Err(ConfigError::one(Problem::Invalid("invalid options".into())));
+        };
+        let initial = self
+            .initial
+            .clone()
+            .unwrap_or_else(|| vec![CsState::OutCs; inst.len()]);
+        Ok((initial, condition))
     }
 
     /// Validates everything a global algorithm (mutin, kmex, gcs) needs, reporting every
@@ -358,14 +417,18 @@ impl SystemSpec {
                 }
             }
         }
+        let condition = MigrationCondition::from_options(self.maxreq, self.migrate_after)
+            .map_err(|e| problems.extend(e.problems))
+            .ok();
         ConfigError::check(problems)?;
-        match (coterie, mx) {
-            (Some(coterie), Some(mx)) => Ok(GlobalSetup {
+        match (coterie, mx, condition) {
+            (Some(coterie), Some(mx), Some(condition)) => Ok(GlobalSetup {
                 l,
                 k,
                 quorums: quorums_of(&coterie),
                 coterie,
                 mx,
+                condition,
             }),
             _ => Err(ConfigError::one(Problem::Invalid("invalid options".into()))),
         }
@@ -513,8 +576,14 @@ mod tests {
     fn builds_supported_algorithms_and_refuses_the_rest() {
         assert_eq!(spec(Algorithm::Lmutin).build(Count).unwrap(), 5);
         assert_eq!(spec(Algorithm::Lmutex).build(Count).unwrap(), 5);
-        let err = spec(Algorithm::Cdc).build(Count).unwrap_err();
+        let err = spec(Algorithm::Lkcs).build(Count).unwrap_err();
         assert!(err.to_string().contains("not yet supported"));
+        // cdc and ddc run on complete graphs only
+        let err = spec(Algorithm::Cdc).build(Count).unwrap_err();
+        assert!(err.to_string().contains("complete"), "{err}");
+        let mut s = spec(Algorithm::Ddc);
+        s.topology = Topology::complete(5).unwrap();
+        assert_eq!(s.build(Count).unwrap(), 5);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //!
 //! | problem | safety at all times | local algorithm (graph) | global algorithm |
 //! |---|---|---|---|
-//! | mutual exclusion | ≤ 1 in CS | LMUTEX with k_i = 1 | Maekawa ([`Maekawa`] on a [`Coterie`]); CDC / DDC (planned) |
+//! | mutual exclusion | ≤ 1 in CS | LMUTEX with k_i = 1 | [`Maekawa`] on a [`Coterie`]; [`Cdc`] / [`Ddc`] (migrating controller) |
 //! | k-mutual exclusion | ≤ k | k_i-LMUTEX = Co(l_i-LMUTIN) ([`Lmutex`]) | kmex (planned) |
 //! | l-mutual inclusion | ≥ l | l_i-LMUTIN ([`Lmutin`]) | MUTIN(l) (planned) |
 //! | (l,k)-CS | l ≤ · ≤ k | LKCS (planned) | (l,k)-GCS (planned) |
@@ -91,6 +91,11 @@ mod topology;
 
 pub use algo::lmutin::{lmutex_instance, lmutex_system, Lmutex, Lmutin, LmutinMsg, LmutinRules};
 pub use algo::maekawa::{Maekawa, MaekawaMsg, MaekawaRules};
+pub use algo::migrating::{
+    mutex_instance, Cdc, CdcTransfer, CentralQueue, Ddc, DdcTransfer, DistributedQueue, Migrating,
+    MigratingMsg, MigratingRules, Migration, MigrationCondition, MigrationInfo, NextHint,
+    NextRequestorNotice, RequestsInfo,
+};
 pub use algo::mutin::{
     check_global_initial, check_quorums, gcs_system, global_instance, kmex_system, quorums_of,
     reporters, Kmex, Mutin, MutinGcs, MutinMsg, MutinPhase, MutinRules,

@@ -62,13 +62,17 @@ struct SystemArgs {
     /// majority (default) or grid: the coterie of maekawa (and the global algorithms).
     #[arg(long)]
     coterie: Option<String>,
-    /// The mutual-exclusion object inside mutin/kmex/gcs: maekawa, cdc or ddc.
+    /// The mutual-exclusion object inside mutin/kmex/gcs: maekawa (default), lmutex, cdc or
+    /// ddc (cdc and ddc take --maxreq / --migrate-after).
     #[arg(long)]
     mx: Option<String>,
-    /// Migrating controller: migrate after this many requests.
-    #[arg(long)]
+    /// Migrating controller (cdc, ddc, and the mx of mutin/kmex/gcs): migrate at every M-th
+    /// exit (M >= 1; 1 = at every exit). Without --maxreq or --migrate-after the controller
+    /// never migrates.
+    #[arg(long, value_name = "M")]
     maxreq: Option<usize>,
-    /// Migrating controller: migrate after this much time as controller (time units).
+    /// Migrating controller: migrate at the first exit at least T time units after becoming
+    /// controller (0 = at every exit). Exclusive with --maxreq.
     #[arg(long, value_name = "T")]
     migrate_after: Option<u64>,
     /// Pairs every process completes.
