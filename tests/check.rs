@@ -287,3 +287,5 @@ fn maekawa_failed_on_arrival_only_deadlocks_in_the_checker() {
     );
     assert!(r.counterexample[0].starts_with("initial: in:0"));
 }
+
+// ================================ end of the Maekawa section ================================
