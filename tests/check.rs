@@ -288,7 +288,8 @@ fn maekawa_failed_on_arrival_only_deadlocks_in_the_checker() {
     assert!(r.counterexample[0].starts_with("initial: in:0"));
 }
 
-// ===================================================================================
+// ================================ end of the Maekawa section ================================
+
 // Migrating controller (CDC, DDC): exhaustive checks on complete:3 and complete:4.
 // Every instance below is explored completely (verdict Proved): complete:3 from each of the
 // four safe starts under every migration condition (1 pair), complete:3 with 2 pairs and
@@ -360,3 +361,5 @@ mod migrating {
     }
 }
 // ======================= end of the migrating-controller section =======================
+
+// ============================================================================
