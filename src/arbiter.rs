@@ -20,6 +20,8 @@ pub enum Action {
     Grant(ProcessId),
     /// Ask the process to give its permission back.
     Preempt(ProcessId),
+    /// Grant the process a sidetrack permission (LKCS; see [`Arbiter::sidetrack`]).
+    SidetrackGrant(ProcessId),
 }
 
 /// Which arbiter rules to apply; the printed pseudo-code differs from the corrected
@@ -32,6 +34,10 @@ pub struct ArbiterRules {
     /// On a Relinquish from a process that holds no permission, still grant the best
     /// pending request (printed); the corrected rule ignores such a Relinquish.
     pub grant_on_unmatched_relinquish: bool,
+    /// LKCS: grant a sidetrack permission at once whatever the number granted (printed);
+    /// the corrected rule grants it only within one reserved permission above the capacity
+    /// and queues it otherwise.
+    pub unreserved_sidetrack: bool,
 }
 
 impl ArbiterRules {
@@ -39,11 +45,13 @@ impl ArbiterRules {
     pub const CORRECTED: ArbiterRules = ArbiterRules {
         uncapped_release: false,
         grant_on_unmatched_relinquish: false,
+        unreserved_sidetrack: false,
     };
     /// The rules as printed.
     pub const PRINTED: ArbiterRules = ArbiterRules {
         uncapped_release: true,
         grant_on_unmatched_relinquish: true,
+        unreserved_sidetrack: true,
     };
 }
 
@@ -54,6 +62,11 @@ pub struct Arbiter {
     granted: BTreeSet<Stamp>,
     pending: BTreeSet<Stamp>,
     preempting: Option<ProcessId>,
+    /// Holders whose permission was granted through the sidetrack (LKCS's trigger): in the
+    /// one reserved permission above the capacity, never preempted.
+    sidetracked: BTreeSet<ProcessId>,
+    /// Sidetrack requests waiting for the reserved permission, in arrival order.
+    sidetrack_queue: Vec<ProcessId>,
     rules: ArbiterRules,
 }
 
@@ -70,6 +83,8 @@ impl Arbiter {
             granted: initially_granted.into_iter().collect(),
             pending: BTreeSet::new(),
             preempting: None,
+            sidetracked: BTreeSet::new(),
+            sidetrack_queue: Vec::new(),
             rules,
         }
     }
@@ -99,13 +114,32 @@ impl Arbiter {
         self.granted.iter().any(|s| s.id == p)
     }
 
-    /// The cap invariant: at most `capacity` permissions granted.
+    /// Whether a permission can be granted within the capacity (sidetrack permissions
+    /// included: the paper's `Cond_i`).
+    pub fn has_room(&self) -> bool {
+        self.granted.len() < self.capacity
+    }
+
+    /// The sidetrack requests waiting for the reserved permission.
+    pub fn sidetrack_queue(&self) -> &[ProcessId] {
+        &self.sidetrack_queue
+    }
+
+    /// The holders of a sidetrack permission (see [`Arbiter::sidetrack`]).
+    pub fn sidetracked(&self) -> &BTreeSet<ProcessId> {
+        &self.sidetracked
+    }
+
+    /// The cap invariant: at most `capacity` permissions granted, plus the one reserved for
+    /// the sidetrack while a sidetrack permission is held.
     pub fn check(&self) -> Result<(), String> {
-        if self.granted.len() > self.capacity {
+        let reserve = usize::from(!self.sidetracked.is_empty());
+        if self.granted.len() > self.capacity + reserve {
             Err(format!(
-                "arbiter granted {} permissions with capacity {}",
+                "arbiter granted {} permissions with capacity {} ({} by the sidetrack)",
                 self.granted.len(),
-                self.capacity
+                self.capacity,
+                self.sidetracked.len()
             ))
         } else {
             Ok(())
@@ -115,7 +149,7 @@ impl Arbiter {
     /// A request stamped `s` arrives (the printed Request handler).
     pub fn request(&mut self, s: Stamp, out: &mut Vec<Action>) {
         self.pending.insert(s);
-        if self.granted.len() < self.capacity {
+        if self.has_room() {
             self.grant_best(out);
         } else if self.preempting.is_none() {
             if let Some(&worst) = self.granted.last() {
@@ -133,12 +167,13 @@ impl Arbiter {
             self.preempting = None;
         }
         self.remove(p);
+        self.serve_sidetrack(out);
         if self.rules.uncapped_release {
             if !self.pending.is_empty() {
                 self.grant_best(out);
             }
         } else {
-            while self.granted.len() < self.capacity && !self.pending.is_empty() {
+            while self.has_room() && !self.pending.is_empty() {
                 self.grant_best(out);
             }
         }
@@ -147,11 +182,18 @@ impl Arbiter {
     /// `p` gives its permission back after a Preempt; its request becomes pending again and
     /// the best pending request is granted.
     pub fn relinquish(&mut self, p: ProcessId, out: &mut Vec<Action>) {
+        if self.sidetracked.contains(&p) {
+            // a sidetrack permission is never preempted, so it is never given back
+            return;
+        }
         match self.remove(p) {
             Some(s) => {
                 self.preempting = None;
                 self.pending.insert(s);
-                self.grant_best(out);
+                self.serve_sidetrack(out);
+                if self.has_room() {
+                    self.grant_best(out);
+                }
             }
             None if self.rules.grant_on_unmatched_relinquish => {
                 self.preempting = None;
@@ -163,9 +205,47 @@ impl Arbiter {
         }
     }
 
+    /// LKCS's sidetrack: `p`'s request (pending or granted) is replaced by a permission
+    /// stamped (0, `p`) that is never preempted and stays until `p` releases it. It is granted
+    /// at once (an [`Action::SidetrackGrant`]) while at most `capacity` + 1 permissions are
+    /// granted with it: one permission above the capacity is reserved for the sidetrack.
+    /// Otherwise it waits for that reserve and is served before any pending request. (The
+    /// printed rules grant it whatever the count.) A preemption of `p` in progress is
+    /// dropped: `p` no longer relinquishes the permission it asked for.
+    pub fn sidetrack(&mut self, p: ProcessId, out: &mut Vec<Action>) {
+        self.pending.retain(|s| s.id != p);
+        self.remove(p);
+        if self.preempting == Some(p) {
+            self.preempting = None;
+        }
+        if !self.sidetrack_queue.contains(&p) {
+            self.sidetrack_queue.push(p);
+        }
+        self.serve_sidetrack(out);
+    }
+
+    /// Grants queued sidetrack requests while the reserve allows.
+    fn serve_sidetrack(&mut self, out: &mut Vec<Action>) {
+        while !self.sidetrack_queue.is_empty()
+            && (self.rules.unreserved_sidetrack || self.granted.len() < self.capacity + 1)
+        {
+            let p = self.sidetrack_queue.remove(0);
+            self.granted.insert(Stamp::new(0, p));
+            self.sidetracked.insert(p);
+            out.push(Action::SidetrackGrant(p));
+        }
+    }
+
+    /// Takes request `s` out of the pending set without granting it (the printed LKCS
+    /// nomination does); returns whether it was there.
+    pub fn drop_pending(&mut self, s: Stamp) -> bool {
+        self.pending.remove(&s)
+    }
+
     fn remove(&mut self, p: ProcessId) -> Option<Stamp> {
         let s = self.granted.iter().find(|s| s.id == p).copied()?;
         self.granted.remove(&s);
+        self.sidetracked.remove(&p);
         Some(s)
     }
 

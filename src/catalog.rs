@@ -2,6 +2,7 @@
 //! algorithm at run time) stands on. Drivers are generic over the CS object type, so a
 //! [`SystemVisitor`] receives the built system with its concrete type.
 
+use crate::algo::lkcs::{Lkcs, LkcsRules};
 use crate::algo::lmutin::{lmutex_instance, lmutex_system, Lmutin, LmutinRules};
 use crate::algo::maekawa::{Maekawa, MaekawaRules};
 use crate::algo::migrating::{Cdc, Ddc, MigratingRules, MigrationCondition};
@@ -87,6 +88,7 @@ impl Algorithm {
             self,
             Algorithm::Lmutin
                 | Algorithm::Lmutex
+                | Algorithm::Lkcs
                 | Algorithm::Maekawa
                 | Algorithm::Mutin
                 | Algorithm::Kmex
@@ -274,6 +276,10 @@ impl SystemSpec {
                 let (inst, procs) = lmutex_system(&self.topology, &k, &initial, rules)?;
                 Ok(visitor.visit(&inst, &initial, procs))
             }
+            Algorithm::Lkcs => {
+                let sys = self.lkcs_system()?;
+                Ok(visitor.visit(&sys.instance, &sys.initial, sys.procs))
+            }
             Algorithm::Maekawa => {
                 let mut problems: Vec<Problem> =
                     self.require_complete().err().into_iter().collect();
@@ -325,10 +331,26 @@ impl SystemSpec {
                     }),
                 }
             }
-            other => Err(ConfigError::one(Problem::Invalid(format!(
-                "algorithm `{other}` is not yet supported"
-            )))),
         }
+    }
+
+    /// LKCS: per-process bounds (`--l` / `--k` uniform, or lists in `--bounds`; by default
+    /// l_i = 0 and k_i = |N_i|+1), the leader (given or chosen) and a start that is tight
+    /// within two hops of it.
+    pub fn lkcs_system(&self) -> Result<crate::algo::lkcs::LkcsSystem, ConfigError> {
+        let t = &self.topology;
+        let l = self.per_process(self.l, |b| b.l.clone(), "l", 0)?;
+        let mut k = self.per_process(self.k, |b| b.k.clone(), "k", 0)?;
+        if self.k.is_none() && self.bounds.as_ref().is_none_or(|b| b.k.is_none()) {
+            k = t.processes().map(|p| t.degree(p) + 1).collect();
+        }
+        let inst = Lkcs::instance(t, &l, &k)?;
+        Lkcs::build(
+            &inst,
+            self.leader,
+            self.initial.as_deref(),
+            LkcsRules::from(self.variant),
+        )
     }
 
     /// CDC / DDC: the (0, 1) instance on a complete graph, the initial configuration (default:
@@ -576,8 +598,12 @@ mod tests {
     fn builds_supported_algorithms_and_refuses_the_rest() {
         assert_eq!(spec(Algorithm::Lmutin).build(Count).unwrap(), 5);
         assert_eq!(spec(Algorithm::Lmutex).build(Count).unwrap(), 5);
+        // ring:5 has no process of degree 4: LKCS has no leader
         let err = spec(Algorithm::Lkcs).build(Count).unwrap_err();
-        assert!(err.to_string().contains("not yet supported"));
+        assert!(err.to_string().contains("|N_LDR| >= 4"), "{err}");
+        let mut s = spec(Algorithm::Lkcs);
+        s.topology = Topology::complete(5).unwrap();
+        assert_eq!(s.build(Count).unwrap(), 5);
         // cdc and ddc run on complete graphs only
         let err = spec(Algorithm::Cdc).build(Count).unwrap_err();
         assert!(err.to_string().contains("complete"), "{err}");

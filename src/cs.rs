@@ -171,6 +171,13 @@ pub trait CsObject: Clone + Debug + Eq + Hash + Send + Sync + 'static {
         let _ = now;
     }
 
+    /// The bounds this process's algorithm keeps in normal operation, when tighter than the
+    /// problem's (LKCS keeps (l_i+1, k_i−1) within two hops of its leader); `None` (the
+    /// default) when they are the problem's. The sequential workload moves only within them.
+    fn operating_bounds(&self) -> Option<crate::config::Bounds> {
+        None
+    }
+
     /// Checks the object's internal invariants (e.g. an arbiter's cap), described on failure.
     fn check_invariants(&self) -> Result<(), String> {
         Ok(())

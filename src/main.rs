@@ -41,10 +41,10 @@ struct SystemArgs {
     /// complete:N, ring:N, path:N, star:N, grid:RxC, torus:RxC or random:N:P:SEED.
     #[arg(long)]
     topology: String,
-    /// Uniform lower bound l_i (lmutin: default 1; maekawa fixes 0).
+    /// Uniform lower bound l_i (lmutin: default 1; lkcs: default 0; maekawa fixes 0).
     #[arg(long)]
     l: Option<usize>,
-    /// Uniform upper bound k_i (lmutex: default 1; maekawa fixes 1).
+    /// Uniform upper bound k_i (lmutex: default 1; lkcs: default |N_i|+1; maekawa fixes 1).
     #[arg(long)]
     k: Option<usize>,
     /// Per-process bounds: a JSON file {"l": [...], "k": [...]}, one entry per process.

@@ -22,12 +22,15 @@ use crate::metrics::{PairRecord, Stats, Waiting};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::fmt;
 
 /// Sequential workload: helper moves allowed per process before the run counts as stalled.
 const HELPER_MOVE_LIMIT: u64 = 1_000;
+/// How many configurations the sequential workload's helper search visits at most.
+const HELPER_SEARCH_LIMIT: usize = 50_000;
 
 /// The longest message delay (and think time) a simulation accepts, in time units.
 pub const MAX_DELAY: u64 = 1_000_000_000;
@@ -187,6 +190,9 @@ pub struct SimReport {
     pub remote_messages_per_pair: Stats,
     /// Messages sent by kind.
     pub messages_by_kind: BTreeMap<String, u64>,
+    /// `Trigger` messages sent: LKCS's leader nominating a process for the sidetrack (0 for
+    /// every other algorithm).
+    pub triggers: u64,
     /// Waiting times of completed sequences.
     pub waiting_time: Waiting,
     /// The seed.
@@ -327,6 +333,7 @@ pub fn simulate<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &SimConfig
             messages_per_pair: Stats::default(),
             remote_messages_per_pair: Stats::default(),
             messages_by_kind: BTreeMap::new(),
+            triggers: 0,
             waiting_time: Waiting::default(),
             seed: cfg.seed,
             end_time: 0,
@@ -339,6 +346,9 @@ pub fn simulate<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &SimConfig
 
 struct Sim<'a, A: CsObject> {
     inst: &'a Instance,
+    /// The bounds the sequential workload moves within: the objects' operating bounds where
+    /// they are tighter than the problem's (see [`CsObject::operating_bounds`]).
+    schedule: Cow<'a, Instance>,
     cfg: &'a SimConfig,
     procs: Vec<A>,
     rng: ChaCha8Rng,
@@ -359,6 +369,8 @@ struct Sim<'a, A: CsObject> {
     trace: VecDeque<(u64, u64, TraceEntry<A::Msg>)>,
     rr: usize,
     helper_moves: u64,
+    /// Helper moves still to make, found by the sequential workload's search.
+    plan: VecDeque<usize>,
     done: bool,
 }
 
@@ -366,8 +378,18 @@ impl<'a, A: CsObject> Sim<'a, A> {
     fn new(inst: &'a Instance, procs: Vec<A>, cfg: &'a SimConfig) -> Self {
         let n = procs.len();
         let observed = Observed::new(inst, procs.iter().map(|p| p.state()).collect());
+        let schedule = if procs.iter().any(|p| p.operating_bounds().is_some()) {
+            let bounds = procs
+                .iter()
+                .map(|p| p.operating_bounds().unwrap_or(inst.bounds(p.id())))
+                .collect();
+            Instance::new(inst.topology().clone(), bounds).map_or(Cow::Borrowed(inst), Cow::Owned)
+        } else {
+            Cow::Borrowed(inst)
+        };
         Sim {
             inst,
+            schedule,
             cfg,
             procs,
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
@@ -394,6 +416,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
             trace: VecDeque::new(),
             rr: 0,
             helper_moves: 0,
+            plan: VecDeque::new(),
             done: cfg.pairs == 0,
         }
     }
@@ -518,8 +541,11 @@ impl<'a, A: CsObject> Sim<'a, A> {
 
     /// The sequential workload's next mover: the next process in round-robin order with
     /// required pairs left whose move keeps every bound. When none can move, a helper move:
-    /// the safe move that most reduces the number of bounds blocking those processes; failing
-    /// that, a process finishing an extra pair, then anyone.
+    /// the next step of a plan found earlier; else the safe move that most reduces the number
+    /// of bounds blocking those processes; else the first move of a shortest sequence of safe
+    /// moves after which one of them can move (breadth-first, at most
+    /// `HELPER_SEARCH_LIMIT` configurations); failing that, a process finishing an extra pair,
+    /// then anyone.
     fn next_mover(&mut self) -> Option<ProcessId> {
         let n = self.procs.len();
         let mut states = self.observed.states().to_vec();
@@ -529,15 +555,22 @@ impl<'a, A: CsObject> Sim<'a, A> {
         let safe: Vec<bool> = (0..n)
             .map(|p| {
                 self.observed
-                    .bounds_broken_by_move(self.inst, ProcessId::from(p))
+                    .bounds_broken_by_move(&self.schedule, ProcessId::from(p))
                     == 0
             })
             .collect();
         let rotation: Vec<usize> = (0..n).map(|i| (self.rr + i) % n).collect();
-        let pick = rotation
-            .iter()
-            .copied()
-            .find(|&p| required[p] && safe[p])
+        let planned = match self.plan.front() {
+            Some(&h) if safe[h] && !rotation.iter().any(|&p| required[p] && safe[p]) => {
+                self.plan.pop_front()
+            }
+            _ => {
+                self.plan.clear();
+                None
+            }
+        };
+        let pick = planned
+            .or_else(|| rotation.iter().copied().find(|&p| required[p] && safe[p]))
             .or_else(|| {
                 let blocked: Vec<usize> = (0..n).filter(|&p| required[p] && !safe[p]).collect();
                 let before = self.blocking(&mut states, &blocked);
@@ -552,6 +585,10 @@ impl<'a, A: CsObject> Sim<'a, A> {
                 }
                 best.map(|(h, _)| h)
             })
+            .or_else(|| {
+                self.plan = self.helper_path(&states, &required);
+                self.plan.pop_front()
+            })
             .or_else(|| rotation.iter().copied().find(|&p| safe[p] && self.owes(p)))
             .or_else(|| rotation.iter().copied().find(|&p| safe[p]))?;
         self.rr = (pick + 1) % n;
@@ -561,11 +598,61 @@ impl<'a, A: CsObject> Sim<'a, A> {
         Some(ProcessId::from(pick))
     }
 
+    /// A shortest sequence of moves, each keeping every (schedule) bound, after which some
+    /// process in `required` can move; empty when none is found within the search limit.
+    fn helper_path(&self, start: &[CsState], required: &[bool]) -> VecDeque<usize> {
+        let n = start.len();
+        let mut seen: HashMap<Vec<CsState>, usize> = HashMap::new();
+        // (configuration, parent index, move that led here)
+        let mut nodes: Vec<(Vec<CsState>, usize, usize)> = vec![(start.to_vec(), 0, 0)];
+        seen.insert(start.to_vec(), 0);
+        let mut head = 0;
+        while head < nodes.len() && nodes.len() < HELPER_SEARCH_LIMIT {
+            let mut states = nodes[head].0.clone();
+            for p in 0..n {
+                if self
+                    .schedule
+                    .bounds_broken_by_move(&mut states, ProcessId::from(p))
+                    > 0
+                {
+                    continue;
+                }
+                states[p] = !states[p];
+                if !seen.contains_key(&states) {
+                    seen.insert(states.clone(), nodes.len());
+                    nodes.push((states.clone(), head, p));
+                    let goal = (0..n).any(|q| {
+                        required[q]
+                            && self
+                                .schedule
+                                .bounds_broken_by_move(&mut states, ProcessId::from(q))
+                                == 0
+                    });
+                    if goal {
+                        let mut path = VecDeque::new();
+                        let mut at = nodes.len() - 1;
+                        while at != 0 {
+                            path.push_front(nodes[at].2);
+                            at = nodes[at].1;
+                        }
+                        return path;
+                    }
+                }
+                states[p] = !states[p];
+            }
+            head += 1;
+        }
+        VecDeque::new()
+    }
+
     /// How many (process, bound) pairs would break if each of `movers` moved alone.
     fn blocking(&self, states: &mut [CsState], movers: &[usize]) -> usize {
         movers
             .iter()
-            .map(|&p| self.inst.bounds_broken_by_move(states, ProcessId::from(p)))
+            .map(|&p| {
+                self.schedule
+                    .bounds_broken_by_move(states, ProcessId::from(p))
+            })
             .sum()
     }
 
@@ -723,6 +810,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
             messages: self.messages,
             messages_per_pair: Stats::of(pairs.iter().map(|p| p.messages as f64)),
             remote_messages_per_pair: Stats::of(pairs.iter().map(|p| p.remote_messages as f64)),
+            triggers: self.by_kind.get("Trigger").copied().unwrap_or(0),
             messages_by_kind: self.by_kind,
             waiting_time: Waiting {
                 exit_max: exits.max,

@@ -582,3 +582,124 @@ fn maekawa_refuses_bad_input_one_line_per_problem() {
         }
     }
 }
+
+#[test]
+fn lkcs_sequential_torus_costs_six_per_closed_neighbour() {
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "lkcs",
+        "--topology",
+        "torus:5x5",
+        "--l",
+        "1",
+        "--k",
+        "4",
+        "--workload",
+        "sequential",
+        "--pairs",
+        "1",
+        "--delay",
+        "unit",
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert_eq!(v["safety_violations"], 0);
+    assert_eq!(v["triggers"], 0);
+    for stat in ["min", "mean", "max"] {
+        assert_eq!(v["messages_per_pair"][stat], 30.0, "{v}");
+    }
+}
+
+#[test]
+fn lkcs_refuses_a_graph_without_a_leader_and_bad_leaders() {
+    let out = lkcs(&["simulate", "--algorithm", "lkcs", "--topology", "ring:9"]);
+    assert_eq!(out.status.code(), Some(2));
+    let lines = stderr_lines(&out);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("|N_LDR| >= 4"), "{lines:?}");
+    // a named leader of degree 2 on a grid, with bounds too tight nearby: every problem
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "lkcs",
+        "--topology",
+        "grid:3x3",
+        "--leader",
+        "0",
+        "--l",
+        "0",
+        "--k",
+        "3",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let lines = stderr_lines(&out);
+    assert!(lines.iter().any(|l| l.contains("|N_LDR| = 2")), "{lines:?}");
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "lkcs",
+        "--topology",
+        "complete:5",
+        "--leader",
+        "9",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn lkcs_concurrent_run_and_bounded_check_pass() {
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "lkcs",
+        "--topology",
+        "complete:6",
+        "--l",
+        "1",
+        "--k",
+        "5",
+        "--pairs",
+        "3",
+        "--delay",
+        "uniform:1:12",
+        "--think",
+        "8",
+        "--seed",
+        "4",
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert!(v["triggers"].as_u64().unwrap() >= 1, "{v}");
+    let out = lkcs(&[
+        "check",
+        "--algorithm",
+        "lkcs",
+        "--topology",
+        "complete:5",
+        "--l",
+        "1",
+        "--k",
+        "4",
+        "--max-states",
+        "300000",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

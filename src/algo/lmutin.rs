@@ -256,7 +256,7 @@ impl Lmutin {
     fn apply(&self, actions: Vec<Action>, out: &mut Outbox<LmutinMsg>) {
         for a in actions {
             match a {
-                Action::Grant(p) => out.send(p, LmutinMsg::Grant),
+                Action::Grant(p) | Action::SidetrackGrant(p) => out.send(p, LmutinMsg::Grant),
                 Action::Preempt(p) => out.send(p, LmutinMsg::Preempt),
             }
         }

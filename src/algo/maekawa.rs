@@ -299,7 +299,7 @@ impl Maekawa {
     fn apply(&mut self, actions: Vec<Action>, out: &mut Outbox<MaekawaMsg>) {
         for a in actions {
             match a {
-                Action::Grant(p) => {
+                Action::Grant(p) | Action::SidetrackGrant(p) => {
                     self.told_failed.remove(&p);
                     out.send(p, MaekawaMsg::Locked);
                 }

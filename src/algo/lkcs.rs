@@ -1,0 +1,929 @@
+//! LKCS: the generalized local (l_i, k_i)-critical section (Kamei & Kakugawa 2017, §5,
+//! Algorithms 3–7), with a leader, the "sidetrack" and Trigger.
+//!
+//! **Problem.** On a graph, every process P_i keeps between l_i and k_i processes of its
+//! closed neighbourhood N_i ∪ {P_i} in the CS, with 0 ≤ l_i < k_i ≤ |N_i|+1.
+//!
+//! **Idea.** LKCS composes l_i-LMUTIN and k_i-LMUTEX on one process: Exit = the LMUTIN exit
+//! (permissions of type MUTIN, "you may be out") then the LMUTEX exit (release the MUTEX
+//! permissions); Entry = the LMUTEX entry (permissions of type MUTEX, "you may be in") then the
+//! LMUTIN entry (release the MUTIN permissions). Each process runs one
+//! [`Arbiter`] per type, with capacity |N_i|+1−L_i for MUTIN and K_i for MUTEX. Alone, the
+//! composition can deadlock: an exit waits for an entry that waits for an exit. The
+//! **sidetrack** breaks such cycles: a leader P_LDR (|N_LDR| ≥ 4) watches its own arbiters,
+//! and when every member of its closed neighbourhood seems blocked (`Waiting_LDR ≥ |N_LDR|+1`)
+//! it nominates one of them (a *trigger*) with a `Trigger` message. The trigger re-asks with
+//! `RequestByTrigger`; every neighbour replaces its request by a permission stamped (0, P_q),
+//! granted at once whatever its capacity. To keep that safe, every process within two hops of
+//! the leader runs with tightened bounds L_i = l_i+1 and K_i = k_i−1: one sidetrack move per
+//! type stays within (l_i, k_i).
+//!
+//! **This is the paper's partial solution**: within two hops of the leader, the algorithm
+//! normally keeps l_i+1 ≤ |CS_i| ≤ k_i−1, and reaches l_i or k_i only through a sidetrack
+//! move. Preconditions: a leader with |N_LDR| ≥ 4; k_q − l_q ≥ 3 for every P_q within two hops
+//! of it; an initial configuration that is safe, and tightly safe (l_q+1 ≤ |CS_q| ≤ k_q−1)
+//! within two hops. [`Lkcs::build`] checks them all and reports every one that fails.
+//!
+//! **Messages.** `Request(at, ts)`, `Grant(at)`, `Release(at)`, `Preempt(at)`,
+//! `Relinquish(at)` (LMUTIN's, per type `at` ∈ {MUTIN, MUTEX}); `Trigger(at, ts)` (leader →
+//! nominee), `RequestByTrigger(at)` (nominee → its closed neighbourhood), `SidetrackGrant(at)`
+//! (the answer to it) and `TriggerDeclined` (nominee → leader; deviation 4).
+//!
+//! **Variables of P_i.**
+//!
+//! | paper | here | meaning |
+//! |---|---|---|
+//! | `state_i` | `state` | InCS / OutCS |
+//! | `ts_i` | `ts` | clock: starts at 1, +1 on Exit (Entry reuses it), raised to every Request's stamp |
+//! | — | `req_ts` | the stamp of the pending sequence's requests (what a Trigger must name) |
+//! | `nGrants_i[at]` | `granters[at]` | permissions held for the sequence in progress |
+//! | `grantedTo_i[at]`, `pendingReq_i[at]`, `preemptingNow_i[at]` | `arbiters[at]` | the type's arbiter |
+//! | `candidate_LDR` | (a local in [`Lkcs`]'s nomination) | |
+//! | — | `triggered` | the sequence in progress was switched to the sidetrack |
+//! | — | `leader.last_request` | the last (type, stamp) each neighbour asked the leader for |
+//! | — | `leader.in_flight` | the nominee whose answer the leader awaits |
+//!
+//! **Complexity** (Lemma 6): 6(|N_i|+1) messages per Exit/Entry pair in the best case (Request,
+//! Grant, Release of each type, to and from every member of N_i ∪ {P_i}), 12(|N_i|+1) in the
+//! worst; a trigger adds 1 + 2(|N_q|+1) (the Trigger, one RequestByTrigger and one
+//! SidetrackGrant per member of N_q ∪ {P_q}), or 2 when it is declined.
+//!
+//! **Assumptions.** Reliable FIFO links (self-links included); atomic handlers; the leader
+//! keeps cycling through Exit and Entry (the suspicion runs inside its own sequences, as in the
+//! paper: a leader that stops calling them stops resolving deadlocks).
+//!
+//! # Deviations from the paper
+//!
+//! Each printed rule can be selected alone through [`LkcsRules`] (all of them together with
+//! `--variant printed`). `tests/lkcs.rs` runs each one in seeded concurrent simulations and
+//! asserts that the printed rule fails where the corrected rules pass the same sweep.
+//!
+//! 1. **Initial grants by type.** Algorithm 3 initialises both `grantedTo_i[at]` with the InCS
+//!    members (stamp 1). A MUTIN permission is a permission to be *out*: the OutCS members hold
+//!    them, and the InCS members hold the MUTEX ones. With the printed sets the arbiters count
+//!    the wrong processes and both bounds break.
+//! 2. **The trigger's stamp is the request's.** For an exit, TriggerNomination picks (ts_j,
+//!    P_j) with (ts_j+1, P_j) granted for MUTIN and sends `Trigger(MUTIN, ts_j)`; the nominee
+//!    waits with ts_j+1 and ignores it, and the deadlock stays. The leader remembers the last
+//!    (type, stamp) each neighbour asked it for and sends exactly that.
+//! 3. **Nominating does not dequeue.** The printed nomination takes the request out of
+//!    `pendingReq_LDR` (`deleteMin`); when the nominee declines (its sequence completed
+//!    meanwhile), the request is lost. The corrected nomination only reads it; the
+//!    RequestByTrigger removes it.
+//! 4. **One trigger at a time, and one reserved permission per arbiter.** The printed leader
+//!    nominates again as soon as `Waiting_LDR` drops below |N_LDR|+1 and comes back, and every
+//!    RequestByTrigger is granted at once whatever the arbiter holds: sidetrack permissions
+//!    pile up and l_i or k_i breaks. Corrected: the leader waits for the nominee's answer
+//!    (its RequestByTrigger, or the new `TriggerDeclined` when the Trigger came too late) and
+//!    never nominates a process already on the sidetrack for that type; each arbiter grants a
+//!    sidetrack permission only while at most capacity + 1 permissions are granted with it
+//!    (the "reserved grant" of §5.1; `Cond_i` keeps counting sidetrack permissions, so normal
+//!    grants never use the reserve) and queues it otherwise, serving it first when a
+//!    permission comes back; the queued requests count in `Waiting_LDR`. Safety is then
+//!    local: at every arbiter within two hops at most |N_i|+1−L_i+1 processes hold a MUTIN
+//!    permission, so |CS_i| ≥ L_i−1 = l_i, and at most K_i+1 = k_i a MUTEX one. Two earlier
+//!    designs failed in simulation and are not kept: one sidetrack per type system-wide
+//!    deadlocked `torus:5x5`, l = 1, k = 4, seed 1 (the two holders each waited for the
+//!    other's type), and letting only the holder be nominated again livelocked it (the holder
+//!    toggled for ever while everyone else waited).
+//! 5. **"Saturated" means "at the cap".** TriggerNomination tests |grantedTo[MUTIN]| =
+//!    |N_LDR| − L_LDR and |grantedTo[MUTEX]| = K_LDR − 1, one below the capacities
+//!    |N_LDR|+1−L_LDR and K_LDR; a deadlocked leader is *at* its cap, and the printed test
+//!    nominates nobody. Corrected: ≥ the capacity.
+//! 6. **The leader leaves its wait.** After nominating, the printed leader waits until
+//!    `Waiting_LDR` < |N_LDR|+1 before it looks at its grants again; when it nominated itself,
+//!    its own sidetrack permissions keep it counted (it holds both types) and it waits for
+//!    ever. Corrected: the leader's sequence completes as soon as its grants are complete.
+//! 7. **Sidetrack grants are told apart.** The printed trigger clears `nGrants` and counts
+//!    every later Grant. A normal Grant sent before the neighbour saw the RequestByTrigger can
+//!    complete the sequence before that neighbour's sidetrack Grant arrives, which then counts
+//!    for the *next* sequence of that type: a permission nobody gave. Corrected: the answer is a
+//!    `SidetrackGrant`, and a triggered sequence counts only those (all |N_q|+1 of them); a
+//!    Trigger is accepted only by a process waiting in that sequence with that stamp.
+//! 8. **Preempt, Relinquish and Release as in LMUTIN** (`algo::lmutin`, deviations 3 and 4):
+//!    relinquish only a permission held for the pending sequence (never a sidetrack one),
+//!    ignore an unmatched Relinquish, re-grant on Release only while the capacity holds.
+//!
+//! The clock is raised to every Request's stamp, as in LMUTIN.
+//!
+//! # Known gap: liveness with the least slack
+//!
+//! With k_q − l_q = 3 (the least the paper allows) the operating range near the leader is a
+//! single value, and on tori (`torus:4x4`, `torus:5x5`, `torus:6x6` with l = 1, k = 4) the
+//! corrected algorithm still deadlocks in most seeded runs: the leader's nominations do not
+//! reach the chain of waits, which runs outside its closed neighbourhood. Safety holds on
+//! every run (`tests/lkcs.rs`); with one more unit of slack (k_q − l_q ≥ 4), and on complete
+//! graphs with k − l = 3, every run of the test sweeps is safe and live. The paper's
+//! liveness argument (Lemma 5) assumes every blocked chain passes through the leader.
+
+use crate::arbiter::{Action, Arbiter, ArbiterRules};
+use crate::config::{Bounds, Instance};
+use crate::cs::{check_call, CsObject, CsState, Message, Outbox, Sequence, Variant};
+use crate::error::{CallError, ConfigError, Problem};
+use crate::id::{ProcessId, Stamp};
+use crate::topology::Topology;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The smallest leader degree |N_LDR| LKCS allows.
+pub const MIN_LEADER_DEGREE: usize = 4;
+
+/// The permission types: MUTIN permits being out of the CS (LMUTIN), MUTEX being in (LMUTEX).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum At {
+    /// Permission to exit (be out of) the CS.
+    Mutin,
+    /// Permission to enter (be in) the CS.
+    Mutex,
+}
+
+impl At {
+    fn index(self) -> usize {
+        match self {
+            At::Mutin => 0,
+            At::Mutex => 1,
+        }
+    }
+
+    /// The sequence that asks for this type.
+    pub fn sequence(self) -> Sequence {
+        match self {
+            At::Mutin => Sequence::Exit,
+            At::Mutex => Sequence::Entry,
+        }
+    }
+
+    /// The type a sequence asks for.
+    pub fn of(seq: Sequence) -> At {
+        match seq {
+            Sequence::Exit => At::Mutin,
+            Sequence::Entry => At::Mutex,
+        }
+    }
+}
+
+/// The messages of LKCS. The sender is known from the link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LkcsMsg {
+    /// Asks for a permission of type `at`, stamped `(ts, sender)`.
+    Request {
+        /// The type.
+        at: At,
+        /// The requester's clock.
+        ts: u64,
+    },
+    /// Gives a permission.
+    Grant {
+        /// The type.
+        at: At,
+    },
+    /// The sender's sequence completed: its permission of type `at` is free.
+    Release {
+        /// The type.
+        at: At,
+    },
+    /// Asks the receiver to return its permission.
+    Preempt {
+        /// The type.
+        at: At,
+    },
+    /// Returns a permission after a Preempt.
+    Relinquish {
+        /// The type.
+        at: At,
+    },
+    /// Leader → nominee: switch your sequence of type `at`, stamped `ts`, to the sidetrack.
+    Trigger {
+        /// The type.
+        at: At,
+        /// The stamp of the request the leader nominates.
+        ts: u64,
+    },
+    /// Nominee → its closed neighbourhood: grant me a sidetrack permission.
+    RequestByTrigger {
+        /// The type.
+        at: At,
+    },
+    /// The answer to a RequestByTrigger (the printed rules send a plain Grant).
+    SidetrackGrant {
+        /// The type.
+        at: At,
+    },
+    /// Nominee → leader: the Trigger came too late (the sequence completed); nominate again.
+    TriggerDeclined,
+}
+
+impl Message for LkcsMsg {
+    fn kind(&self) -> Cow<'static, str> {
+        Cow::Borrowed(match self {
+            LkcsMsg::Request { .. } => "Request",
+            LkcsMsg::Grant { .. } => "Grant",
+            LkcsMsg::Release { .. } => "Release",
+            LkcsMsg::Preempt { .. } => "Preempt",
+            LkcsMsg::Relinquish { .. } => "Relinquish",
+            LkcsMsg::Trigger { .. } => "Trigger",
+            LkcsMsg::RequestByTrigger { .. } => "RequestByTrigger",
+            LkcsMsg::SidetrackGrant { .. } => "SidetrackGrant",
+            LkcsMsg::TriggerDeclined => "TriggerDeclined",
+        })
+    }
+}
+
+/// Which printed rules to follow (see "Deviations from the paper"; each field `true` selects
+/// the printed rule), and whether the sidetrack exists at all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LkcsRules {
+    /// `false` runs the naive composition of §5.1: no leader, no trigger, untightened bounds.
+    /// It can deadlock; it is kept to show why the sidetrack exists.
+    pub sidetrack: bool,
+    /// Deviation 1: both types' initial grants to the InCS members.
+    pub printed_initial_grants: bool,
+    /// Deviation 2: `Trigger(MUTIN, ts_j)` for a nominee waiting with ts_j+1.
+    pub printed_trigger_stamp: bool,
+    /// Deviation 3: the nomination dequeues the nominee's pending request.
+    pub dequeue_nominee: bool,
+    /// Deviation 4: nominate again whenever the suspicion comes back, with no answer awaited.
+    pub repeated_triggers: bool,
+    /// Deviation 5: "saturated" is one below the capacity.
+    pub printed_saturation: bool,
+    /// Deviation 6: the leader completes only once `Waiting_LDR` < |N_LDR|+1.
+    pub printed_leader_wait: bool,
+    /// Deviation 7: sidetrack grants are plain Grants; a Trigger is accepted by state.
+    pub untagged_sidetrack: bool,
+    /// Deviation 8 (requester side): relinquish on every Preempt of the type being kept.
+    pub unguarded_preempt: bool,
+    /// Deviation 8 (arbiter side).
+    pub arbiter: ArbiterRules,
+}
+
+impl LkcsRules {
+    /// The corrected algorithm.
+    pub const CORRECTED: LkcsRules = LkcsRules {
+        sidetrack: true,
+        printed_initial_grants: false,
+        printed_trigger_stamp: false,
+        dequeue_nominee: false,
+        repeated_triggers: false,
+        printed_saturation: false,
+        printed_leader_wait: false,
+        untagged_sidetrack: false,
+        unguarded_preempt: false,
+        arbiter: ArbiterRules::CORRECTED,
+    };
+    /// Every rule as printed.
+    pub const PRINTED: LkcsRules = LkcsRules {
+        sidetrack: true,
+        printed_initial_grants: true,
+        printed_trigger_stamp: true,
+        dequeue_nominee: true,
+        repeated_triggers: true,
+        printed_saturation: true,
+        printed_leader_wait: true,
+        untagged_sidetrack: true,
+        unguarded_preempt: true,
+        arbiter: ArbiterRules::PRINTED,
+    };
+    /// The naive composition (corrected rules, no sidetrack, no tightening).
+    pub const NAIVE: LkcsRules = LkcsRules {
+        sidetrack: false,
+        ..LkcsRules::CORRECTED
+    };
+}
+
+impl From<Variant> for LkcsRules {
+    fn from(v: Variant) -> Self {
+        match v {
+            Variant::Corrected => LkcsRules::CORRECTED,
+            Variant::Printed => LkcsRules::PRINTED,
+        }
+    }
+}
+
+/// The leader's extra variables.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct LeaderRole {
+    /// The last (type, stamp) each member of the closed neighbourhood asked for.
+    last_request: BTreeMap<ProcessId, (At, u64)>,
+    /// The nominee whose answer is awaited (corrected rules).
+    in_flight: Option<ProcessId>,
+    /// In the printed wait after a nomination.
+    waiting: bool,
+}
+
+/// A built LKCS system: the problem instance the observer checks, the bounds the algorithm
+/// keeps in normal operation, the leader, the initial configuration and the processes.
+#[derive(Clone, Debug)]
+pub struct LkcsSystem {
+    /// The (l_i, k_i) instance.
+    pub instance: Instance,
+    /// The (L_i, K_i) instance: tightened by one within two hops of the leader.
+    pub operating: Instance,
+    /// The leader (`None` for the naive composition).
+    pub leader: Option<ProcessId>,
+    /// The initial configuration.
+    pub initial: Vec<CsState>,
+    /// One object per process, by id.
+    pub procs: Vec<Lkcs>,
+}
+
+/// One process of LKCS.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Lkcs {
+    id: ProcessId,
+    closed: Vec<ProcessId>,
+    state: CsState,
+    pending: Option<Sequence>,
+    ts: u64,
+    /// The stamp the pending sequence's requests carry (the clock may have moved on since).
+    req_ts: u64,
+    granters: [BTreeSet<ProcessId>; 2],
+    arbiters: [Arbiter; 2],
+    triggered: bool,
+    operating: Bounds,
+    leader: Option<LeaderRole>,
+    rules: LkcsRules,
+}
+
+impl Lkcs {
+    /// The (l_i, k_i) instance, after checking 0 ≤ l_i < k_i ≤ |N_i|+1 for every process.
+    pub fn instance(
+        topology: &Topology,
+        l: &[usize],
+        k: &[usize],
+    ) -> Result<Instance, ConfigError> {
+        if l.len() != topology.len() || k.len() != topology.len() {
+            return Err(ConfigError::one(Problem::Invalid(format!(
+                "{} lower and {} upper bounds given for {} processes",
+                l.len(),
+                k.len(),
+                topology.len()
+            ))));
+        }
+        let bounds = l.iter().zip(k).map(|(&l, &k)| Bounds { l, k }).collect();
+        Instance::new(topology.clone(), bounds)
+    }
+
+    /// Every reason `leader` cannot lead LKCS on `inst`: |N_LDR| < 4, or a process within two
+    /// hops with k_q − l_q < 3 (empty when it can).
+    pub fn leader_problems(inst: &Instance, leader: ProcessId) -> Vec<Problem> {
+        let t = inst.topology();
+        if leader.index() >= t.len() {
+            return vec![Problem::Invalid(format!(
+                "--leader {}: processes are 0..{}",
+                leader.index(),
+                t.len()
+            ))];
+        }
+        let mut problems = Vec::new();
+        if t.degree(leader) < MIN_LEADER_DEGREE {
+            problems.push(Problem::Invalid(format!(
+                "leader {leader} has |N_LDR| = {}, LKCS needs |N_LDR| >= {MIN_LEADER_DEGREE}",
+                t.degree(leader)
+            )));
+        }
+        for (q, d) in t.distances(leader).into_iter().enumerate() {
+            let b = inst.all_bounds()[q];
+            if d.is_some_and(|d| d <= 2) && b.k < b.l + 3 {
+                problems.push(Problem::Invalid(format!(
+                    "P{q} is within two hops of leader {leader} and has k - l = {} - {} < 3",
+                    b.k, b.l
+                )));
+            }
+        }
+        problems
+    }
+
+    /// The bounds the algorithm keeps with `leader`: (l_i+1, k_i−1) within two hops of it,
+    /// (l_i, k_i) elsewhere; with no leader, the problem's bounds.
+    pub fn operating_instance(
+        inst: &Instance,
+        leader: Option<ProcessId>,
+    ) -> Result<Instance, ConfigError> {
+        let t = inst.topology();
+        let dist = leader.map(|p| t.distances(p));
+        let bounds = t
+            .processes()
+            .map(|p| {
+                let b = inst.bounds(p);
+                let near = dist
+                    .as_ref()
+                    .is_some_and(|d| d[p.index()].is_some_and(|d| d <= 2));
+                if near {
+                    Bounds {
+                        l: b.l + 1,
+                        k: b.k.saturating_sub(1),
+                    }
+                } else {
+                    b
+                }
+            })
+            .collect();
+        Instance::new(t.clone(), bounds)
+    }
+
+    /// Validates everything and builds the system. `leader`: the named leader, or `None` to
+    /// choose one (the first process, by decreasing degree then id, that meets every
+    /// precondition and admits a start); `initial`: the given start, or `None` to search one
+    /// that is safe for the operating bounds. With `rules.sidetrack == false` (the naive
+    /// composition) there is no leader and no tightening. Every problem found is reported.
+    pub fn build(
+        inst: &Instance,
+        leader: Option<usize>,
+        initial: Option<&[CsState]>,
+        rules: LkcsRules,
+    ) -> Result<LkcsSystem, ConfigError> {
+        let n = inst.len();
+        if let Some(s) = initial.filter(|s| s.len() != n) {
+            return Err(ConfigError::one(Problem::Invalid(format!(
+                "initial configuration has {} states for {n} processes",
+                s.len()
+            ))));
+        }
+        if !rules.sidetrack {
+            if leader.is_some() {
+                return Err(ConfigError::one(Problem::Invalid(
+                    "the naive composition has no leader".into(),
+                )));
+            }
+            let initial = match initial {
+                Some(s) => s.to_vec(),
+                None => inst.find_safe_initial().map_err(ConfigError::one)?,
+            };
+            return Lkcs::assemble(inst, None, initial, rules);
+        }
+        if let Some(l) = leader {
+            let p = ProcessId::from(l);
+            ConfigError::check(Lkcs::leader_problems(inst, p))?;
+            let operating = Lkcs::operating_instance(inst, Some(p))?;
+            let initial = match initial {
+                Some(s) => {
+                    let mut problems = inst.violations(s);
+                    problems.extend(tight_violations(inst, &operating, s));
+                    ConfigError::check(problems)?;
+                    s.to_vec()
+                }
+                None => operating.find_safe_initial().map_err(ConfigError::one)?,
+            };
+            return Lkcs::assemble(inst, Some(p), initial, rules);
+        }
+        if let Some(s) = initial {
+            ConfigError::check(inst.violations(s))?;
+        }
+        let t = inst.topology();
+        let mut candidates: Vec<ProcessId> = t
+            .processes()
+            .filter(|&p| t.degree(p) >= MIN_LEADER_DEGREE)
+            .collect();
+        if candidates.is_empty() {
+            let max = t.processes().map(|p| t.degree(p)).max().unwrap_or(0);
+            return Err(ConfigError::one(Problem::Invalid(format!(
+                "LKCS needs a leader with |N_LDR| >= {MIN_LEADER_DEGREE}: the largest degree in {} is {max}",
+                t.name()
+            ))));
+        }
+        candidates.sort_by_key(|&p| (std::cmp::Reverse(t.degree(p)), p));
+        let mut why = Vec::new();
+        for &p in &candidates {
+            let problems = Lkcs::leader_problems(inst, p);
+            if !problems.is_empty() {
+                why.push(format!("{p}: {}", problems[0]));
+                continue;
+            }
+            let operating = Lkcs::operating_instance(inst, Some(p))?;
+            let start = match initial {
+                Some(s) => {
+                    let bad = tight_violations(inst, &operating, s);
+                    if let Some(b) = bad.first() {
+                        why.push(format!("{p}: the given start is not tight: {b}"));
+                        continue;
+                    }
+                    s.to_vec()
+                }
+                None => match operating.find_safe_initial() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        why.push(format!("{p}: {e}"));
+                        continue;
+                    }
+                },
+            };
+            return Lkcs::assemble(inst, Some(p), start, rules);
+        }
+        let shown = why.len().min(5);
+        let mut text = format!(
+            "no process can lead LKCS (|N_LDR| >= {MIN_LEADER_DEGREE}, k_q - l_q >= 3 within two hops, a tight start): {}",
+            why[..shown].join("; ")
+        );
+        if why.len() > shown {
+            text.push_str(&format!("; and {} more", why.len() - shown));
+        }
+        Err(ConfigError::one(Problem::Invalid(text)))
+    }
+
+    fn assemble(
+        inst: &Instance,
+        leader: Option<ProcessId>,
+        initial: Vec<CsState>,
+        rules: LkcsRules,
+    ) -> Result<LkcsSystem, ConfigError> {
+        ConfigError::check(inst.violations(&initial))?;
+        let operating = Lkcs::operating_instance(inst, leader)?;
+        let procs = inst
+            .topology()
+            .processes()
+            .map(|p| Lkcs::new(&operating, p, leader, &initial, rules))
+            .collect();
+        Ok(LkcsSystem {
+            instance: inst.clone(),
+            operating,
+            leader,
+            initial,
+            procs,
+        })
+    }
+
+    /// Process `id` with the operating bounds of `operating`, starting in `initial`. Does not
+    /// validate: see [`Lkcs::build`].
+    pub fn new(
+        operating: &Instance,
+        id: ProcessId,
+        leader: Option<ProcessId>,
+        initial: &[CsState],
+        rules: LkcsRules,
+    ) -> Lkcs {
+        let t = operating.topology();
+        let closed = t.closed(id);
+        let b = operating.bounds(id);
+        let holders = |s: CsState| {
+            closed
+                .iter()
+                .filter(move |q| initial.get(q.index()) == Some(&s))
+                .map(|&q| Stamp::new(1, q))
+        };
+        let (mutin_holders, mutex_holders) = if rules.printed_initial_grants {
+            (CsState::InCs, CsState::InCs)
+        } else {
+            (CsState::OutCs, CsState::InCs)
+        };
+        let arbiters = [
+            Arbiter::new(
+                closed.len().saturating_sub(b.l),
+                holders(mutin_holders),
+                rules.arbiter,
+            ),
+            Arbiter::new(b.k, holders(mutex_holders), rules.arbiter),
+        ];
+        Lkcs {
+            id,
+            state: initial.get(id.index()).copied().unwrap_or(CsState::OutCs),
+            pending: None,
+            ts: 1,
+            req_ts: 0,
+            granters: [BTreeSet::new(), BTreeSet::new()],
+            arbiters,
+            triggered: false,
+            operating: b,
+            leader: (rules.sidetrack && leader == Some(id)).then(|| LeaderRole {
+                last_request: BTreeMap::new(),
+                in_flight: None,
+                waiting: false,
+            }),
+            closed,
+            rules,
+        }
+    }
+
+    /// The arbiter of type `at` (for inspection in tests and checkers).
+    pub fn arbiter(&self, at: At) -> &Arbiter {
+        &self.arbiters[at.index()]
+    }
+
+    /// Whether this process is the leader.
+    pub fn is_leader(&self) -> bool {
+        self.leader.is_some()
+    }
+
+    /// Whether the sequence in progress was switched to the sidetrack.
+    pub fn triggered(&self) -> bool {
+        self.triggered
+    }
+
+    /// `Waiting_LDR`: pending requests of both types, the processes holding both types, and
+    /// the sidetrack requests waiting for the reserve.
+    fn waiting(&self) -> usize {
+        let [mutin, mutex] = &self.arbiters;
+        let both = mutin
+            .granted()
+            .iter()
+            .filter(|s| mutex.holds(s.id))
+            .map(|s| s.id)
+            .collect::<BTreeSet<_>>()
+            .len();
+        let queued = mutin.sidetrack_queue().len() + mutex.sidetrack_queue().len();
+        mutin.pending().len() + mutex.pending().len() + both + queued
+    }
+
+    fn saturated(&self, at: At) -> bool {
+        let a = &self.arbiters[at.index()];
+        if self.rules.printed_saturation {
+            a.granted().len() + 1 == a.capacity()
+        } else {
+            !a.has_room()
+        }
+    }
+
+    /// TriggerNomination: the type to trigger, the stamp to send and the nominee.
+    fn nominee(&mut self) -> Option<(At, u64, ProcessId)> {
+        // MUTIN at its cap: exits are stuck, so trigger an entry; MUTEX at its cap: an exit
+        let order = [(At::Mutin, At::Mutex), (At::Mutex, At::Mutin)];
+        for (full, at) in order {
+            if !self.saturated(full) {
+                continue;
+            }
+            let pick = self.pick(at);
+            if self.rules.repeated_triggers || pick.is_some() {
+                // the printed if / else-if: only the first saturated type is tried
+                return pick;
+            }
+        }
+        None
+    }
+
+    fn pick(&mut self, at: At) -> Option<(At, u64, ProcessId)> {
+        let a = &self.arbiters[at.index()];
+        if let Some(&s) = a.pending().first() {
+            if self.rules.dequeue_nominee {
+                self.arbiters[at.index()].drop_pending(s);
+            }
+            return Some((at, s.ts, s.id));
+        }
+        let [mutin, mutex] = &self.arbiters;
+        if self.rules.printed_trigger_stamp {
+            // (ts_j, P_j) ∈ MUTEX and (ts_j, P_j) ∈ MUTIN (entry) / (ts_j+1, P_j) ∈ MUTIN (exit)
+            let shift = u64::from(at == At::Mutin);
+            return mutex
+                .granted()
+                .iter()
+                .filter(|s| mutin.granted().contains(&Stamp::new(s.ts + shift, s.id)))
+                .min()
+                .map(|s| (at, s.ts, s.id));
+        }
+        let role = self.leader.as_ref()?;
+        mutin
+            .granted()
+            .iter()
+            .filter(|s| mutex.holds(s.id))
+            .filter(|s| {
+                // not already on the sidetrack for this type
+                let a = &self.arbiters[at.index()];
+                !a.sidetracked().contains(&s.id) && !a.sidetrack_queue().contains(&s.id)
+            })
+            .filter_map(|s| match role.last_request.get(&s.id) {
+                Some(&(a, ts)) if a == at => Some(Stamp::new(ts, s.id)),
+                _ => None,
+            })
+            .min()
+            .map(|s| (at, s.ts, s.id))
+    }
+
+    /// The leader's suspicion, run after every handler while its own sequence is pending.
+    fn suspect(&mut self, out: &mut Outbox<LkcsMsg>) {
+        let Some(role) = &self.leader else { return };
+        if self.pending.is_none() {
+            return;
+        }
+        let (w, full) = (self.waiting(), self.closed.len());
+        if self.rules.repeated_triggers {
+            if role.waiting || w != full {
+                return;
+            }
+        } else if role.in_flight.is_some() || w < full {
+            return;
+        }
+        let pick = self.nominee();
+        let role = self.leader.as_mut().expect("leader");
+        role.waiting = true;
+        if let Some((at, ts, h)) = pick {
+            if !self.rules.repeated_triggers {
+                role.in_flight = Some(h);
+            }
+            out.send(h, LkcsMsg::Trigger { at, ts });
+        }
+    }
+
+    /// Completes the pending sequence when its grants are complete.
+    fn try_complete(&mut self, out: &mut Outbox<LkcsMsg>) {
+        let Some(seq) = self.pending else { return };
+        let at = At::of(seq);
+        if self.granters[at.index()].len() < self.closed.len() {
+            return;
+        }
+        if self.rules.printed_leader_wait && self.leader.as_ref().is_some_and(|r| r.waiting) {
+            return;
+        }
+        let (state, release) = match seq {
+            Sequence::Exit => (CsState::OutCs, At::Mutex),
+            Sequence::Entry => (CsState::InCs, At::Mutin),
+        };
+        self.state = state;
+        self.pending = None;
+        self.triggered = false;
+        for &q in &self.closed {
+            out.send(q, LkcsMsg::Release { at: release });
+        }
+        out.complete();
+    }
+
+    /// What runs after every step: the printed wait ends, the sequence may complete, the
+    /// leader may suspect a deadlock.
+    fn after(&mut self, out: &mut Outbox<LkcsMsg>) {
+        let w = self.waiting();
+        let full = self.closed.len();
+        if let Some(role) = self.leader.as_mut() {
+            if role.waiting && w < full {
+                role.waiting = false;
+            }
+        }
+        self.try_complete(out);
+        self.suspect(out);
+    }
+
+    fn begin(&mut self, seq: Sequence, out: &mut Outbox<LkcsMsg>) -> Result<(), CallError> {
+        check_call(self.state, self.pending, seq)?;
+        let at = At::of(seq);
+        if seq == Sequence::Exit {
+            self.ts += 1;
+        }
+        self.granters[at.index()].clear();
+        self.triggered = false;
+        self.pending = Some(seq);
+        self.req_ts = self.ts;
+        for &q in &self.closed {
+            out.send(q, LkcsMsg::Request { at, ts: self.ts });
+        }
+        self.after(out);
+        Ok(())
+    }
+
+    fn on_trigger(&mut self, from: ProcessId, at: At, ts: u64, out: &mut Outbox<LkcsMsg>) {
+        let i = at.index();
+        let accept = if self.rules.untagged_sidetrack {
+            let keeping = match at {
+                At::Mutin => CsState::InCs,
+                At::Mutex => CsState::OutCs,
+            };
+            self.state == keeping && ts == self.ts && self.granters[i].len() < self.closed.len()
+        } else {
+            self.pending == Some(at.sequence()) && ts == self.req_ts && !self.triggered
+        };
+        if accept {
+            self.triggered = true;
+            self.granters[i].clear();
+            for &q in &self.closed {
+                out.send(q, LkcsMsg::RequestByTrigger { at });
+            }
+        } else if !self.rules.repeated_triggers {
+            out.send(from, LkcsMsg::TriggerDeclined);
+        }
+    }
+
+    fn on_grant(&mut self, from: ProcessId, at: At, sidetrack: bool) {
+        let counts = if self.rules.untagged_sidetrack {
+            true
+        } else {
+            self.pending == Some(at.sequence()) && self.triggered == sidetrack
+        };
+        if counts {
+            self.granters[at.index()].insert(from);
+        }
+    }
+
+    fn on_preempt(&mut self, from: ProcessId, at: At, out: &mut Outbox<LkcsMsg>) {
+        let i = at.index();
+        let give_back = if self.rules.unguarded_preempt {
+            let keeping = match at {
+                At::Mutin => CsState::InCs,
+                At::Mutex => CsState::OutCs,
+            };
+            self.state == keeping
+        } else {
+            self.pending == Some(at.sequence())
+                && !self.triggered
+                && self.granters[i].contains(&from)
+        };
+        if give_back {
+            self.granters[i].remove(&from);
+            out.send(from, LkcsMsg::Relinquish { at });
+        }
+    }
+}
+
+/// One problem per process within two hops of the leader whose operating bounds fail in
+/// `states` (where the problem's bounds may still hold).
+fn tight_violations(inst: &Instance, operating: &Instance, states: &[CsState]) -> Vec<Problem> {
+    operating
+        .topology()
+        .processes()
+        .filter(|&p| operating.bounds(p) != inst.bounds(p) && !operating.holds_at(states, p))
+        .map(|p| {
+            let b = operating.bounds(p);
+            Problem::Invalid(format!(
+                "initial configuration: {p} has {} in the CS in its closed neighbourhood; within two hops of the leader LKCS needs [{}, {}] (l_i+1, k_i-1)",
+                operating.in_cs_around(states, p),
+                b.l,
+                b.k
+            ))
+        })
+        .collect()
+}
+
+impl CsObject for Lkcs {
+    type Msg = LkcsMsg;
+
+    fn id(&self) -> ProcessId {
+        self.id
+    }
+
+    fn state(&self) -> CsState {
+        self.state
+    }
+
+    fn pending(&self) -> Option<Sequence> {
+        self.pending
+    }
+
+    fn begin_exit(&mut self, out: &mut Outbox<LkcsMsg>) -> Result<(), CallError> {
+        self.begin(Sequence::Exit, out)
+    }
+
+    fn begin_entry(&mut self, out: &mut Outbox<LkcsMsg>) -> Result<(), CallError> {
+        self.begin(Sequence::Entry, out)
+    }
+
+    fn on_message(&mut self, from: ProcessId, msg: LkcsMsg, out: &mut Outbox<LkcsMsg>) {
+        let mut actions = Vec::new();
+        let mut typed = None;
+        match msg {
+            LkcsMsg::Request { at, ts } => {
+                self.ts = self.ts.max(ts);
+                if let Some(role) = self.leader.as_mut() {
+                    role.last_request.insert(from, (at, ts));
+                }
+                self.arbiters[at.index()].request(Stamp::new(ts, from), &mut actions);
+                typed = Some(at);
+            }
+            LkcsMsg::Release { at } => {
+                self.arbiters[at.index()].release(from, &mut actions);
+                typed = Some(at);
+            }
+            LkcsMsg::Relinquish { at } => {
+                self.arbiters[at.index()].relinquish(from, &mut actions);
+                typed = Some(at);
+            }
+            LkcsMsg::Grant { at } => self.on_grant(from, at, false),
+            LkcsMsg::SidetrackGrant { at } => self.on_grant(from, at, true),
+            LkcsMsg::Preempt { at } => self.on_preempt(from, at, out),
+            LkcsMsg::Trigger { at, ts } => self.on_trigger(from, at, ts, out),
+            LkcsMsg::RequestByTrigger { at } => {
+                self.arbiters[at.index()].sidetrack(from, &mut actions);
+                if let Some(role) = self.leader.as_mut() {
+                    if role.in_flight == Some(from) {
+                        role.in_flight = None;
+                    }
+                }
+                typed = Some(at);
+            }
+            LkcsMsg::TriggerDeclined => {
+                if let Some(role) = self.leader.as_mut() {
+                    if role.in_flight == Some(from) {
+                        role.in_flight = None;
+                    }
+                }
+            }
+        }
+        if let Some(at) = typed {
+            for a in actions {
+                match a {
+                    Action::Grant(p) => out.send(p, LkcsMsg::Grant { at }),
+                    Action::Preempt(p) => out.send(p, LkcsMsg::Preempt { at }),
+                    Action::SidetrackGrant(p) if self.rules.untagged_sidetrack => {
+                        out.send(p, LkcsMsg::Grant { at })
+                    }
+                    Action::SidetrackGrant(p) => out.send(p, LkcsMsg::SidetrackGrant { at }),
+                }
+            }
+        }
+        self.after(out);
+    }
+
+    fn operating_bounds(&self) -> Option<Bounds> {
+        Some(self.operating)
+    }
+
+    fn check_invariants(&self) -> Result<(), String> {
+        for (name, a) in ["MUTIN", "MUTEX"].iter().zip(&self.arbiters) {
+            a.check().map_err(|e| format!("{name} {e}"))?;
+        }
+        Ok(())
+    }
+}
