@@ -12,12 +12,21 @@
 //! - `parking_lot_counter`: a Mutex+Condvar global (l, k) counter with as many worker threads,
 //!   what a user would write by hand for a global quota (throughput: pairs).
 //!
+//! The `gcs_complete_16_grid` group does the same for (l,k)-GCS (l = 4, k = 12, grid coterie,
+//! Maekawa as `mx`) on complete:16: `runtime_gcs` (throughput in messages and, as a second
+//! entry, in pairs), the relays with the same thread count and the same 3|Q_i| Request / Grant /
+//! Release messages per pair to the quorum Q_i (Maekawa's best case), and the counter with the
+//! same (l, k) and the same initial configuration.
+//!
 //! Compare messages/s of the first two (the ratio is what matters, not absolute times).
 //! The pairs and messages of one runtime iteration are printed before each group.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
-use lkcs::{CsState, Handle, Lmutin, LmutinRules, Runtime, RuntimeConfig, Sequence, Topology};
+use lkcs::{
+    gcs_system, quorums_of, Coterie, CsObject, CsState, Handle, Lmutin, LmutinRules, Maekawa,
+    MutinRules, Runtime, RuntimeConfig, Sequence, Topology,
+};
 use parking_lot::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -33,10 +42,41 @@ fn lmutin_runtime(topo: &Topology, l: usize) -> Runtime<Lmutin> {
     Runtime::start(procs, RuntimeConfig::default()).expect("start")
 }
 
-/// Every client runs `PAIRS` pairs in the order its state dictates. Every process starts and
-/// ends in the CS (the safe start `find_safe_initial` picks for LMUTIN), and an LMUTIN
-/// process in the CS holds no permission, so a client that finishes early holds nobody back.
-fn run_pairs(handles: &[Handle<Lmutin>]) {
+/// (l,k)-GCS on complete:`n` with the grid coterie and Maekawa as both `mx` objects; the
+/// first `n / 2` processes start in the CS.
+fn gcs_runtime(n: usize, l: usize, k: usize) -> Runtime<impl CsObject> {
+    let topo = Topology::complete(n).expect("topology");
+    let coterie = Coterie::grid(n).expect("grid coterie");
+    let idle = vec![CsState::OutCs; n];
+    let mx = || Maekawa::system(&coterie, &idle).expect("maekawa").1;
+    let initial: Vec<CsState> = (0..n)
+        .map(|i| {
+            if i < n / 2 {
+                CsState::InCs
+            } else {
+                CsState::OutCs
+            }
+        })
+        .collect();
+    let (_, procs) = gcs_system(
+        &topo,
+        &quorums_of(&coterie),
+        (l, k),
+        &initial,
+        (mx(), mx()),
+        MutinRules::CORRECTED,
+    )
+    .expect("gcs system");
+    Runtime::start(procs, RuntimeConfig::default()).expect("start")
+}
+
+/// Every client runs `PAIRS` pairs in the order its state dictates, so each process ends an
+/// iteration in the state it started it in. LMUTIN: every process starts and ends in the CS
+/// (the safe start `find_safe_initial` picks), and an LMUTIN process in the CS holds no
+/// permission, so a client that finishes early holds nobody back. GCS (l = n/4, k = 3n/4,
+/// half the processes in the CS): the processes still running can always move, since the
+/// finished ones sit at their initial states, n/2 in the CS in all.
+fn run_pairs<A: CsObject>(handles: &[Handle<A>]) {
     std::thread::scope(|s| {
         for h in handles {
             s.spawn(move || {
@@ -169,39 +209,69 @@ fn relay_pipelined(closed: &[Vec<usize>]) {
     });
 }
 
-/// A global quota by hand: at least `l` of the workers in the CS (no upper bound, as with
-/// LMUTIN); every worker runs `PAIRS` pairs.
-fn counter(n: usize, l: usize) {
-    let state = (Mutex::new(n), Condvar::new());
+/// A global quota by hand: between `l` and `k` of the `n` workers in the CS, the first
+/// `initially_in` of them in it at the start; every worker runs `PAIRS` pairs in the order its
+/// state dictates. `k = n` is the lower bound alone (as with LMUTIN).
+fn counter(n: usize, (l, k): (usize, usize), initially_in: usize) {
+    // one condition variable per wait, so an exit wakes only entries and the reverse
+    let (count, can_exit, can_enter) = (Mutex::new(initially_in), Condvar::new(), Condvar::new());
     std::thread::scope(|s| {
-        for _ in 0..n {
-            let (count, cv) = (&state.0, &state.1);
+        for w in 0..n {
+            let (count, can_exit, can_enter) = (&count, &can_exit, &can_enter);
             s.spawn(move || {
-                for _ in 0..PAIRS {
+                let exit = || {
                     let mut c = count.lock();
                     while *c <= l {
-                        cv.wait(&mut c);
+                        can_exit.wait(&mut c);
                     }
                     *c -= 1;
                     drop(c);
-                    *count.lock() += 1;
-                    cv.notify_all();
+                    can_enter.notify_all();
+                };
+                let entry = || {
+                    let mut c = count.lock();
+                    while *c >= k {
+                        can_enter.wait(&mut c);
+                    }
+                    *c += 1;
+                    drop(c);
+                    can_exit.notify_all();
+                };
+                for _ in 0..PAIRS {
+                    if w < initially_in {
+                        exit();
+                        entry();
+                    } else {
+                        entry();
+                        exit();
+                    }
                 }
             });
         }
     });
 }
 
-fn bench_topology(c: &mut Criterion, spec: &str, l: usize) {
-    let topo = Topology::parse(spec).expect("topology");
-    let n = topo.len();
-    let closed: Vec<Vec<usize>> = topo
-        .processes()
-        .map(|p| topo.closed(p).iter().map(|q| q.index()).collect())
-        .collect();
-    let mut rt = lmutin_runtime(&topo, l);
+/// One group: the runtime `rt` (every process's client running `PAIRS` pairs per iteration)
+/// against the relays over the same `peers` lists (process i messages `peers[i]`) and the
+/// counter with bounds `lk` and `initially_in` workers in the CS at the start.
+fn bench_system<A: CsObject>(
+    c: &mut Criterion,
+    group: &str,
+    runtime_name: &str,
+    mut rt: Runtime<A>,
+    peers: &[Vec<usize>],
+    (lk, initially_in): ((usize, usize), usize),
+) {
+    let n = peers.len();
     let handles = rt.take_handles().expect("handles");
-    assert!(handles.iter().all(|h| h.state() == CsState::InCs));
+    let in_cs = handles
+        .iter()
+        .filter(|h| h.state() == CsState::InCs)
+        .count();
+    assert_eq!(
+        in_cs, initially_in,
+        "the counter starts as the runtime does"
+    );
 
     // Calibrate: the runtime's messages per iteration (they vary with contention).
     let before = rt.report().messages;
@@ -209,15 +279,15 @@ fn bench_topology(c: &mut Criterion, spec: &str, l: usize) {
         run_pairs(&handles);
     }
     let rt_msgs = (rt.report().messages - before) / 3;
-    let relay_msgs: u64 = closed.iter().map(|c| (3 * c.len() * PAIRS) as u64).sum();
+    let relay_msgs: u64 = peers.iter().map(|c| (3 * c.len() * PAIRS) as u64).sum();
     let pairs = (n * PAIRS) as u64;
     eprintln!(
-        "{spec} l={l}: {pairs} pairs per iteration; runtime ~{rt_msgs} messages ({:.1}/pair), relay {relay_msgs} ({:.1}/pair)",
+        "{group} {runtime_name}: {pairs} pairs per iteration; runtime ~{rt_msgs} messages ({:.1}/pair), relay {relay_msgs} ({:.1}/pair)",
         rt_msgs as f64 / pairs as f64,
         relay_msgs as f64 / pairs as f64,
     );
 
-    let mut g = c.benchmark_group(spec.replace(':', "_"));
+    let mut g = c.benchmark_group(group);
     g.sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(4));
@@ -225,7 +295,7 @@ fn bench_topology(c: &mut Criterion, spec: &str, l: usize) {
     g.throughput(Throughput::Elements(rt_msgs));
     let before = (rt.report().messages, Instant::now());
     let mut iterations = 0u64;
-    g.bench_function(BenchmarkId::new("runtime_lmutin", "messages"), |b| {
+    g.bench_function(BenchmarkId::new(runtime_name, "messages"), |b| {
         b.iter(|| {
             iterations += 1;
             run_pairs(&handles)
@@ -237,33 +307,66 @@ fn bench_topology(c: &mut Criterion, spec: &str, l: usize) {
     );
     if iterations > 0 {
         eprintln!(
-        "{spec}: runtime over the whole measurement: {:.0} messages/iteration, {:.0} messages/s, {:.0} pairs/s (wall clock incl. criterion overhead)",
-        msgs as f64 / iterations.max(1) as f64,
+        "{group}: runtime over the whole measurement: {:.0} messages/iteration, {:.0} messages/s, {:.0} pairs/s (wall clock incl. criterion overhead)",
+        msgs as f64 / iterations as f64,
         msgs as f64 / secs,
         (pairs * iterations) as f64 / secs,
     );
     }
+    g.throughput(Throughput::Elements(pairs));
+    g.bench_function(BenchmarkId::new(runtime_name, "pairs"), |b| {
+        b.iter(|| run_pairs(&handles))
+    });
 
     g.throughput(Throughput::Elements(relay_msgs));
     g.bench_function(BenchmarkId::new("crossbeam_relay", "messages"), |b| {
-        b.iter(|| relay(&closed))
+        b.iter(|| relay(peers))
     });
     g.bench_function(
         BenchmarkId::new("crossbeam_relay_pipelined", "messages"),
-        |b| b.iter(|| relay_pipelined(&closed)),
+        |b| b.iter(|| relay_pipelined(peers)),
     );
 
     g.throughput(Throughput::Elements(pairs));
     g.bench_function(BenchmarkId::new("parking_lot_counter", "pairs"), |b| {
-        b.iter(|| counter(n, n / 2))
+        b.iter(|| counter(n, lk, initially_in))
     });
     g.finish();
     rt.shutdown();
 }
 
+/// LMUTIN on `spec` with l_i = `l`; the counter keeps at least n/2 workers in the CS (no
+/// upper bound), every worker starting in it, as LMUTIN's processes do.
+fn bench_lmutin(c: &mut Criterion, spec: &str, l: usize) {
+    let topo = Topology::parse(spec).expect("topology");
+    let n = topo.len();
+    let closed: Vec<Vec<usize>> = topo
+        .processes()
+        .map(|p| topo.closed(p).iter().map(|q| q.index()).collect())
+        .collect();
+    let rt = lmutin_runtime(&topo, l);
+    let group = spec.replace(':', "_");
+    bench_system(c, &group, "runtime_lmutin", rt, &closed, ((n / 2, n), n));
+}
+
+/// (l,k)-GCS on complete:`n`, grid coterie, Maekawa inside, l = n/4, k = 3n/4; the relays
+/// message each process's quorum, the counter keeps the same bounds from the same start.
+fn bench_gcs(c: &mut Criterion, n: usize) {
+    let (l, k) = (n / 4, 3 * n / 4);
+    let coterie = Coterie::grid(n).expect("grid coterie");
+    let quorums: Vec<Vec<usize>> = quorums_of(&coterie)
+        .iter()
+        .map(|q| q.iter().map(|p| p.index()).collect())
+        .collect();
+    let rt = gcs_runtime(n, l, k);
+    let group = format!("gcs_complete_{n}_grid");
+    bench_system(c, &group, "runtime_gcs", rt, &quorums, ((l, k), n / 2));
+}
+
 fn runtime_benches(c: &mut Criterion) {
-    bench_topology(c, "ring:16", 1);
-    bench_topology(c, "torus:4x4", 2);
+    bench_lmutin(c, "ring:16", 1);
+    bench_lmutin(c, "torus:4x4", 2);
+    bench_gcs(c, 16);
 }
 
 criterion_group!(benches, runtime_benches);

@@ -583,6 +583,131 @@ fn maekawa_refuses_bad_input_one_line_per_problem() {
     }
 }
 
+// ---- mutin, kmex, gcs (global bounds over quorums) ----
+
+/// The best case of (l,k)-GCS on complete:16 with the grid coterie (|Q_i| = 7): safe, every
+/// pair 16|Q_i| = 112 messages, both waiting times within Theorem 4's 9 time units; and a
+/// bounded check of every interleaving on three processes finds nothing (the full proof,
+/// about 1.8 M states, is in the README).
+#[test]
+fn gcs_sequential_run_and_bounded_check_pass() {
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "gcs",
+        "--topology",
+        "complete:16",
+        "--l",
+        "3",
+        "--k",
+        "9",
+        "--coterie",
+        "grid",
+        "--workload",
+        "sequential",
+        "--pairs",
+        "1",
+        "--delay",
+        "unit",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{:?}", stderr_lines(&out));
+    let v = json(&out);
+    assert_eq!(v["algorithm"], "gcs");
+    assert_eq!(v["safety_violations"], 0);
+    assert_eq!(v["deadlock"], false);
+    assert_eq!(v["pairs_completed"], 16);
+    assert_eq!(v["messages_per_pair"]["min"], 112.0);
+    assert_eq!(v["messages_per_pair"]["max"], 112.0);
+    for w in ["exit_max", "entry_max"] {
+        let t = v["waiting_time"][w].as_f64().unwrap();
+        assert!(t > 0.0 && t <= 9.0, "{w} = {t}");
+    }
+    let out = lkcs(&[
+        "check",
+        "--algorithm",
+        "gcs",
+        "--topology",
+        "complete:3",
+        "--l",
+        "1",
+        "--k",
+        "2",
+        "--pairs",
+        "1",
+        "--max-states",
+        "1000000",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{:?}", stderr_lines(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("bounded"), "{text}");
+}
+
+/// Bad global input exits 2 with one line per problem, in `simulate` and `check` alike: an
+/// unknown coterie, l ≥ k, k > n, a non-complete graph, an unknown `--mx`, a bound the
+/// algorithm fixes.
+#[test]
+fn global_algorithms_refuse_bad_input_one_line_per_problem() {
+    for (args, lines, needle) in [
+        (
+            &["gcs", "complete:5", "--coterie", "tree"][..],
+            1,
+            "coterie `tree`",
+        ),
+        (
+            &["gcs", "complete:5", "--l", "2", "--k", "2"][..],
+            1,
+            "0 <= l < k <= n",
+        ),
+        (
+            &["gcs", "complete:5", "--l", "3", "--k", "2"][..],
+            1,
+            "0 <= l < k <= n",
+        ),
+        (
+            &["gcs", "complete:5", "--l", "1", "--k", "6"][..],
+            1,
+            "0 <= l < k <= n",
+        ),
+        (
+            &[
+                "gcs",
+                "complete:5",
+                "--coterie",
+                "tree",
+                "--l",
+                "3",
+                "--k",
+                "1",
+            ][..],
+            2,
+            "coterie `tree`",
+        ),
+        (
+            &["gcs", "ring:5", "--l", "1", "--k", "2"][..],
+            1,
+            "complete",
+        ),
+        (&["gcs", "star:5"][..], 1, "complete"),
+        (&["gcs", "complete:5", "--mx", "paxos"][..], 1, "--mx"),
+        (&["mutin", "complete:5", "--l", "5"][..], 1, "0 <= l < n"),
+        (&["mutin", "complete:5", "--k", "2"][..], 1, "mutin fixes k"),
+        (&["kmex", "complete:5", "--k", "6"][..], 1, "1 <= k <= n"),
+        (&["kmex", "complete:5", "--l", "1"][..], 1, "kmex fixes l"),
+    ] {
+        for command in ["simulate", "check"] {
+            let mut all = vec![command, "--algorithm", args[0], "--topology", args[1]];
+            all.extend_from_slice(&args[2..]);
+            let out = lkcs(&all);
+            assert_eq!(out.status.code(), Some(2), "{all:?}");
+            let err = stderr_lines(&out);
+            assert_eq!(err.len(), lines, "{all:?}: {err:?}");
+            assert!(err.iter().all(|l| l.starts_with("error: ")), "{err:?}");
+            assert!(err.iter().any(|l| l.contains(needle)), "{all:?}: {err:?}");
+        }
+    }
+}
+
 #[test]
 fn lkcs_sequential_torus_costs_six_per_closed_neighbour() {
     let out = lkcs(&[

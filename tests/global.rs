@@ -188,16 +188,18 @@ fn sequential_best_case_matches_lemmas_3_and_4() {
     }
 }
 
-/// O(|Q|) (Lemma 3, Theorem 4): with the grid coterie, GCS messages per pair divided by |Q|
-/// at n = 256 stay within 1.3× the ratio at n = 16, both in the best case and under
-/// concurrency (mean over pairs), while n grows 16-fold.
+/// O(|Q|) (Lemma 3, Theorem 4): on both coteries, GCS messages per pair divided by |Q| at
+/// n = 64 and 256 stay within 1.3× the ratio at n = 16, both in the best case and under
+/// concurrency (mean over pairs), while n grows 16-fold; the best case keeps the waiting
+/// times of Lemma 4 / Theorem 4 at every size (MUTIN(l) exit ≤ 7, kmex entry ≤ 7, GCS ≤ 9
+/// each way).
 #[test]
 fn gcs_message_complexity_is_linear_in_the_quorum_size() {
-    let ratio = |n: usize, concurrent_run: bool| -> f64 {
-        let c = Coterie::grid(n).unwrap();
+    let ratio = |c: &Coterie, concurrent_run: bool| -> f64 {
+        let n = c.len();
         let (l, k) = (n / 8, n - n / 8);
         let init = random_initial(n, l, k, 3);
-        let (inst, procs) = gcs(&c, l, k, &init);
+        let (inst, procs) = gcs(c, l, k, &init);
         let cfg = if concurrent_run {
             SimConfig {
                 delay: lkcs::Delay::Uniform { min: 1, max: 10 },
@@ -206,17 +208,43 @@ fn gcs_message_complexity_is_linear_in_the_quorum_size() {
         } else {
             sequential(1)
         };
-        let r = run_ok(&format!("gcs grid n={n}"), &inst, procs, &cfg);
+        let what = format!("gcs {} n={n}", c.name());
+        let r = run_ok(&what, &inst, procs, &cfg);
+        if !concurrent_run {
+            let w = &r.waiting_time;
+            assert!(w.exit_max <= 9.0 && w.entry_max <= 9.0, "{what}: {w:?}");
+        }
         r.messages_per_pair.mean / c.max_quorum_size() as f64
     };
-    for concurrent_run in [false, true] {
-        let ratios: Vec<f64> = [16, 64, 256]
-            .iter()
-            .map(|&n| ratio(n, concurrent_run))
-            .collect();
-        eprintln!("concurrent={concurrent_run}: messages per pair / |Q| = {ratios:?}");
-        for r in &ratios[1..] {
-            assert!(*r <= 1.3 * ratios[0], "{ratios:?}");
+    for make in [Coterie::grid, Coterie::majority] {
+        let coteries: Vec<Coterie> = [16, 64, 256].map(|n| make(n).unwrap()).into();
+        for concurrent_run in [false, true] {
+            let ratios: Vec<f64> = coteries.iter().map(|c| ratio(c, concurrent_run)).collect();
+            eprintln!(
+                "{} concurrent={concurrent_run}: messages per pair / |Q| = {ratios:?}",
+                coteries[0].name()
+            );
+            for r in &ratios[1..] {
+                assert!(*r <= 1.3 * ratios[0], "{ratios:?}");
+            }
+        }
+        // MUTIN(l) and kmex alone, best case, at the same sizes
+        for c in &coteries {
+            let n = c.len();
+            let (inst, procs) = mutin(
+                c,
+                n / 4,
+                &random_initial(n, n / 4 + 1, n, 4),
+                MutinRules::CORRECTED,
+            );
+            let w = run_ok("mutin", &inst, procs, &sequential(1)).waiting_time;
+            assert!(
+                w.exit_max <= 7.0 && w.entry_max == 0.0,
+                "mutin n={n}: {w:?}"
+            );
+            let (inst, procs) = kmex(c, 3 * n / 4, &random_initial(n, 0, 3 * n / 4 - 1, 4));
+            let w = run_ok("kmex", &inst, procs, &sequential(1)).waiting_time;
+            assert!(w.entry_max <= 7.0 && w.exit_max == 0.0, "kmex n={n}: {w:?}");
         }
     }
 }

@@ -60,9 +60,11 @@
 //!    all wait for `mx` behind it). Corrected: a member forwards every Release to the waiting
 //!    querier until the querier's Acquire arrives (at most |R_j| Response2 per member per
 //!    Exit, since exits are serialized and every other process enters at most once meanwhile).
-//!    Regression: `tests/global.rs::printed_one_shot_response2_deadlocks` finds a seeded
-//!    concurrent run that deadlocks with the printed rule and shows the corrected rule passes
-//!    the same seeds.
+//!    Regression: `tests/global.rs::printed_one_shot_response2_deadlocks`: on three
+//!    processes with l = 2 and a two-pair client, the exhaustive checker finds the deadlock
+//!    with the printed rule (a stale Release must be slower than a chain of about eight other
+//!    messages, which uniform random delays do not produce) and no violation with the
+//!    corrected rule within the same bound of states.
 //!
 //! Readings that are not deviations: `currentInCS_i` includes P_i itself (P_i is in the CS
 //! and in every `procsInCS_j` of its quorum), hence the printed l+1 threshold; an Acquire
