@@ -2,7 +2,7 @@
 //! algorithm at run time) stands on. Drivers are generic over the CS object type, so a
 //! [`SystemVisitor`] receives the built system with its concrete type.
 
-use crate::algo::lkcs::{Lkcs, LkcsRules};
+use crate::algo::lkcs::{Leaders, Lkcs, LkcsRules};
 use crate::algo::lmutin::{lmutex_instance, lmutex_system, Lmutin, LmutinRules};
 use crate::algo::maekawa::{Maekawa, MaekawaRules};
 use crate::algo::migrating::{Cdc, Ddc, MigratingRules, MigrationCondition};
@@ -158,8 +158,8 @@ pub struct SystemSpec {
     pub initial: Option<Vec<CsState>>,
     /// Corrected or printed rules.
     pub variant: Variant,
-    /// LKCS: the leader (chosen automatically when `None`).
-    pub leader: Option<usize>,
+    /// LKCS: the leader (`ID` or `all`; see [`crate::Leaders`]; automatic when `None`).
+    pub leader: Option<String>,
     /// Global algorithms: the coterie (`majority` or `grid`).
     pub coterie: Option<String>,
     /// MUTIN(l), kmex and GCS: the mutual-exclusion object inside (`maekawa`, `cdc`, `ddc`).
@@ -344,10 +344,14 @@ impl SystemSpec {
         if self.k.is_none() && self.bounds.as_ref().is_none_or(|b| b.k.is_none()) {
             k = t.processes().map(|p| t.degree(p) + 1).collect();
         }
+        let leaders = match &self.leader {
+            Some(s) => s.parse::<Leaders>().map_err(ConfigError::one)?,
+            None => Leaders::Auto,
+        };
         let inst = Lkcs::instance(t, &l, &k)?;
         Lkcs::build(
             &inst,
-            self.leader,
+            &leaders,
             self.initial.as_deref(),
             LkcsRules::from(self.variant),
         )

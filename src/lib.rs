@@ -89,7 +89,7 @@ mod sim;
 mod sync;
 mod topology;
 
-pub use algo::lkcs::{At, Lkcs, LkcsMsg, LkcsRules, LkcsSystem, MIN_LEADER_DEGREE};
+pub use algo::lkcs::{At, Leaders, Lkcs, LkcsMsg, LkcsRules, LkcsSystem, MIN_LEADER_DEGREE};
 pub use algo::lmutin::{lmutex_instance, lmutex_system, Lmutex, Lmutin, LmutinMsg, LmutinRules};
 pub use algo::maekawa::{Maekawa, MaekawaMsg, MaekawaRules};
 pub use algo::migrating::{

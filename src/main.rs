@@ -56,9 +56,10 @@ struct SystemArgs {
     /// corrected (default) or printed: the pseudo-code as published.
     #[arg(long, default_value = "corrected")]
     variant: String,
-    /// The leader (lkcs).
+    /// lkcs: the leader's index, or `all` (every process that can lead does: live with the
+    /// least slack under contention); default: one chosen automatically, as in the paper.
     #[arg(long)]
-    leader: Option<usize>,
+    leader: Option<String>,
     /// majority (default) or grid: the coterie of maekawa (and the global algorithms).
     #[arg(long)]
     coterie: Option<String>,
@@ -218,7 +219,7 @@ fn system_spec(a: &SystemArgs) -> Result<SystemSpec, ConfigError> {
             bounds,
             initial,
             variant,
-            leader: a.leader,
+            leader: a.leader.clone(),
             coterie: a.coterie.clone(),
             mx: a.mx.clone(),
             maxreq: a.maxreq,

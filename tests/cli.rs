@@ -828,3 +828,42 @@ fn lkcs_concurrent_run_and_bounded_check_pass() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn lkcs_with_every_able_process_leading_runs_the_least_slack_to_the_end() {
+    let args = |leader: &'static str| {
+        [
+            "simulate",
+            "--algorithm",
+            "lkcs",
+            "--topology",
+            "torus:5x5",
+            "--l",
+            "1",
+            "--k",
+            "4",
+            "--leader",
+            leader,
+            "--pairs",
+            "2",
+            "--delay",
+            "uniform:1:12",
+            "--think",
+            "8",
+            "--seed",
+            "3",
+            "--json",
+        ]
+    };
+    let out = lkcs(&args("all"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(json(&out)["triggers"].as_u64().unwrap() > 0);
+    let out = lkcs(&args("everyone"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_lines(&out)[0].contains("--leader `everyone`"));
+}

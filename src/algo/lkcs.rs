@@ -106,15 +106,22 @@
 //!
 //! The clock is raised to every Request's stamp, as in LMUTIN.
 //!
-//! # Known gap: liveness with the least slack
+//! # Liveness with the least slack, and `--leader all`
 //!
 //! With k_q − l_q = 3 (the least the paper allows) the operating range near the leader is a
 //! single value, and on tori (`torus:4x4`, `torus:5x5`, `torus:6x6` with l = 1, k = 4) the
-//! corrected algorithm still deadlocks in most seeded runs: the leader's nominations do not
-//! reach the chain of waits, which runs outside its closed neighbourhood. Safety holds on
-//! every run (`tests/lkcs.rs`); with one more unit of slack (k_q − l_q ≥ 4), and on complete
-//! graphs with k − l = 3, every run of the test sweeps is safe and live. The paper's
-//! liveness argument (Lemma 5) assumes every blocked chain passes through the leader.
+//! paper's single leader still deadlocks in most seeded runs: the chain of waits runs
+//! outside its closed neighbourhood, where its nominations do not reach (Lemma 5 assumes
+//! every blocked chain passes through the leader). Safety holds on every run. The crate
+//! therefore offers [`Leaders::All`] (`--leader all`): every process that meets the leader's
+//! preconditions leads, each watching its own neighbourhood. Safety needs nothing more,
+//! because the reserve of deviation 4 is local to every arbiter and every arbiter a
+//! RequestByTrigger reaches is within two hops of some leader. On the tori above every seed
+//! of the test sweeps then completes (`tests/lkcs.rs`); one run in ten on `torus:4x4` still
+//! deadlocks (two nominees each hold the reserve the other waits for). The price: the
+//! operating range is tightened everywhere, so with the least slack no process may move in
+//! normal operation and every move is a sidetrack move (the sequential workload cannot run
+//! there). The default stays the paper's single leader.
 
 use crate::arbiter::{Action, Arbiter, ArbiterRules};
 use crate::config::{Bounds, Instance};
@@ -299,6 +306,36 @@ impl From<Variant> for LkcsRules {
     }
 }
 
+/// Which processes lead LKCS (`--leader ID`, `--leader all`, or none given).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Leaders {
+    /// The paper's single leader, chosen automatically: the first process, by decreasing
+    /// degree then id, that meets every precondition and admits a tight start.
+    #[default]
+    Auto,
+    /// The paper's single leader, named.
+    One(usize),
+    /// Every process that meets the leader's preconditions leads (an extension of the paper:
+    /// each leader watches its own neighbourhood, so a chain of waits far from one leader is
+    /// seen by another; safety stays local to every arbiter, see deviation 4). Processes
+    /// within two hops of any leader keep the tightened bounds. The price: with the least
+    /// slack (k_i − l_i = 3 everywhere) the operating range is one value wide everywhere, no
+    /// process may move in normal operation, and every move goes through a trigger.
+    All,
+}
+
+impl std::str::FromStr for Leaders {
+    type Err = Problem;
+    fn from_str(s: &str) -> Result<Leaders, Problem> {
+        match s {
+            "all" => Ok(Leaders::All),
+            _ => s.parse::<usize>().map(Leaders::One).map_err(|_| {
+                Problem::Invalid(format!("--leader `{s}`: expected a process index or `all`"))
+            }),
+        }
+    }
+}
+
 /// The leader's extra variables.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct LeaderRole {
@@ -318,8 +355,9 @@ pub struct LkcsSystem {
     pub instance: Instance,
     /// The (L_i, K_i) instance: tightened by one within two hops of the leader.
     pub operating: Instance,
-    /// The leader (`None` for the naive composition).
-    pub leader: Option<ProcessId>,
+    /// The leaders, by id: one, as in the paper, unless [`Leaders::All`] was asked for; none
+    /// for the naive composition.
+    pub leaders: Vec<ProcessId>,
     /// The initial configuration.
     pub initial: Vec<CsState>,
     /// One object per process, by id.
@@ -393,21 +431,19 @@ impl Lkcs {
         problems
     }
 
-    /// The bounds the algorithm keeps with `leader`: (l_i+1, k_i−1) within two hops of it,
-    /// (l_i, k_i) elsewhere; with no leader, the problem's bounds.
+    /// The bounds the algorithm keeps with `leaders`: (l_i+1, k_i−1) within two hops of one
+    /// of them, (l_i, k_i) elsewhere; with no leader, the problem's bounds.
     pub fn operating_instance(
         inst: &Instance,
-        leader: Option<ProcessId>,
+        leaders: &[ProcessId],
     ) -> Result<Instance, ConfigError> {
         let t = inst.topology();
-        let dist = leader.map(|p| t.distances(p));
+        let dists: Vec<Vec<Option<usize>>> = leaders.iter().map(|&p| t.distances(p)).collect();
         let bounds = t
             .processes()
             .map(|p| {
                 let b = inst.bounds(p);
-                let near = dist
-                    .as_ref()
-                    .is_some_and(|d| d[p.index()].is_some_and(|d| d <= 2));
+                let near = dists.iter().any(|d| d[p.index()].is_some_and(|d| d <= 2));
                 if near {
                     Bounds {
                         l: b.l + 1,
@@ -421,14 +457,13 @@ impl Lkcs {
         Instance::new(t.clone(), bounds)
     }
 
-    /// Validates everything and builds the system. `leader`: the named leader, or `None` to
-    /// choose one (the first process, by decreasing degree then id, that meets every
-    /// precondition and admits a start); `initial`: the given start, or `None` to search one
-    /// that is safe for the operating bounds. With `rules.sidetrack == false` (the naive
-    /// composition) there is no leader and no tightening. Every problem found is reported.
+    /// Validates everything and builds the system. `leaders`: see [`Leaders`]; `initial`:
+    /// the given start, or `None` to search one that is safe for the operating bounds. With
+    /// `rules.sidetrack == false` (the naive composition) there is no leader and no
+    /// tightening. Every problem found is reported.
     pub fn build(
         inst: &Instance,
-        leader: Option<usize>,
+        leaders: &Leaders,
         initial: Option<&[CsState]>,
         rules: LkcsRules,
     ) -> Result<LkcsSystem, ConfigError> {
@@ -440,7 +475,7 @@ impl Lkcs {
             ))));
         }
         if !rules.sidetrack {
-            if leader.is_some() {
+            if *leaders != Leaders::Auto {
                 return Err(ConfigError::one(Problem::Invalid(
                     "the naive composition has no leader".into(),
                 )));
@@ -449,12 +484,12 @@ impl Lkcs {
                 Some(s) => s.to_vec(),
                 None => inst.find_safe_initial().map_err(ConfigError::one)?,
             };
-            return Lkcs::assemble(inst, None, initial, rules);
+            return Lkcs::assemble(inst, Vec::new(), initial, rules);
         }
-        if let Some(l) = leader {
+        if let Leaders::One(l) = *leaders {
             let p = ProcessId::from(l);
             ConfigError::check(Lkcs::leader_problems(inst, p))?;
-            let operating = Lkcs::operating_instance(inst, Some(p))?;
+            let operating = Lkcs::operating_instance(inst, &[p])?;
             let initial = match initial {
                 Some(s) => {
                     let mut problems = inst.violations(s);
@@ -464,7 +499,7 @@ impl Lkcs {
                 }
                 None => operating.find_safe_initial().map_err(ConfigError::one)?,
             };
-            return Lkcs::assemble(inst, Some(p), initial, rules);
+            return Lkcs::assemble(inst, vec![p], initial, rules);
         }
         if let Some(s) = initial {
             ConfigError::check(inst.violations(s))?;
@@ -483,31 +518,34 @@ impl Lkcs {
         }
         candidates.sort_by_key(|&p| (std::cmp::Reverse(t.degree(p)), p));
         let mut why = Vec::new();
+        let mut able = Vec::new();
         for &p in &candidates {
-            let problems = Lkcs::leader_problems(inst, p);
-            if !problems.is_empty() {
-                why.push(format!("{p}: {}", problems[0]));
-                continue;
+            match Lkcs::leader_problems(inst, p).first() {
+                Some(problem) => why.push(format!("{p}: {problem}")),
+                None => able.push(p),
             }
-            let operating = Lkcs::operating_instance(inst, Some(p))?;
+        }
+        let mut all = able.clone();
+        all.sort();
+        let singles = able.iter().map(|&p| vec![p]);
+        let groups: Vec<Vec<ProcessId>> = match leaders {
+            Leaders::All if !all.is_empty() => vec![all],
+            _ => singles.collect(),
+        };
+        for group in groups {
+            let operating = Lkcs::operating_instance(inst, &group)?;
             let start = match initial {
-                Some(s) => {
-                    let bad = tight_violations(inst, &operating, s);
-                    if let Some(b) = bad.first() {
-                        why.push(format!("{p}: the given start is not tight: {b}"));
-                        continue;
-                    }
-                    s.to_vec()
-                }
-                None => match operating.find_safe_initial() {
-                    Ok(s) => s,
-                    Err(e) => {
-                        why.push(format!("{p}: {e}"));
-                        continue;
-                    }
+                Some(s) => match tight_violations(inst, &operating, s).first() {
+                    Some(b) => Err(format!("the given start is not tight: {b}")),
+                    None => Ok(s.to_vec()),
                 },
+                None => operating.find_safe_initial().map_err(|e| e.to_string()),
             };
-            return Lkcs::assemble(inst, Some(p), start, rules);
+            match start {
+                Ok(start) => return Lkcs::assemble(inst, group, start, rules),
+                Err(e) if group.len() == 1 => why.push(format!("{}: {e}", group[0])),
+                Err(e) => why.push(format!("every able process leading: {e}")),
+            }
         }
         let shown = why.len().min(5);
         let mut text = format!(
@@ -522,21 +560,21 @@ impl Lkcs {
 
     fn assemble(
         inst: &Instance,
-        leader: Option<ProcessId>,
+        leaders: Vec<ProcessId>,
         initial: Vec<CsState>,
         rules: LkcsRules,
     ) -> Result<LkcsSystem, ConfigError> {
         ConfigError::check(inst.violations(&initial))?;
-        let operating = Lkcs::operating_instance(inst, leader)?;
+        let operating = Lkcs::operating_instance(inst, &leaders)?;
         let procs = inst
             .topology()
             .processes()
-            .map(|p| Lkcs::new(&operating, p, leader, &initial, rules))
+            .map(|p| Lkcs::new(&operating, p, &leaders, &initial, rules))
             .collect();
         Ok(LkcsSystem {
             instance: inst.clone(),
             operating,
-            leader,
+            leaders,
             initial,
             procs,
         })
@@ -547,7 +585,7 @@ impl Lkcs {
     pub fn new(
         operating: &Instance,
         id: ProcessId,
-        leader: Option<ProcessId>,
+        leaders: &[ProcessId],
         initial: &[CsState],
         rules: LkcsRules,
     ) -> Lkcs {
@@ -583,7 +621,7 @@ impl Lkcs {
             arbiters,
             triggered: false,
             operating: b,
-            leader: (rules.sidetrack && leader == Some(id)).then(|| LeaderRole {
+            leader: (rules.sidetrack && leaders.contains(&id)).then(|| LeaderRole {
                 last_request: BTreeMap::new(),
                 in_flight: None,
                 waiting: false,
