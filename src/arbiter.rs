@@ -359,4 +359,37 @@ mod tests {
         );
         assert_eq!(a.preempting(), None);
     }
+
+    #[test]
+    fn sidetrack_uses_one_reserved_permission_and_queues_beyond_it() {
+        let mut a = Arbiter::new(1, [st(1, 1)], ArbiterRules::CORRECTED);
+        run(|o| a.request(st(3, 2), o));
+        // P2's pending request goes on the sidetrack: the reserve above the capacity
+        assert_eq!(
+            run(|o| a.sidetrack(ProcessId(2), o)),
+            vec![Action::SidetrackGrant(ProcessId(2))]
+        );
+        assert!(a.pending().is_empty() && a.granted().contains(&st(0, 2)));
+        a.check().unwrap();
+        // the reserve is taken: P3 waits, and no normal grant uses the reserve
+        assert_eq!(run(|o| a.sidetrack(ProcessId(3), o)), vec![]);
+        assert_eq!(a.sidetrack_queue(), &[ProcessId(3)]);
+        assert!(!a.has_room());
+        // a sidetrack permission is never given back by a Relinquish
+        assert_eq!(run(|o| a.relinquish(ProcessId(2), o)), vec![]);
+        // P1 releases: the queued sidetrack request is served first
+        assert_eq!(
+            run(|o| a.release(ProcessId(1), o)),
+            vec![Action::SidetrackGrant(ProcessId(3))]
+        );
+        assert_eq!(a.sidetracked().len(), 2);
+        a.check().unwrap();
+        // the printed rule grants whatever the count
+        let mut p = Arbiter::new(1, [st(1, 1), st(1, 4)], ArbiterRules::PRINTED);
+        assert_eq!(
+            run(|o| p.sidetrack(ProcessId(2), o)),
+            vec![Action::SidetrackGrant(ProcessId(2))]
+        );
+        assert!(p.check().is_err());
+    }
 }

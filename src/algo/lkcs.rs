@@ -160,6 +160,14 @@ impl At {
         }
     }
 
+    /// The state a process keeps while it waits for this type (the printed rules test it).
+    fn keeping(self) -> CsState {
+        match self {
+            At::Mutin => CsState::InCs,
+            At::Mutex => CsState::OutCs,
+        }
+    }
+
     /// The type a sequence asks for.
     pub fn of(seq: Sequence) -> At {
         match seq {
@@ -806,11 +814,9 @@ impl Lkcs {
     fn on_trigger(&mut self, from: ProcessId, at: At, ts: u64, out: &mut Outbox<LkcsMsg>) {
         let i = at.index();
         let accept = if self.rules.untagged_sidetrack {
-            let keeping = match at {
-                At::Mutin => CsState::InCs,
-                At::Mutex => CsState::OutCs,
-            };
-            self.state == keeping && ts == self.ts && self.granters[i].len() < self.closed.len()
+            self.state == at.keeping()
+                && ts == self.ts
+                && self.granters[i].len() < self.closed.len()
         } else {
             self.pending == Some(at.sequence()) && ts == self.req_ts && !self.triggered
         };
@@ -839,11 +845,7 @@ impl Lkcs {
     fn on_preempt(&mut self, from: ProcessId, at: At, out: &mut Outbox<LkcsMsg>) {
         let i = at.index();
         let give_back = if self.rules.unguarded_preempt {
-            let keeping = match at {
-                At::Mutin => CsState::InCs,
-                At::Mutex => CsState::OutCs,
-            };
-            self.state == keeping
+            self.state == at.keeping()
         } else {
             self.pending == Some(at.sequence())
                 && !self.triggered
@@ -963,5 +965,138 @@ impl CsObject for Lkcs {
             a.check().map_err(|e| format!("{name} {e}"))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// complete:5 with (1, 4) and P0 leading: every bound tightened to [2, 3]; P0, P1 start
+    /// in the CS.
+    fn system(rules: LkcsRules) -> LkcsSystem {
+        let t = Topology::complete(5).unwrap();
+        let inst = Lkcs::instance(&t, &[1; 5], &[4; 5]).unwrap();
+        let mut start = vec![CsState::OutCs; 5];
+        start[0] = CsState::InCs;
+        start[1] = CsState::InCs;
+        Lkcs::build(&inst, &Leaders::One(0), Some(&start), rules).unwrap()
+    }
+
+    fn sends(out: &mut Outbox<LkcsMsg>) -> Vec<(u32, LkcsMsg)> {
+        out.drain().map(|(to, m)| (to.0, m)).collect()
+    }
+
+    #[test]
+    fn initial_grants_and_capacities_follow_the_operating_bounds() {
+        let sys = system(LkcsRules::CORRECTED);
+        let p = &sys.procs[3];
+        // MUTIN capacity |N|+1-L = 5-2 = 3, held by the three processes out of the CS
+        assert_eq!(p.arbiter(At::Mutin).capacity(), 3);
+        assert_eq!(p.arbiter(At::Mutin).granted().len(), 3);
+        // MUTEX capacity K = 3, held by the two in the CS
+        assert_eq!(p.arbiter(At::Mutex).capacity(), 3);
+        assert_eq!(p.arbiter(At::Mutex).granted().len(), 2);
+        assert!(sys.procs[0].is_leader() && !p.is_leader());
+        let printed = system(LkcsRules::PRINTED);
+        assert_eq!(printed.procs[3].arbiter(At::Mutin).granted().len(), 2);
+    }
+
+    #[test]
+    fn a_trigger_is_taken_only_for_the_waiting_sequence_and_declined_otherwise() {
+        let mut p = system(LkcsRules::CORRECTED).procs[3].clone();
+        let mut out = Outbox::new();
+        p.begin_entry(&mut out).unwrap();
+        let ts = match sends(&mut out)[0].1 {
+            LkcsMsg::Request { at: At::Mutex, ts } => ts,
+            other => panic!("{other:?}"),
+        };
+        // a stale stamp, or the wrong type: declined
+        p.on_message(
+            ProcessId(0),
+            LkcsMsg::Trigger {
+                at: At::Mutex,
+                ts: ts + 1,
+            },
+            &mut out,
+        );
+        assert_eq!(sends(&mut out), vec![(0, LkcsMsg::TriggerDeclined)]);
+        p.on_message(
+            ProcessId(0),
+            LkcsMsg::Trigger { at: At::Mutin, ts },
+            &mut out,
+        );
+        assert_eq!(sends(&mut out), vec![(0, LkcsMsg::TriggerDeclined)]);
+        // the right one: RequestByTrigger to the whole closed neighbourhood
+        p.on_message(
+            ProcessId(0),
+            LkcsMsg::Trigger { at: At::Mutex, ts },
+            &mut out,
+        );
+        let s = sends(&mut out);
+        assert_eq!(s.len(), 5);
+        assert!(s
+            .iter()
+            .all(|(_, m)| *m == LkcsMsg::RequestByTrigger { at: At::Mutex }));
+        assert!(p.triggered());
+        // now plain grants do not count; the five sidetrack grants complete the entry
+        for q in 0..5 {
+            p.on_message(ProcessId(q), LkcsMsg::Grant { at: At::Mutex }, &mut out);
+        }
+        assert_eq!(p.pending(), Some(Sequence::Entry));
+        for q in 0..5 {
+            p.on_message(
+                ProcessId(q),
+                LkcsMsg::SidetrackGrant { at: At::Mutex },
+                &mut out,
+            );
+        }
+        assert_eq!(p.state(), CsState::InCs);
+        assert!(out.take_completed());
+        // a second trigger for the same stamp is declined
+        p.on_message(
+            ProcessId(0),
+            LkcsMsg::Trigger { at: At::Mutex, ts },
+            &mut out,
+        );
+        assert!(sends(&mut out).contains(&(0, LkcsMsg::TriggerDeclined)));
+    }
+
+    #[test]
+    fn a_request_by_trigger_is_granted_from_the_reserve() {
+        let mut p = system(LkcsRules::CORRECTED).procs[3].clone();
+        let mut out = Outbox::new();
+        // MUTEX: 2 of 3 granted; P2 takes the last normal permission, P4 the reserve
+        p.on_message(
+            ProcessId(2),
+            LkcsMsg::Request {
+                at: At::Mutex,
+                ts: 1,
+            },
+            &mut out,
+        );
+        assert_eq!(sends(&mut out), vec![(2, LkcsMsg::Grant { at: At::Mutex })]);
+        p.on_message(
+            ProcessId(4),
+            LkcsMsg::RequestByTrigger { at: At::Mutex },
+            &mut out,
+        );
+        assert_eq!(
+            sends(&mut out),
+            vec![(4, LkcsMsg::SidetrackGrant { at: At::Mutex })]
+        );
+        p.check_invariants().unwrap();
+        // the reserve is held: another sidetrack request waits
+        p.on_message(
+            ProcessId(3),
+            LkcsMsg::RequestByTrigger { at: At::Mutex },
+            &mut out,
+        );
+        assert!(sends(&mut out).is_empty());
+        p.on_message(ProcessId(4), LkcsMsg::Release { at: At::Mutex }, &mut out);
+        assert_eq!(
+            sends(&mut out),
+            vec![(3, LkcsMsg::SidetrackGrant { at: At::Mutex })]
+        );
     }
 }
