@@ -296,3 +296,125 @@ fn the_leader_preconditions_are_reported() {
     let err = Lkcs::build(&inst, &Leaders::One(2), Some(&start), LkcsRules::CORRECTED).unwrap_err();
     assert_eq!(err.problems.len(), 5, "{err}");
 }
+
+/// Each printed rule alone, on the instance and seed documented in `algo::lkcs`, fails (unsafe,
+/// deadlock, or a trigger loop that never ends), and the corrected rules pass the same run.
+#[test]
+fn each_printed_rule_alone_has_its_counterexample() {
+    let c = LkcsRules::CORRECTED;
+    let cases: [(&str, LkcsRules, &str, usize, usize, Leaders, u64); 8] = [
+        (
+            "1 initial grants",
+            LkcsRules {
+                printed_initial_grants: true,
+                ..c
+            },
+            "torus:4x4",
+            0,
+            4,
+            Leaders::Auto,
+            0,
+        ),
+        (
+            "2 trigger stamp",
+            LkcsRules {
+                printed_trigger_stamp: true,
+                ..c
+            },
+            "torus:4x4",
+            0,
+            4,
+            Leaders::Auto,
+            60,
+        ),
+        (
+            "4 repeated triggers",
+            LkcsRules {
+                repeated_triggers: true,
+                ..c
+            },
+            "torus:4x4",
+            0,
+            4,
+            Leaders::Auto,
+            0,
+        ),
+        (
+            "4/8 printed arbiter",
+            LkcsRules {
+                arbiter: lkcs::ArbiterRules::PRINTED,
+                ..c
+            },
+            "complete:6",
+            1,
+            5,
+            Leaders::Auto,
+            0,
+        ),
+        (
+            "5 saturation",
+            LkcsRules {
+                printed_saturation: true,
+                ..c
+            },
+            "torus:4x4",
+            0,
+            4,
+            Leaders::Auto,
+            0,
+        ),
+        (
+            "6 leader wait",
+            LkcsRules {
+                printed_leader_wait: true,
+                ..c
+            },
+            "complete:5",
+            1,
+            4,
+            Leaders::Auto,
+            63,
+        ),
+        (
+            "7 untagged sidetrack",
+            LkcsRules {
+                untagged_sidetrack: true,
+                ..c
+            },
+            "torus:4x4",
+            0,
+            4,
+            Leaders::Auto,
+            0,
+        ),
+        (
+            "8 unguarded preempt",
+            LkcsRules {
+                unguarded_preempt: true,
+                ..c
+            },
+            "torus:5x5",
+            1,
+            4,
+            Leaders::All,
+            98,
+        ),
+    ];
+    for (name, rules, spec, l, k, who, seed) in cases {
+        let t = Topology::parse(spec).unwrap();
+        let n = t.len();
+        let cfg = lkcs::SimConfig {
+            max_events: 1_000_000,
+            ..concurrent(seed, 3)
+        };
+        let printed = led(&t, &vec![l; n], &vec![k; n], who, rules);
+        let r = simulate(&printed.instance, printed.procs, &cfg);
+        assert!(
+            !r.ok(),
+            "deviation {name}: the printed rule passed {spec} seed {seed}"
+        );
+        let corrected = led(&t, &vec![l; n], &vec![k; n], who, c);
+        let r = simulate(&corrected.instance, corrected.procs, &cfg);
+        assert!(r.ok(), "deviation {name}: {}", r.failure_text());
+    }
+}

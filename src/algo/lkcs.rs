@@ -55,21 +55,29 @@
 //! # Deviations from the paper
 //!
 //! Each printed rule can be selected alone through [`LkcsRules`] (all of them together with
-//! `--variant printed`). `tests/lkcs.rs` runs each one in seeded concurrent simulations and
-//! asserts that the printed rule fails where the corrected rules pass the same sweep.
+//! `--variant printed`). `tests/lkcs.rs` (`each_printed_rule_alone_has_its_counterexample`)
+//! runs each one alone on the instance and seed named below (concurrent workload, 3 pairs,
+//! delays uniform in 1..=12, think times in 0..=8, bounds uniform) and asserts that it fails
+//! where the corrected rules pass the same run. A sweep of 100 seeds on each of torus:4x4
+//! (0, 4), complete:6 (1, 5), complete:5 (1, 4) and torus:5x5 (1, 4) with `--leader all`
+//! found the failures counted below.
 //!
 //! 1. **Initial grants by type.** Algorithm 3 initialises both `grantedTo_i[at]` with the InCS
 //!    members (stamp 1). A MUTIN permission is a permission to be *out*: the OutCS members hold
 //!    them, and the InCS members hold the MUTEX ones. With the printed sets the arbiters count
-//!    the wrong processes and both bounds break.
+//!    the wrong processes: torus:4x4 (0, 4) deadlocks on all 100 seeds (seed 0), torus:5x5
+//!    (1, 4) with every leader breaks a bound on 98 (seed 0).
 //! 2. **The trigger's stamp is the request's.** For an exit, TriggerNomination picks (ts_j,
 //!    P_j) with (ts_j+1, P_j) granted for MUTIN and sends `Trigger(MUTIN, ts_j)`; the nominee
-//!    waits with ts_j+1 and ignores it, and the deadlock stays. The leader remembers the last
-//!    (type, stamp) each neighbour asked it for and sends exactly that.
+//!    waits with ts_j+1 and ignores it, and the deadlock stays (with this crate's declines, the
+//!    leader nominates it again for ever: torus:4x4 (0, 4) seed 60 never ends). The leader
+//!    remembers the last (type, stamp) each neighbour asked it for and sends exactly that.
 //! 3. **Nominating does not dequeue.** The printed nomination takes the request out of
 //!    `pendingReq_LDR` (`deleteMin`); when the nominee declines (its sequence completed
 //!    meanwhile), the request is lost. The corrected nomination only reads it; the
-//!    RequestByTrigger removes it.
+//!    RequestByTrigger removes it. No failure of this rule alone was found in the 400 runs
+//!    of the sweep (a request is dequeued only when its process is waiting at the leader, so
+//!    the Trigger is rarely declined); the rule is kept for the argument.
 //! 4. **One trigger at a time, and one reserved permission per arbiter.** The printed leader
 //!    nominates again as soon as `Waiting_LDR` drops below |N_LDR|+1 and comes back, and every
 //!    RequestByTrigger is granted at once whatever the arbiter holds: sidetrack permissions
@@ -85,24 +93,30 @@
 //!    designs failed in simulation and are not kept: one sidetrack per type system-wide
 //!    deadlocked `torus:5x5`, l = 1, k = 4, seed 1 (the two holders each waited for the
 //!    other's type), and letting only the holder be nominated again livelocked it (the holder
-//!    toggled for ever while everyone else waited).
+//!    toggled for ever while everyone else waited). The printed nomination alone deadlocks
+//!    torus:4x4 (0, 4) on 70 seeds (seed 0); the printed arbiter (the unreserved sidetrack,
+//!    with deviation 8's arbiter side) breaks a bound on every run (complete:6 (1, 5) seed 0).
 //! 5. **"Saturated" means "at the cap".** TriggerNomination tests |grantedTo[MUTIN]| =
 //!    |N_LDR| − L_LDR and |grantedTo[MUTEX]| = K_LDR − 1, one below the capacities
 //!    |N_LDR|+1−L_LDR and K_LDR; a deadlocked leader is *at* its cap, and the printed test
-//!    nominates nobody. Corrected: ≥ the capacity.
+//!    nominates nobody: torus:4x4 (0, 4) deadlocks on 94 seeds (seed 0). Corrected: ≥ the
+//!    capacity.
 //! 6. **The leader leaves its wait.** After nominating, the printed leader waits until
 //!    `Waiting_LDR` < |N_LDR|+1 before it looks at its grants again; when it nominated itself,
 //!    its own sidetrack permissions keep it counted (it holds both types) and it waits for
-//!    ever. Corrected: the leader's sequence completes as soon as its grants are complete.
+//!    ever (complete:5 (1, 4) seed 63; torus:5x5 (1, 4) with every leader, all 100 seeds).
+//!    Corrected: the leader's sequence completes as soon as its grants are complete.
 //! 7. **Sidetrack grants are told apart.** The printed trigger clears `nGrants` and counts
 //!    every later Grant. A normal Grant sent before the neighbour saw the RequestByTrigger can
 //!    complete the sequence before that neighbour's sidetrack Grant arrives, which then counts
 //!    for the *next* sequence of that type: a permission nobody gave. Corrected: the answer is a
 //!    `SidetrackGrant`, and a triggered sequence counts only those (all |N_q|+1 of them); a
-//!    Trigger is accepted only by a process waiting in that sequence with that stamp.
+//!    Trigger is accepted only by a process waiting in that sequence with that stamp. The
+//!    printed rule alone: torus:4x4 (0, 4) never ends on 90 seeds (seed 0).
 //! 8. **Preempt, Relinquish and Release as in LMUTIN** (`algo::lmutin`, deviations 3 and 4):
 //!    relinquish only a permission held for the pending sequence (never a sidetrack one),
-//!    ignore an unmatched Relinquish, re-grant on Release only while the capacity holds.
+//!    ignore an unmatched Relinquish, re-grant on Release only while the capacity holds. The
+//!    printed Preempt guard alone deadlocks torus:5x5 (1, 4) with every leader (seed 98).
 //!
 //! The clock is raised to every Request's stamp, as in LMUTIN.
 //!
