@@ -390,3 +390,61 @@ mod migrating {
 // ======================= end of the migrating-controller section =======================
 
 // ============================================================================
+
+// ================================ reduced versus full search ================================
+
+/// Every counterexample instance above gets the same verdict from the reduced search (the
+/// default), the crate's full search and stateright's.
+#[test]
+fn the_three_searches_agree_on_the_counterexample_instances() {
+    use lkcs::Search;
+    let t = Topology::complete(3).unwrap();
+    let verdicts = |search: Search| {
+        let c = CheckConfig {
+            pairs: 1,
+            search,
+            ..CheckConfig::default()
+        };
+        let printed = {
+            let init = parse_initial("in:0", 3).unwrap();
+            let (inst, procs) = Lmutin::system(&t, &[1; 3], &init, LmutinRules::PRINTED).unwrap();
+            check(&inst, procs, &c)
+        };
+        let broken = {
+            let init = parse_initial("in:0", 3).unwrap();
+            let (inst, mut procs) =
+                Lmutin::system(&t, &[1; 3], &init, LmutinRules::CORRECTED).unwrap();
+            for p in procs.iter_mut() {
+                *p = p.clone().with_arbiter_capacity(3);
+            }
+            check(&inst, procs, &c)
+        };
+        let grants = {
+            let init = parse_initial("in:1", 3).unwrap();
+            let rules = LmutinRules {
+                printed_initial_grants: true,
+                ..LmutinRules::CORRECTED
+            };
+            let (inst, procs) = Lmutin::system(&t, &[1; 3], &init, rules).unwrap();
+            check(&inst, procs, &c)
+        };
+        let maekawa = {
+            let co = lkcs::Coterie::grid(3).unwrap();
+            let init = parse_initial("in:0", 3).unwrap();
+            let (inst, procs) =
+                lkcs::Maekawa::system_with(&co, &init, lkcs::MaekawaRules::ARRIVAL_ONLY_FAILED)
+                    .unwrap();
+            check(&inst, procs, &c)
+        };
+        [printed, broken, grants, maekawa].map(|r| r.verdict)
+    };
+    let reduced = verdicts(Search::Reduced);
+    assert!(
+        reduced
+            .iter()
+            .all(|v| matches!(v, Verdict::Violated { .. })),
+        "{reduced:?}"
+    );
+    assert_eq!(reduced, verdicts(Search::Full));
+    assert_eq!(reduced, verdicts(Search::Stateright));
+}
