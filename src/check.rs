@@ -127,7 +127,7 @@ pub enum Search {
     Full,
     /// stateright's multi-threaded depth-first checker, without reduction: every reachable
     /// state (the same count as [`Search::Full`]); kept as the reference the own explorer is
-    /// validated against.
+    /// validated against. It does not refuse sends outside the sender's neighbourhood.
     Stateright,
 }
 
