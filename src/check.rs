@@ -69,7 +69,9 @@
 //! an `O` path leads to, since only that process's state and the message it takes matter.
 //!
 //! Cycles. A selection with a successor on the depth-first stack is replaced by every enabled
-//! action (the stack proviso), so no action is ignored around a cycle.
+//! action (the stack proviso), so no action is ignored around a cycle. (It never fired on
+//! the LMUTIN instances measured, path:4 to ring:4, nor on CDC with two pairs: their spaces
+//! look acyclic, but the search does not rely on it.)
 //!
 //! With these conditions the reduced search reaches, up to stuttering, every sequence of
 //! observations of the full state space, hence every reachable observation (a safety or
