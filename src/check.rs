@@ -1,17 +1,20 @@
 //! The exhaustive checker (DESIGN §2.4): every interleaving of FIFO deliveries and client
 //! steps on a small instance, over the same sans-IO CS objects the simulator and the runtime
-//! drive, explored breadth-first by [stateright](https://docs.rs/stateright).
+//! drive.
 //!
-//! Model: one stateright actor per process wraps its [`CsObject`]; the network is
-//! `Network::new_ordered` (FIFO per link, self-links included); a client step (the process
-//! starting its Exit or Entry) is a timer that may fire at any point while the process has
-//! sequences left, so it interleaves with every delivery. Each process runs `pairs` pairs,
-//! which bounds the space.
+//! Model: every process is an actor wrapping its [`CsObject`]; every ordered pair of
+//! processes, self-pairs included, is a FIFO link. An action belongs to one process: the
+//! delivery of the head of a link `(src, p)` to `p`, or a client step of `p` (starting its
+//! Exit or Entry), enabled while `p`'s previous sequence has completed and it has sequences
+//! left; so client steps interleave with every delivery. Each process runs `pairs` pairs,
+//! which bounds the space. A process may send only within its closed neighbourhood of the
+//! instance's topology (the local algorithms' contract; the global ones run on the complete
+//! graph): a send outside it is dropped and fails `invariants`.
 //!
 //! Properties, in every reachable state:
 //! - **safety**: l_i ≤ |CS_i| ≤ k_i for every process;
 //! - **invariants**: every object's own invariants ([`CsObject::check_invariants`], e.g. an
-//!   arbiter's cap);
+//!   arbiter's cap), no calling-convention error, no send outside the neighbourhood;
 //! - **no deadlock**: a state with nothing in flight in which every process is blocked in a
 //!   pending sequence is a deadlock when some non-empty set of them could change state
 //!   together and keep every bound: the specification allows the move, the algorithm never
@@ -20,12 +23,69 @@
 //!   and releases its permissions), so a wait on a stopped process is not reported: a bounded
 //!   client cannot tell it from progress that is merely postponed.
 //!
-//! Liveness on cycles is left to the simulator: stateright's `eventually` is unreliable on
-//! cycles, and the bounded client makes every run finite anyway.
+//! Liveness on cycles is left to the simulator; the bounded client makes every run finite.
+//!
+//! # Searches
+//!
+//! [`Search::Reduced`] (the default) and [`Search::Full`] run an own depth-first explorer:
+//! a stack of states and a set of 128-bit state fingerprints (a collision could hide a state;
+//! with 10^8 states its probability is below 10^-20). It exists because stateright cannot
+//! express a partial-order reduction, and it is faster per state: a state shares the
+//! processes a step did not change (each carries its fingerprint and invariant verdict,
+//! computed once) and keeps every message in flight in one vector. [`Search::Stateright`]
+//! runs the same model under stateright's multi-threaded checker; the unit tests check that
+//! it and [`Search::Full`] count the same states.
+//!
+//! # The partial-order reduction and why it is sound
+//!
+//! Independence. Two actions of different processes commute whenever both are enabled: each
+//! changes only its own process, pops only a link into it and appends only to links out of
+//! it, and appending to a non-empty link commutes with popping its head. Neither disables
+//! the other. Only an append to an *empty* link can enable an action of another process.
+//!
+//! Persistent sets. In a state `s`, the search explores only the enabled actions of a set
+//! `C` of processes, chosen so that no sequence of actions of the other processes `O` can
+//! send into a link `(y, x)`, `y ∈ O`, `x ∈ C`, that is empty in `s`. Then every action of
+//! a path of `O` actions commutes with the selected ones, and no action of `C` that is
+//! disabled in `s` can become enabled along it (a delivery to `x` needs a message on an
+//! empty link, a client step of `x` needs `x` to complete a sequence): the selected set is
+//! persistent (Godefroid), equivalently stubborn (Valmari, conditions D1 and D2). `C` is
+//! the closure of one process under "an `O` process that may fill an empty link into `C`
+//! joins `C`", where "may fill" is over-approximated from an exact *solo* exploration: each
+//! process `y` run alone from `s` (its incoming links as they are plus its self-sends; up to
+//! 64 steps) yields every process it can send to. An `O` process is *wild* (may send to any
+//! neighbour) when its solo exploration ran out of budget or another `O` process may send
+//! to it (with a new message its behaviour is no longer the solo one); wildness spreads to
+//! the neighbours of wild processes. A process that is not wild can, in any path of `O`
+//! actions, only run a prefix of its solo behaviours: by induction on the path, nobody else
+//! sends to it, its links keep their heads, and its steps are deterministic in its state and
+//! the messages it takes.
+//!
+//! Visibility. The properties read the *observation*: every process's published state and
+//! invariant verdict (safety reads several processes at once). If a selected action changes
+//! the observation, `C` must also take every process that could change its observation
+//! before `C` acts (Valmari's condition V): the wild ones and those whose solo exploration
+//! changes it. An action's effect on its process's observation is the same in every state
+//! an `O` path leads to, since only that process's state and the message it takes matter.
+//!
+//! Cycles. A selection with a successor on the depth-first stack is replaced by every enabled
+//! action (the stack proviso), so no action is ignored around a cycle. (It never fired on
+//! the LMUTIN instances measured, path:4 to ring:4, nor on CDC with two pairs: their spaces
+//! look acyclic, but the search does not rely on it.)
+//!
+//! With these conditions the reduced search reaches, up to stuttering, every sequence of
+//! observations of the full state space, hence every reachable observation (a safety or
+//! invariant violation), and every reachable state with nothing enabled (a deadlock
+//! candidate: persistent sets preserve terminal states). Among the candidate sets (one
+//! closure per process with an enabled action), the search takes the one with the fewest
+//! enabled actions. The unit tests compare the reduced and the full search on small
+//! instances: the same set of observations and of terminal states.
 //!
 //! Symmetry reduction is not used: every algorithm here breaks ties between equal clocks by
 //! process id, so permuting ids does not map behaviours onto behaviours, and a reduction
 //! would be unsound.
+
+mod explore;
 
 use crate::config::Instance;
 use crate::cs::{CsObject, CsState, Outbox, Sequence};
@@ -46,10 +106,31 @@ pub struct CheckConfig {
     /// Pairs each process runs.
     pub pairs: usize,
     /// Stop after generating this many states, duplicates included (the result is then a
-    /// bounded check); `None` explores everything.
+    /// bounded check; with [`Search::Reduced`] only the successors along the selected
+    /// actions are generated); `None` explores everything.
     pub max_states: Option<usize>,
-    /// Worker threads.
+    /// Worker threads of the [`Search::Stateright`] search (the own explorer runs on the
+    /// calling thread; run several checks in parallel instead).
     pub threads: usize,
+    /// How the state space is searched.
+    pub search: Search,
+}
+
+/// How [`check`] searches the state space. Every search checks the same properties on the
+/// same model; they differ in which states they visit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub enum Search {
+    /// The own depth-first explorer with the partial-order reduction: a subset of the
+    /// reachable states that still contains every reachable observation (published states
+    /// and invariants) and every reachable terminal state (see the module doc).
+    #[default]
+    Reduced,
+    /// The own depth-first explorer without reduction: every reachable state.
+    Full,
+    /// stateright's multi-threaded depth-first checker, without reduction: every reachable
+    /// state (the same count as [`Search::Full`]); kept as the reference the own explorer is
+    /// validated against. It does not refuse sends outside the sender's neighbourhood.
+    Stateright,
 }
 
 impl Default for CheckConfig {
@@ -58,6 +139,7 @@ impl Default for CheckConfig {
             pairs: 1,
             max_states: None,
             threads: std::thread::available_parallelism().map_or(1, usize::from),
+            search: Search::default(),
         }
     }
 }
@@ -104,124 +186,45 @@ impl CheckReport {
     }
 }
 
-/// One process of the model: its CS object and how many sequences it has started.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct Node<A> {
-    obj: A,
-    started: usize,
-    /// A calling-convention error the object returned to a client step (a driver or object
-    /// bug); it fails the `invariants` property.
-    call_error: Option<CallError>,
+/// A counterexample: the published states along the path, each with the step taken from it
+/// (none after the last state).
+type Path = Vec<(Vec<CsState>, Option<PathStep>)>;
+
+/// One step of a counterexample.
+#[derive(Clone, Debug)]
+enum PathStep {
+    /// A process's client starts its next sequence.
+    Client(usize),
+    /// A message is delivered.
+    Deliver { src: usize, dst: usize, msg: String },
 }
 
-/// The stateright actor wrapping process `init.id()`.
-#[derive(Clone)]
-struct ProcActor<A> {
-    init: A,
-    sequences: usize,
+/// How a search ended.
+enum Outcome {
+    /// Every state was explored.
+    Complete,
+    /// The state budget ran out.
+    Bounded,
+    /// A property fails at the end of the path.
+    Violated { property: &'static str, path: Path },
 }
 
-/// The client step: start the next sequence.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-struct Step;
-
-impl<A: CsObject> ProcActor<A> {
-    fn apply(&self, node: &Node<A>, mut out: Outbox<A::Msg>, o: &mut Out<Self>) {
-        for (to, msg) in out.drain() {
-            o.send(Id::from(to.index()), msg);
-        }
-        if out.completed() && node.started < self.sequences {
-            o.set_timer(Step, model_timeout());
-        }
-    }
-}
-
-impl<A: CsObject> Actor for ProcActor<A> {
-    type Msg = A::Msg;
-    type State = Node<A>;
-    type Timer = Step;
-    type Random = ();
-    type Storage = ();
-
-    fn on_start(&self, _id: Id, _storage: &Option<()>, o: &mut Out<Self>) -> Node<A> {
-        if self.sequences > 0 {
-            o.set_timer(Step, model_timeout());
-        }
-        Node {
-            obj: self.init.clone(),
-            started: 0,
-            call_error: None,
-        }
-    }
-
-    fn on_msg(
-        &self,
-        _id: Id,
-        state: &mut Cow<'_, Node<A>>,
-        src: Id,
-        msg: A::Msg,
-        o: &mut Out<Self>,
-    ) {
-        let mut out = Outbox::new();
-        let node = state.to_mut();
-        node.obj
-            .on_message(ProcessId::from(usize::from(src)), msg, &mut out);
-        self.apply(node, out, o);
-    }
-
-    fn on_timeout(&self, _id: Id, state: &mut Cow<'_, Node<A>>, _timer: &Step, o: &mut Out<Self>) {
-        let mut out = Outbox::new();
-        let node = state.to_mut();
-        let seq = Sequence::leaving(node.obj.state());
-        node.started += 1;
-        // the driver only steps a process whose previous sequence completed, so the calling
-        // convention holds; an error here is a bug, recorded to fail `invariants`
-        if let Err(e) = node.obj.begin(seq, &mut out) {
-            node.call_error = Some(e);
-        }
-        self.apply(node, out, o);
-    }
-}
-
-type Model_<A> = ActorModel<ProcActor<A>, Instance, ()>;
-type State_<A> = stateright::actor::ActorModelState<ProcActor<A>, ()>;
-
-fn states_of<A: CsObject>(s: &State_<A>) -> Vec<CsState> {
-    s.actor_states.iter().map(|n| n.obj.state()).collect()
-}
-
-fn safe<A: CsObject>(m: &Model_<A>, s: &State_<A>) -> bool {
-    m.cfg.violations(&states_of(s)).is_empty()
-}
-
-fn invariants_hold<A: CsObject>(_: &Model_<A>, s: &State_<A>) -> bool {
-    s.actor_states
-        .iter()
-        .all(|n| n.obj.check_invariants().is_ok())
-}
-
-fn no_deadlock<A: CsObject>(m: &Model_<A>, s: &State_<A>) -> bool {
-    let quiet = s.network.len() == 0 && s.timers_set.iter().all(|t| t.iter().next().is_none());
-    if !quiet {
-        return true;
-    }
-    if s.actor_states.iter().any(|n| n.obj.pending().is_none()) {
-        return true;
-    }
-    let pending: Vec<usize> = (0..s.actor_states.len()).collect();
-    let base = states_of(s);
-    // some non-empty subset of the pending processes could move together safely?
-    let Some(subsets) = 1u64.checked_shl(pending.len() as u32) else {
-        return true; // beyond MAX_CHECK_PROCESSES: not evaluated
+/// Whether a state in which nothing is enabled and every process is blocked in a pending
+/// sequence, with published states `states`, is a deadlock: some non-empty set of processes
+/// could change state together and keep every bound.
+fn deadlocked(instance: &Instance, states: &[CsState]) -> bool {
+    let n = states.len();
+    let Some(subsets) = 1u64.checked_shl(n as u32) else {
+        return false; // beyond MAX_CHECK_PROCESSES: not evaluated
     };
-    !(1..subsets).any(|mask| {
-        let mut states = base.clone();
-        for (bit, &p) in pending.iter().enumerate() {
-            if mask & (1 << bit) != 0 {
-                states[p] = !states[p];
+    (1..subsets).any(|mask| {
+        let mut moved = states.to_vec();
+        for (p, s) in moved.iter_mut().enumerate() {
+            if mask & (1 << p) != 0 {
+                *s = !*s;
             }
         }
-        m.cfg.violations(&states).is_empty()
+        instance.violations(&moved).is_empty()
     })
 }
 
@@ -251,61 +254,51 @@ pub fn check<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &CheckConfig)
         };
     }
     let sequences = 2 * cfg.pairs;
-    let model: Model_<A> = ActorModel::new(instance.clone(), ())
-        .actors(procs.into_iter().map(|init| ProcActor { init, sequences }))
-        .init_network(Network::new_ordered(vec![]))
-        .property(Expectation::Always, "safety", safe::<A>)
-        .property(Expectation::Always, "invariants", invariants_hold::<A>)
-        .property(Expectation::Always, "no deadlock", no_deadlock::<A>);
     let start = Instant::now();
-    let builder = model
-        .checker()
-        .threads(cfg.threads.max(1))
-        .finish_when(HasDiscoveries::AnyFailures);
-    let builder = match cfg.max_states {
-        Some(max) => builder.target_state_count(max.max(1)),
-        None => builder,
-    };
-    let checker = builder.spawn_dfs().join();
-    let elapsed = start.elapsed();
-    let (states, max_depth) = (checker.unique_state_count(), checker.max_depth());
-    for property in ["safety", "invariants", "no deadlock"] {
-        if let Some(path) = checker.discovery(property) {
-            let counterexample = describe(checker.model(), path.into_vec());
-            return CheckReport {
-                verdict: Verdict::Violated {
-                    property: property.to_string(),
-                },
-                states,
-                max_depth,
-                elapsed,
-                counterexample,
+    let (outcome, states, max_depth) = match cfg.search {
+        Search::Stateright => stateright_search(instance, procs, sequences, cfg),
+        Search::Reduced | Search::Full => {
+            let explorer = explore::Explorer {
+                instance,
+                sequences,
+                reduce: cfg.search == Search::Reduced,
+                max_states: cfg.max_states.map(|m| m.max(1)),
+                visit: None,
+                solo_memo: Default::default(),
             };
+            let topology = instance.topology();
+            let peers: Vec<u64> = topology
+                .processes()
+                .map(|p| topology.closed(p).iter().fold(0, |m, q| m | 1 << q.index()))
+                .collect();
+            let (outcome, stats) = explorer.run(explore::Sys::initial(procs, sequences, &peers));
+            (outcome, stats.unique, stats.max_depth)
         }
-    }
-    let bounded = cfg
-        .max_states
-        .is_some_and(|max| checker.state_count() >= max);
+    };
+    let elapsed = start.elapsed();
+    let (verdict, counterexample) = match outcome {
+        Outcome::Complete => (Verdict::Proved, Vec::new()),
+        Outcome::Bounded => (Verdict::Bounded, Vec::new()),
+        Outcome::Violated { property, path } => (
+            Verdict::Violated {
+                property: property.to_string(),
+            },
+            describe(instance, path),
+        ),
+    };
     CheckReport {
-        verdict: if bounded {
-            Verdict::Bounded
-        } else {
-            Verdict::Proved
-        },
+        verdict,
         states,
         max_depth,
         elapsed,
-        counterexample: Vec::new(),
+        counterexample,
     }
 }
 
-type Action_<A> = ActorModelAction<<A as CsObject>::Msg, Step, ()>;
-
-fn describe<A: CsObject>(m: &Model_<A>, path: Vec<(State_<A>, Option<Action_<A>>)>) -> Vec<String> {
+fn describe(instance: &Instance, path: Path) -> Vec<String> {
     let mut lines = Vec::new();
     let mut prev: Option<Vec<CsState>> = None;
-    for (i, (state, action)) in path.into_iter().enumerate() {
-        let now = states_of(&state);
+    for (i, (now, step)) in path.into_iter().enumerate() {
         if let Some(before) = &prev {
             for (p, (a, b)) in before.iter().zip(&now).enumerate() {
                 if a != b {
@@ -316,30 +309,333 @@ fn describe<A: CsObject>(m: &Model_<A>, path: Vec<(State_<A>, Option<Action_<A>>
         if i == 0 {
             lines.push(format!("initial: {}", crate::config::format_initial(&now)));
         }
-        match action {
-            Some(ActorModelAction::Deliver { src, dst, msg }) => {
-                lines.push(format!(
-                    "{:>4}. P{} -> P{}: {:?}",
-                    i + 1,
-                    usize::from(src),
-                    usize::from(dst),
-                    msg
-                ));
+        match step {
+            Some(PathStep::Deliver { src, dst, msg }) => {
+                lines.push(format!("{:>4}. P{src} -> P{dst}: {msg}", i + 1));
             }
-            Some(ActorModelAction::Timeout(id, _)) => {
-                let p = usize::from(id);
+            Some(PathStep::Client(p)) => {
                 let seq = Sequence::leaving(now[p]);
                 lines.push(format!("{:>4}. P{p} starts its {seq:?}-Sequence", i + 1));
             }
-            Some(other) => lines.push(format!("{:>4}. {other:?}", i + 1)),
             None => {}
         }
         prev = Some(now);
     }
     if let Some(last) = prev {
-        for v in m.cfg.violations(&last) {
+        for v in instance.violations(&last) {
             lines.push(format!("violated: {v}"));
         }
     }
     lines
+}
+
+// ---------------------------------------------------------------------------------------
+// The stateright search (Search::Stateright).
+
+/// One process of the stateright model: its CS object and how many sequences it has
+/// started (whether its client step is enabled is stateright's timer).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct SrNode<A> {
+    obj: A,
+    started: usize,
+    /// A calling-convention error the object returned to a client step (a driver or object
+    /// bug); it fails the `invariants` property.
+    call_error: Option<CallError>,
+}
+
+/// The stateright actor wrapping process `init.id()`.
+#[derive(Clone)]
+struct ProcActor<A> {
+    init: A,
+    sequences: usize,
+}
+
+/// The client step: start the next sequence.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct Step;
+
+impl<A: CsObject> ProcActor<A> {
+    fn apply(&self, node: &SrNode<A>, mut out: Outbox<A::Msg>, o: &mut Out<Self>) {
+        for (to, msg) in out.drain() {
+            o.send(Id::from(to.index()), msg);
+        }
+        if out.completed() && node.started < self.sequences {
+            o.set_timer(Step, model_timeout());
+        }
+    }
+}
+
+impl<A: CsObject> Actor for ProcActor<A> {
+    type Msg = A::Msg;
+    type State = SrNode<A>;
+    type Timer = Step;
+    type Random = ();
+    type Storage = ();
+
+    fn on_start(&self, _id: Id, _storage: &Option<()>, o: &mut Out<Self>) -> SrNode<A> {
+        if self.sequences > 0 {
+            o.set_timer(Step, model_timeout());
+        }
+        SrNode {
+            obj: self.init.clone(),
+            started: 0,
+            call_error: None,
+        }
+    }
+
+    fn on_msg(
+        &self,
+        _id: Id,
+        state: &mut Cow<'_, SrNode<A>>,
+        src: Id,
+        msg: A::Msg,
+        o: &mut Out<Self>,
+    ) {
+        let mut out = Outbox::new();
+        let node = state.to_mut();
+        node.obj
+            .on_message(ProcessId::from(usize::from(src)), msg, &mut out);
+        self.apply(node, out, o);
+    }
+
+    fn on_timeout(
+        &self,
+        _id: Id,
+        state: &mut Cow<'_, SrNode<A>>,
+        _timer: &Step,
+        o: &mut Out<Self>,
+    ) {
+        let mut out = Outbox::new();
+        let node = state.to_mut();
+        let seq = Sequence::leaving(node.obj.state());
+        node.started += 1;
+        // the driver only steps a process whose previous sequence completed, so the calling
+        // convention holds; an error here is a bug, recorded to fail `invariants`
+        if let Err(e) = node.obj.begin(seq, &mut out) {
+            node.call_error = Some(e);
+        }
+        self.apply(node, out, o);
+    }
+}
+
+type Model_<A> = ActorModel<ProcActor<A>, Instance, ()>;
+type State_<A> = stateright::actor::ActorModelState<ProcActor<A>, ()>;
+
+fn states_of<A: CsObject>(s: &State_<A>) -> Vec<CsState> {
+    s.actor_states.iter().map(|n| n.obj.state()).collect()
+}
+
+fn safe<A: CsObject>(m: &Model_<A>, s: &State_<A>) -> bool {
+    m.cfg.violations(&states_of(s)).is_empty()
+}
+
+fn invariants_hold<A: CsObject>(_: &Model_<A>, s: &State_<A>) -> bool {
+    s.actor_states
+        .iter()
+        .all(|n| n.call_error.is_none() && n.obj.check_invariants().is_ok())
+}
+
+fn no_deadlock<A: CsObject>(m: &Model_<A>, s: &State_<A>) -> bool {
+    let quiet = s.network.len() == 0 && s.timers_set.iter().all(|t| t.iter().next().is_none());
+    if !quiet || s.actor_states.iter().any(|n| n.obj.pending().is_none()) {
+        return true;
+    }
+    !deadlocked(&m.cfg, &states_of(s))
+}
+
+/// Runs stateright's checker; returns the outcome, unique states and the maximal depth.
+fn stateright_search<A: CsObject>(
+    instance: &Instance,
+    procs: Vec<A>,
+    sequences: usize,
+    cfg: &CheckConfig,
+) -> (Outcome, usize, usize) {
+    let model: Model_<A> = ActorModel::new(instance.clone(), ())
+        .actors(procs.into_iter().map(|init| ProcActor { init, sequences }))
+        .init_network(Network::new_ordered(vec![]))
+        .property(Expectation::Always, "safety", safe::<A>)
+        .property(Expectation::Always, "invariants", invariants_hold::<A>)
+        .property(Expectation::Always, "no deadlock", no_deadlock::<A>);
+    let builder = model
+        .checker()
+        .threads(cfg.threads.max(1))
+        .finish_when(HasDiscoveries::AnyFailures);
+    let builder = match cfg.max_states {
+        Some(max) => builder.target_state_count(max.max(1)),
+        None => builder,
+    };
+    let checker = builder.spawn_dfs().join();
+    let (states, max_depth) = (checker.unique_state_count(), checker.max_depth());
+    for property in ["safety", "invariants", "no deadlock"] {
+        if let Some(path) = checker.discovery(property) {
+            let path = path
+                .into_vec()
+                .into_iter()
+                .map(|(state, action)| {
+                    let step = match action {
+                        Some(ActorModelAction::Deliver { src, dst, msg }) => {
+                            Some(PathStep::Deliver {
+                                src: usize::from(src),
+                                dst: usize::from(dst),
+                                msg: format!("{msg:?}"),
+                            })
+                        }
+                        Some(ActorModelAction::Timeout(id, _)) => {
+                            Some(PathStep::Client(usize::from(id)))
+                        }
+                        _ => None,
+                    };
+                    (states_of(&state), step)
+                })
+                .collect();
+            return (Outcome::Violated { property, path }, states, max_depth);
+        }
+    }
+    let bounded = cfg
+        .max_states
+        .is_some_and(|max| checker.state_count() >= max);
+    let outcome = if bounded {
+        Outcome::Bounded
+    } else {
+        Outcome::Complete
+    };
+    (outcome, states, max_depth)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::explore::{Explorer, Sys};
+    use super::*;
+    use crate::algo::lmutin::{lmutex_system, Lmutin, LmutinRules};
+    use crate::topology::Topology;
+    use std::collections::BTreeSet;
+
+    /// What a search saw: every observation (published states and invariant verdicts) and
+    /// the published states of every terminal state, with the outcome.
+    #[derive(Debug, PartialEq, Eq)]
+    struct Seen {
+        observations: BTreeSet<Vec<(CsState, bool)>>,
+        terminal: BTreeSet<Vec<CsState>>,
+        complete: bool,
+        unique: usize,
+    }
+
+    fn seen<A: CsObject>(instance: &Instance, procs: Vec<A>, reduce: bool) -> Seen {
+        let (mut observations, mut terminal) = (BTreeSet::new(), BTreeSet::new());
+        let mut visit = |s: &Sys<A>| {
+            observations.insert(s.observation());
+            if s.quiet() {
+                terminal.insert(s.cs_states());
+            }
+        };
+        let topology = instance.topology();
+        let peers: Vec<u64> = topology
+            .processes()
+            .map(|p| topology.closed(p).iter().fold(0, |m, q| m | 1 << q.index()))
+            .collect();
+        let explorer = Explorer {
+            instance,
+            sequences: 2,
+            reduce,
+            max_states: None,
+            visit: Some(&mut visit),
+            solo_memo: Default::default(),
+        };
+        let (outcome, stats) = explorer.run(Sys::initial(procs, 2, &peers));
+        Seen {
+            observations,
+            terminal,
+            complete: matches!(outcome, Outcome::Complete),
+            unique: stats.unique,
+        }
+    }
+
+    /// Every configuration of `inst` that meets every bound.
+    fn safe_starts(n: usize, inst: &Instance) -> Vec<Vec<CsState>> {
+        (0u32..1 << n)
+            .map(|mask| {
+                (0..n)
+                    .map(|i| {
+                        if mask & (1 << i) != 0 {
+                            CsState::InCs
+                        } else {
+                            CsState::OutCs
+                        }
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .filter(|s| inst.violations(s).is_empty())
+            .collect()
+    }
+
+    /// The reduction visits fewer states but every observation and every terminal state of
+    /// the full search: LMUTIN and LMUTEX, every bound and safe start of path:3, and
+    /// complete:3 and star:4 with l = 1 and k = 1 from one start.
+    #[test]
+    fn the_reduction_sees_every_observation_and_terminal_state() {
+        let mut pairs = 0;
+        for spec in ["path:3", "complete:3", "star:4"] {
+            let t = Topology::parse(spec).unwrap();
+            let n = t.len();
+            let every_start = spec == "path:3";
+            let ls = if every_start { 0..=1 } else { 1..=1 };
+            for l in ls {
+                let inst = Lmutin::instance(&t, &vec![l; n]).unwrap();
+                let starts = safe_starts(n, &inst);
+                let take = if every_start { starts.len() } else { 1 };
+                for init in starts.into_iter().take(take) {
+                    let (inst, procs) =
+                        Lmutin::system(&t, &vec![l; n], &init, LmutinRules::CORRECTED).unwrap();
+                    let full = seen(&inst, procs.clone(), false);
+                    let reduced = seen(&inst, procs, true);
+                    assert!(full.complete && reduced.complete, "{spec} l={l} {init:?}");
+                    assert_eq!(full.observations, reduced.observations, "{spec} l={l}");
+                    assert_eq!(full.terminal, reduced.terminal, "{spec} l={l}");
+                    assert!(reduced.unique < full.unique, "{spec} l={l} {init:?}");
+                    pairs += 1;
+                }
+            }
+            let ks = if every_start { 1..=2 } else { 1..=1 };
+            for k in ks {
+                let inst = crate::algo::lmutin::lmutex_instance(&t, &vec![k; n]).unwrap();
+                let init = inst.find_safe_initial().unwrap();
+                let (inst, procs) =
+                    lmutex_system(&t, &vec![k; n], &init, LmutinRules::CORRECTED).unwrap();
+                let full = seen(&inst, procs.clone(), false);
+                let reduced = seen(&inst, procs, true);
+                assert_eq!(
+                    full.observations, reduced.observations,
+                    "lmutex {spec} k={k}"
+                );
+                assert_eq!(full.terminal, reduced.terminal, "lmutex {spec} k={k}");
+                assert!(reduced.unique < full.unique, "lmutex {spec} k={k}");
+                pairs += 1;
+            }
+        }
+        assert!(pairs > 15, "{pairs}");
+    }
+
+    /// The own explorer without reduction and stateright explore the same model: the same
+    /// number of unique states and the same verdict.
+    #[test]
+    fn the_full_search_counts_what_stateright_counts() {
+        for (spec, l) in [("path:3", 1), ("complete:3", 1), ("path:3", 0)] {
+            let t = Topology::parse(spec).unwrap();
+            let inst = Lmutin::instance(&t, &[l; 3]).unwrap();
+            let init = inst.find_safe_initial().unwrap();
+            let (inst, procs) = Lmutin::system(&t, &[l; 3], &init, LmutinRules::CORRECTED).unwrap();
+            let run = |search| {
+                let cfg = CheckConfig {
+                    search,
+                    threads: 1,
+                    ..CheckConfig::default()
+                };
+                check(&inst, procs.clone(), &cfg)
+            };
+            let (full, sr) = (run(Search::Full), run(Search::Stateright));
+            assert_eq!(full.verdict, Verdict::Proved, "{spec} l={l}");
+            assert_eq!(sr.verdict, Verdict::Proved, "{spec} l={l}");
+            assert_eq!(full.states, sr.states, "{spec} l={l}");
+        }
+    }
 }

@@ -7,9 +7,9 @@
 use clap::{Args, Parser, Subcommand};
 use lkcs::{
     check, format_initial, parse_initial, simulate, Algorithm, BoundsFile, CheckConfig,
-    CheckReport, ConfigError, CsObject, CsState, Delay, Instance, Problem, SimConfig, SimReport,
-    SystemSpec, SystemVisitor, Topology, Variant, Verdict, Workload, MAX_CHECK_PROCESSES,
-    MAX_DELAY,
+    CheckReport, ConfigError, CsObject, CsState, Delay, Instance, Problem, Search, SimConfig,
+    SimReport, SystemSpec, SystemVisitor, Topology, Variant, Verdict, Workload,
+    MAX_CHECK_PROCESSES, MAX_DELAY,
 };
 use std::process::ExitCode;
 
@@ -88,6 +88,10 @@ struct CheckArgs {
     /// Stop after generating this many states, duplicates included (a bounded check).
     #[arg(long)]
     max_states: Option<usize>,
+    /// reduced (default: the partial-order reduction), full (every reachable state) or
+    /// stateright (every reachable state, stateright's multi-threaded checker).
+    #[arg(long, default_value = "reduced", value_parser = ["reduced", "full", "stateright"])]
+    search: String,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
@@ -290,6 +294,11 @@ fn run_check(args: &CheckArgs) -> ExitCode {
     let cfg = CheckConfig {
         pairs: args.system.pairs,
         max_states: args.max_states,
+        search: match args.search.as_str() {
+            "full" => Search::Full,
+            "stateright" => Search::Stateright,
+            _ => Search::Reduced,
+        },
         ..CheckConfig::default()
     };
     let (report, initial) = match spec.build(Check { cfg: &cfg }) {
@@ -311,6 +320,7 @@ fn run_check(args: &CheckArgs) -> ExitCode {
             "topology": spec.topology.name(),
             "initial": format_initial(&initial),
             "pairs": cfg.pairs,
+            "search": args.search,
             "verdict": verdict,
             "states": report.states,
             "max_depth": report.max_depth,

@@ -867,3 +867,39 @@ fn lkcs_with_every_able_process_leading_runs_the_least_slack_to_the_end() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr_lines(&out)[0].contains("--leader `everyone`"));
 }
+
+#[test]
+fn check_search_option_picks_the_search() {
+    let states = |search: &str| {
+        let out = lkcs(&[
+            "check",
+            "--algorithm",
+            "lmutin",
+            "--topology",
+            "path:3",
+            "--l",
+            "1",
+            "--search",
+            search,
+            "--json",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{search}");
+        let v = json(&out);
+        assert_eq!(v["verdict"], "proved", "{search}");
+        assert_eq!(v["search"], search);
+        v["states"].as_u64().unwrap()
+    };
+    let (reduced, full, stateright) = (states("reduced"), states("full"), states("stateright"));
+    assert_eq!(full, stateright);
+    assert!(reduced < full, "{reduced} >= {full}");
+    let out = lkcs(&[
+        "check",
+        "--algorithm",
+        "lmutin",
+        "--topology",
+        "path:3",
+        "--search",
+        "breadth",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
