@@ -550,24 +550,6 @@ mod tests {
         }
     }
 
-    /// Every configuration of `inst` that meets every bound.
-    fn safe_starts(n: usize, inst: &Instance) -> Vec<Vec<CsState>> {
-        (0u32..1 << n)
-            .map(|mask| {
-                (0..n)
-                    .map(|i| {
-                        if mask & (1 << i) != 0 {
-                            CsState::InCs
-                        } else {
-                            CsState::OutCs
-                        }
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .filter(|s| inst.violations(s).is_empty())
-            .collect()
-    }
-
     /// The reduction visits fewer states but every observation and every terminal state of
     /// the full search: LMUTIN and LMUTEX, every bound and safe start of path:3, and
     /// complete:3 and star:4 with l = 1 and k = 1 from one start.
@@ -581,7 +563,7 @@ mod tests {
             let ls = if every_start { 0..=1 } else { 1..=1 };
             for l in ls {
                 let inst = Lmutin::instance(&t, &vec![l; n]).unwrap();
-                let starts = safe_starts(n, &inst);
+                let starts = inst.safe_configurations().expect("small instance");
                 let take = if every_start { starts.len() } else { 1 };
                 for init in starts.into_iter().take(take) {
                     let (inst, procs) =

@@ -116,6 +116,34 @@ impl Instance {
             .collect()
     }
 
+    /// Every configuration that meets every bound, by increasing bit mask (bit i set: P_i in
+    /// the CS). It enumerates all 2^n configurations, so it is for small instances (the
+    /// checker's scale): `None` above [`Instance::MAX_ENUMERATED`] processes.
+    pub fn safe_configurations(&self) -> Option<Vec<Vec<CsState>>> {
+        let n = self.len();
+        if n > Self::MAX_ENUMERATED {
+            return None;
+        }
+        let configs = (0u32..1 << n)
+            .map(|mask| {
+                (0..n)
+                    .map(|i| {
+                        if mask & (1 << i) != 0 {
+                            CsState::InCs
+                        } else {
+                            CsState::OutCs
+                        }
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .filter(|s| self.violations(s).is_empty())
+            .collect();
+        Some(configs)
+    }
+
+    /// The largest instance [`Instance::safe_configurations`] enumerates.
+    pub const MAX_ENUMERATED: usize = 20;
+
     /// Whether flipping `p`'s state in `states` keeps every bound that holds now.
     pub fn move_keeps_bounds(&self, states: &mut [CsState], p: ProcessId) -> bool {
         self.bounds_broken_by_move(states, p) == 0
@@ -399,6 +427,17 @@ mod tests {
             let s = inst.find_safe_initial().unwrap();
             assert!(inst.violations(&s).is_empty());
         }
+    }
+
+    #[test]
+    fn safe_configurations_are_every_safe_assignment() {
+        // complete:3 with (1, 2): one or two of the three in the CS
+        let inst = uniform(Topology::complete(3).unwrap(), 1, 2).unwrap();
+        let all = inst.safe_configurations().unwrap();
+        assert_eq!(all.len(), 6);
+        assert!(all.iter().all(|s| inst.violations(s).is_empty()));
+        let big = uniform(Topology::ring(21).unwrap(), 0, 2).unwrap();
+        assert!(big.safe_configurations().is_none());
     }
 
     #[test]

@@ -11,30 +11,11 @@
 
 use lkcs::{
     check, lmutex_instance, lmutex_system, parse_initial, CheckConfig, CheckReport, CsState,
-    Instance, Lmutin, LmutinRules, Topology, Verdict,
+    Lmutin, LmutinRules, Topology, Verdict,
 };
 use std::sync::Mutex;
 
 const BOUND: usize = 400_000;
-
-/// Every configuration of `inst` that meets every bound.
-fn safe_configurations(inst: &Instance) -> Vec<Vec<CsState>> {
-    let n = inst.len();
-    (0u32..1 << n)
-        .map(|mask| {
-            (0..n)
-                .map(|i| {
-                    if mask & (1 << i) != 0 {
-                        CsState::InCs
-                    } else {
-                        CsState::OutCs
-                    }
-                })
-                .collect::<Vec<_>>()
-        })
-        .filter(|s| inst.violations(s).is_empty())
-        .collect()
-}
 
 fn cfg(pairs: usize, max_states: Option<usize>) -> CheckConfig {
     CheckConfig {
@@ -57,13 +38,13 @@ fn sweep(spec: &str, pairs: usize, max_states: Option<usize>) -> (usize, usize) 
     let mut jobs = Vec::new();
     for l in 0..=min_degree(&t) {
         let inst = Lmutin::instance(&t, &vec![l; n]).unwrap();
-        for init in safe_configurations(&inst) {
+        for init in inst.safe_configurations().expect("small instance") {
             jobs.push((false, l, init));
         }
     }
     for k in 1..=min_degree(&t) + 1 {
         let inst = lmutex_instance(&t, &vec![k; n]).unwrap();
-        for init in safe_configurations(&inst) {
+        for init in inst.safe_configurations().expect("small instance") {
             jobs.push((true, k, init));
         }
     }
