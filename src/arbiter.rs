@@ -28,8 +28,8 @@ pub enum Action {
 /// algorithm in two places (see `algo::lmutin`'s "Deviations from the paper").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ArbiterRules {
-    /// On Release, grant the best pending request even when that exceeds the capacity
-    /// (printed); the corrected rule grants only while the capacity holds.
+    /// On Release and Relinquish, grant the best pending request even when that exceeds the
+    /// capacity (printed); the corrected rule grants only while the capacity holds.
     pub uncapped_release: bool,
     /// On a Relinquish from a process that holds no permission, still grant the best
     /// pending request (printed); the corrected rule ignores such a Relinquish.
@@ -190,8 +190,10 @@ impl Arbiter {
             Some(s) => {
                 self.preempting = None;
                 self.pending.insert(s);
+                // the freed permission goes to a waiting sidetrack request first, then to the
+                // best pending request within the capacity (printed: whatever the count)
                 self.serve_sidetrack(out);
-                if self.has_room() {
+                if self.rules.uncapped_release || self.has_room() {
                     self.grant_best(out);
                 }
             }
