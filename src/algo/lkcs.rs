@@ -746,13 +746,14 @@ impl Lkcs {
             .map(|s| (at, s.ts, s.id))
     }
 
-    /// The leader's suspicion, run after every handler while its own sequence is pending.
-    fn suspect(&mut self, out: &mut Outbox<LkcsMsg>) {
+    /// The leader's suspicion, run after every handler while its own sequence is pending;
+    /// `w` is `Waiting_LDR`.
+    fn suspect(&mut self, w: usize, out: &mut Outbox<LkcsMsg>) {
         let Some(role) = &self.leader else { return };
         if self.pending.is_none() {
             return;
         }
-        let (w, full) = (self.waiting(), self.closed.len());
+        let full = self.closed.len();
         if self.rules.repeated_triggers {
             if role.waiting || w != full {
                 return;
@@ -797,15 +798,20 @@ impl Lkcs {
     /// What runs after every step: the printed wait ends, the sequence may complete, the
     /// leader may suspect a deadlock.
     fn after(&mut self, out: &mut Outbox<LkcsMsg>) {
-        let w = self.waiting();
+        if self.leader.is_none() {
+            self.try_complete(out);
+            return;
+        }
         let full = self.closed.len();
+        let w = self.waiting();
         if let Some(role) = self.leader.as_mut() {
             if role.waiting && w < full {
                 role.waiting = false;
             }
         }
         self.try_complete(out);
-        self.suspect(out);
+        // completing sends only messages: Waiting_LDR is unchanged
+        self.suspect(w, out);
     }
 
     fn begin(&mut self, seq: Sequence, out: &mut Outbox<LkcsMsg>) -> Result<(), CallError> {
