@@ -11,7 +11,7 @@
 //! messages.
 
 use crate::id::{ProcessId, Stamp};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// What the arbiter asks its owner to send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -62,11 +62,18 @@ pub struct Arbiter {
     granted: BTreeSet<Stamp>,
     pending: BTreeSet<Stamp>,
     preempting: Option<ProcessId>,
-    /// Holders whose permission was granted through the sidetrack (LKCS's trigger): in the
-    /// one reserved permission above the capacity, never preempted.
-    sidetracked: BTreeSet<ProcessId>,
-    /// Sidetrack requests waiting for the reserved permission, in arrival order.
-    sidetrack_queue: Vec<ProcessId>,
+    /// Holders whose permission was granted through the sidetrack (LKCS's trigger), with the
+    /// stamp of the sidetrack request: the one reserved permission above the capacity.
+    sidetracked: BTreeMap<ProcessId, Stamp>,
+    /// Sidetrack requests waiting for the reserved permission, best (lowest stamp) first.
+    sidetrack_queue: BTreeSet<Stamp>,
+    /// The sidetrack holder asked to give its permission back to an older sidetrack request.
+    preempting_sidetrack: Option<ProcessId>,
+    /// Requests set aside by their requester (LKCS parks a request blocked elsewhere; see
+    /// [`Arbiter::park`]): neither granted nor pending until unparked.
+    parked: BTreeSet<Stamp>,
+    /// Sidetrack requests set aside by their requester, likewise.
+    parked_sidetrack: BTreeSet<Stamp>,
     rules: ArbiterRules,
 }
 
@@ -83,8 +90,11 @@ impl Arbiter {
             granted: initially_granted.into_iter().collect(),
             pending: BTreeSet::new(),
             preempting: None,
-            sidetracked: BTreeSet::new(),
-            sidetrack_queue: Vec::new(),
+            sidetracked: BTreeMap::new(),
+            sidetrack_queue: BTreeSet::new(),
+            preempting_sidetrack: None,
+            parked: BTreeSet::new(),
+            parked_sidetrack: BTreeSet::new(),
             rules,
         }
     }
@@ -121,13 +131,34 @@ impl Arbiter {
     }
 
     /// The sidetrack requests waiting for the reserved permission.
-    pub fn sidetrack_queue(&self) -> &[ProcessId] {
+    pub fn sidetrack_queue(&self) -> &BTreeSet<Stamp> {
         &self.sidetrack_queue
     }
 
-    /// The holders of a sidetrack permission (see [`Arbiter::sidetrack`]).
-    pub fn sidetracked(&self) -> &BTreeSet<ProcessId> {
+    /// The parked requests (see [`Arbiter::park`]).
+    pub fn parked(&self) -> &BTreeSet<Stamp> {
+        &self.parked
+    }
+
+    /// The parked sidetrack requests (see [`Arbiter::park`]).
+    pub fn parked_sidetrack(&self) -> &BTreeSet<Stamp> {
+        &self.parked_sidetrack
+    }
+
+    /// Whether the reserved sidetrack permission is in use: a sidetrack request would wait.
+    pub fn reserve_used(&self) -> bool {
+        self.granted.len() > self.capacity
+    }
+
+    /// The holders of a sidetrack permission, with their sidetrack requests' stamps (see
+    /// [`Arbiter::sidetrack`]).
+    pub fn sidetracked(&self) -> &BTreeMap<ProcessId, Stamp> {
         &self.sidetracked
+    }
+
+    /// The sidetrack holder being preempted.
+    pub fn preempting_sidetrack(&self) -> Option<ProcessId> {
+        self.preempting_sidetrack
     }
 
     /// The cap invariant: at most `capacity` permissions granted, plus the one reserved for
@@ -148,6 +179,8 @@ impl Arbiter {
 
     /// A request stamped `s` arrives (the printed Request handler).
     pub fn request(&mut self, s: Stamp, out: &mut Vec<Action>) {
+        self.parked.retain(|x| x.id != s.id);
+        self.parked_sidetrack.retain(|x| x.id != s.id);
         self.pending.insert(s);
         if self.has_room() {
             self.grant_best(out);
@@ -166,6 +199,9 @@ impl Arbiter {
         if self.preempting == Some(p) {
             self.preempting = None;
         }
+        if self.preempting_sidetrack == Some(p) {
+            self.preempting_sidetrack = None;
+        }
         self.remove(p);
         self.serve_sidetrack(out);
         if self.rules.uncapped_release {
@@ -182,8 +218,17 @@ impl Arbiter {
     /// `p` gives its permission back after a Preempt; its request becomes pending again and
     /// the best pending request is granted.
     pub fn relinquish(&mut self, p: ProcessId, out: &mut Vec<Action>) {
-        if self.sidetracked.contains(&p) {
-            // a sidetrack permission is never preempted, so it is never given back
+        if let Some(&s) = self.sidetracked.get(&p) {
+            // a sidetrack permission is given back only to an older sidetrack request
+            if self.preempting_sidetrack == Some(p) {
+                self.preempting_sidetrack = None;
+                self.remove(p);
+                self.sidetrack_queue.insert(s);
+                self.serve_sidetrack(out);
+                while self.has_room() && !self.pending.is_empty() {
+                    self.grant_best(out);
+                }
+            }
             return;
         }
         match self.remove(p) {
@@ -207,23 +252,102 @@ impl Arbiter {
         }
     }
 
-    /// LKCS's sidetrack: `p`'s request (pending or granted) is replaced by a permission
-    /// stamped (0, `p`) that is never preempted and stays until `p` releases it. It is granted
-    /// at once (an [`Action::SidetrackGrant`]) while at most `capacity` + 1 permissions are
-    /// granted with it: one permission above the capacity is reserved for the sidetrack.
-    /// Otherwise it waits for that reserve and is served before any pending request. (The
-    /// printed rules grant it whatever the count.) A preemption of `p` in progress is
-    /// dropped: `p` no longer relinquishes the permission it asked for.
-    pub fn sidetrack(&mut self, p: ProcessId, out: &mut Vec<Action>) {
-        self.pending.retain(|s| s.id != p);
+    /// `p` sets its request aside (LKCS: another arbiter told `p` it is blocked there by
+    /// holders that will not give way). A permission `p` holds for it is given back, as on a
+    /// Relinquish, and the request is parked: it is neither granted nor preempted for until
+    /// [`Arbiter::unpark`]. A sidetrack request (queued or granted) is parked likewise.
+    pub fn park(&mut self, p: ProcessId, out: &mut Vec<Action>) {
+        if let Some(s) = self.sidetrack_queue.iter().find(|s| s.id == p).copied() {
+            self.sidetrack_queue.remove(&s);
+            self.parked_sidetrack.insert(s);
+            return;
+        }
+        if let Some(s) = self.pending.iter().find(|s| s.id == p).copied() {
+            self.pending.remove(&s);
+            self.parked.insert(s);
+        }
+        let sidetrack = self.sidetracked.get(&p).copied();
+        if let Some(s) = self.remove(p) {
+            if self.preempting == Some(p) {
+                self.preempting = None;
+            }
+            if self.preempting_sidetrack == Some(p) {
+                self.preempting_sidetrack = None;
+            }
+            if let Some(st) = sidetrack {
+                self.parked_sidetrack.insert(st);
+            } else {
+                self.parked.insert(s);
+            }
+            self.serve_sidetrack(out);
+            while self.has_room() && !self.pending.is_empty() {
+                self.grant_best(out);
+            }
+        }
+    }
+
+    /// `p`'s parked request competes again: a normal one with its stamp, as a new Request
+    /// would; a sidetrack one likewise in the sidetrack queue.
+    pub fn unpark(&mut self, p: ProcessId, out: &mut Vec<Action>) {
+        if let Some(s) = self.parked_sidetrack.iter().find(|s| s.id == p).copied() {
+            self.parked_sidetrack.remove(&s);
+            self.sidetrack_queue.insert(s);
+            self.serve_sidetrack(out);
+        } else if let Some(s) = self.parked.iter().find(|s| s.id == p).copied() {
+            self.request(s, out);
+        }
+    }
+
+    /// LKCS's sidetrack: the request of `s.id` (pending, granted or parked) is replaced by a
+    /// sidetrack request stamped `s`. It is granted at once (an [`Action::SidetrackGrant`];
+    /// the holder appears in [`Arbiter::granted`] stamped (0, `s.id`)) while at most
+    /// `capacity` + 1 permissions are granted with it: one permission above the capacity is
+    /// reserved for the sidetrack. Otherwise it waits for that reserve, served before any
+    /// pending request, best stamp first (see [`Arbiter::preempt_sidetrack`]). (The printed
+    /// rules grant it whatever the count.) A preemption of `s.id` in progress is dropped.
+    pub fn sidetrack(&mut self, s: Stamp, out: &mut Vec<Action>) {
+        let p = s.id;
+        self.pending.retain(|x| x.id != p);
+        self.parked.retain(|x| x.id != p);
+        self.parked_sidetrack.retain(|x| x.id != p);
+        self.sidetrack_queue.retain(|x| x.id != p);
         self.remove(p);
         if self.preempting == Some(p) {
             self.preempting = None;
         }
-        if !self.sidetrack_queue.contains(&p) {
-            self.sidetrack_queue.push(p);
+        if self.preempting_sidetrack == Some(p) {
+            self.preempting_sidetrack = None;
         }
+        self.sidetrack_queue.insert(s);
         self.serve_sidetrack(out);
+    }
+
+    /// Asks sidetrack holder `p` to give its permission back (with a [`Action::Preempt`]) for
+    /// the best waiting sidetrack request; LKCS does so only when that request is older than
+    /// `p`'s and `p`'s sequence is still in progress. Does nothing while another sidetrack
+    /// preemption is in progress or when `p` holds no sidetrack permission.
+    pub fn preempt_sidetrack(&mut self, p: ProcessId, out: &mut Vec<Action>) {
+        if self.preempting_sidetrack.is_none() && self.sidetracked.contains_key(&p) {
+            self.preempting_sidetrack = Some(p);
+            out.push(Action::Preempt(p));
+        }
+    }
+
+    /// Asks holder `p` of a normal permission to give it back (with a [`Action::Preempt`]),
+    /// as a better request would; LKCS does so for a waiting sidetrack request, which comes
+    /// before every normal one. Does nothing while another preemption is in progress or when
+    /// `p` holds no normal permission.
+    pub fn preempt(&mut self, p: ProcessId, out: &mut Vec<Action>) {
+        if self.preempting.is_none() && !self.sidetracked.contains_key(&p) && self.holds(p) {
+            self.preempting = Some(p);
+            out.push(Action::Preempt(p));
+        }
+    }
+
+    /// Forgets the preemption in progress (LKCS: its holder keeps the permission for its
+    /// current state and will not relinquish it, so the Preempt will go unanswered).
+    pub fn cancel_preempt(&mut self) {
+        self.preempting = None;
     }
 
     /// Grants queued sidetrack requests while the reserve allows.
@@ -231,10 +355,10 @@ impl Arbiter {
         while !self.sidetrack_queue.is_empty()
             && (self.rules.unreserved_sidetrack || self.granted.len() < self.capacity + 1)
         {
-            let p = self.sidetrack_queue.remove(0);
-            self.granted.insert(Stamp::new(0, p));
-            self.sidetracked.insert(p);
-            out.push(Action::SidetrackGrant(p));
+            let s = self.sidetrack_queue.pop_first().expect("non-empty");
+            self.granted.insert(Stamp::new(0, s.id));
+            self.sidetracked.insert(s.id, s);
+            out.push(Action::SidetrackGrant(s.id));
         }
     }
 
@@ -368,16 +492,16 @@ mod tests {
         run(|o| a.request(st(3, 2), o));
         // P2's pending request goes on the sidetrack: the reserve above the capacity
         assert_eq!(
-            run(|o| a.sidetrack(ProcessId(2), o)),
+            run(|o| a.sidetrack(st(3, 2), o)),
             vec![Action::SidetrackGrant(ProcessId(2))]
         );
         assert!(a.pending().is_empty() && a.granted().contains(&st(0, 2)));
         a.check().unwrap();
         // the reserve is taken: P3 waits, and no normal grant uses the reserve
-        assert_eq!(run(|o| a.sidetrack(ProcessId(3), o)), vec![]);
-        assert_eq!(a.sidetrack_queue(), &[ProcessId(3)]);
-        assert!(!a.has_room());
-        // a sidetrack permission is never given back by a Relinquish
+        assert_eq!(run(|o| a.sidetrack(st(4, 3), o)), vec![]);
+        assert_eq!(a.sidetrack_queue(), &BTreeSet::from([st(4, 3)]));
+        assert!(!a.has_room() && a.reserve_used());
+        // a sidetrack permission is not given back by a Relinquish nobody asked for
         assert_eq!(run(|o| a.relinquish(ProcessId(2), o)), vec![]);
         // P1 releases: the queued sidetrack request is served first
         assert_eq!(
@@ -389,9 +513,78 @@ mod tests {
         // the printed rule grants whatever the count
         let mut p = Arbiter::new(1, [st(1, 1), st(1, 4)], ArbiterRules::PRINTED);
         assert_eq!(
-            run(|o| p.sidetrack(ProcessId(2), o)),
+            run(|o| p.sidetrack(st(2, 2), o)),
             vec![Action::SidetrackGrant(ProcessId(2))]
         );
         assert!(p.check().is_err());
+    }
+
+    #[test]
+    fn an_older_sidetrack_request_takes_the_reserve_back() {
+        let mut a = Arbiter::new(1, [st(1, 1)], ArbiterRules::CORRECTED);
+        run(|o| a.sidetrack(st(7, 2), o));
+        assert_eq!(run(|o| a.sidetrack(st(5, 3), o)), vec![]);
+        // the owner asks the younger holder back; a second preemption waits for the first
+        assert_eq!(
+            run(|o| a.preempt_sidetrack(ProcessId(2), o)),
+            vec![Action::Preempt(ProcessId(2))]
+        );
+        assert_eq!(run(|o| a.preempt_sidetrack(ProcessId(2), o)), vec![]);
+        assert_eq!(a.preempting_sidetrack(), Some(ProcessId(2)));
+        // given back: the older request gets the reserve, the younger one queues again
+        assert_eq!(
+            run(|o| a.relinquish(ProcessId(2), o)),
+            vec![Action::SidetrackGrant(ProcessId(3))]
+        );
+        assert_eq!(a.sidetrack_queue(), &BTreeSet::from([st(7, 2)]));
+        assert!(a.sidetracked().contains_key(&ProcessId(3)));
+        a.check().unwrap();
+    }
+
+    #[test]
+    fn a_parked_request_gives_its_permission_back_and_waits_until_unparked() {
+        let mut a = Arbiter::new(1, [], ArbiterRules::CORRECTED);
+        assert_eq!(
+            run(|o| a.request(st(2, 2), o)),
+            vec![Action::Grant(ProcessId(2))]
+        );
+        run(|o| a.request(st(3, 3), o));
+        // P2 parks: its permission goes to P3, and P2's request is neither granted nor pending
+        assert_eq!(
+            run(|o| a.park(ProcessId(2), o)),
+            vec![Action::Grant(ProcessId(3))]
+        );
+        assert_eq!(a.parked(), &BTreeSet::from([st(2, 2)]));
+        assert!(a.pending().is_empty());
+        assert_eq!(run(|o| a.release(ProcessId(3), o)), vec![]);
+        // unparked, it competes again with its stamp
+        assert_eq!(
+            run(|o| a.unpark(ProcessId(2), o)),
+            vec![Action::Grant(ProcessId(2))]
+        );
+        assert!(a.parked().is_empty());
+        // a pending request parks and unparks the same way
+        run(|o| a.request(st(4, 4), o));
+        run(|o| a.park(ProcessId(4), o));
+        assert!(a.pending().is_empty() && a.parked().len() == 1);
+        // a preemption in progress can be forgotten, and a normal holder preempted by name
+        a.cancel_preempt();
+        assert_eq!(
+            run(|o| a.preempt(ProcessId(2), o)),
+            vec![Action::Preempt(ProcessId(2))]
+        );
+        // a sidetrack request parks and unparks too
+        let mut b = Arbiter::new(0, [], ArbiterRules::CORRECTED);
+        run(|o| b.sidetrack(st(1, 5), o));
+        assert_eq!(
+            run(|o| b.park(ProcessId(5), o)),
+            vec![],
+            "nothing to hand on: the reserve is free again"
+        );
+        assert_eq!(b.parked_sidetrack(), &BTreeSet::from([st(1, 5)]));
+        assert_eq!(
+            run(|o| b.unpark(ProcessId(5), o)),
+            vec![Action::SidetrackGrant(ProcessId(5))]
+        );
     }
 }

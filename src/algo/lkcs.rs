@@ -26,8 +26,9 @@
 //!
 //! **Messages.** `Request(at, ts)`, `Grant(at)`, `Release(at)`, `Preempt(at)`,
 //! `Relinquish(at)` (LMUTIN's, per type `at` ∈ {MUTIN, MUTEX}); `Trigger(at, ts)` (leader →
-//! nominee), `RequestByTrigger(at)` (nominee → its closed neighbourhood), `SidetrackGrant(at)`
-//! (the answer to it) and `TriggerDeclined` (nominee → leader; deviation 4).
+//! nominee), `RequestByTrigger(at, ts)` (nominee → its closed neighbourhood), `SidetrackGrant(at)`
+//! (the answer to it) and `TriggerDeclined` (nominee → leader; deviation 4); `Blocked(at,
+//! sidetrack)`, `Park(at)` and `Unpark(at)` (deviation 9).
 //!
 //! **Variables of P_i.**
 //!
@@ -42,11 +43,16 @@
 //! | — | `triggered` | the sequence in progress was switched to the sidetrack |
 //! | — | `leader.last_request` | the last (type, stamp) each neighbour asked the leader for |
 //! | — | `leader.in_flight` | the nominee whose answer the leader awaits |
+//! | — | `last_type` | the type of the last Request each neighbour sent (deviation 9) |
+//! | — | `blockers`, `parked_at` | the arbiters that said the pending sequence is blocked, and those holding its request parked (deviation 9) |
+//! | — | `told`, `told_sidetrack` | the waiting requests this process's arbiters said are blocked (deviation 9) |
 //!
 //! **Complexity** (Lemma 6): 6(|N_i|+1) messages per Exit/Entry pair in the best case (Request,
 //! Grant, Release of each type, to and from every member of N_i ∪ {P_i}), 12(|N_i|+1) in the
 //! worst; a trigger adds 1 + 2(|N_q|+1) (the Trigger, one RequestByTrigger and one
-//! SidetrackGrant per member of N_q ∪ {P_q}), or 2 when it is declined.
+//! SidetrackGrant per member of N_q ∪ {P_q}), or 2 when it is declined. Deviation 9 adds, when
+//! a sequence is blocked: one Blocked, one Park per permission set aside, and per parked
+//! request an Unpark and the grant it brings back (none of them in the best case).
 //!
 //! **Assumptions.** Reliable FIFO links (self-links included); atomic handlers; the leader
 //! keeps cycling through Exit and Entry (the suspicion runs inside its own sequences, as in the
@@ -59,23 +65,25 @@
 //! runs each one alone on the instance and seed named below (concurrent workload, 3 pairs,
 //! delays uniform in 1..=12, think times in 0..=8, bounds uniform) and asserts that it fails
 //! where the corrected rules pass the same run. A sweep of 100 seeds on each of torus:4x4
-//! (0, 4), complete:6 (1, 5), complete:5 (1, 4) and torus:5x5 (1, 4) with `--leader all`
-//! found the failures counted below.
+//! (0, 4), torus:4x4 (1, 4), complete:6 (1, 5), complete:5 (1, 4) and torus:5x5 (1, 4), each
+//! with the paper's single leader and with `--leader all`, found the failures counted below;
+//! the corrected rules completed all 1,000 runs.
 //!
 //! 1. **Initial grants by type.** Algorithm 3 initialises both `grantedTo_i[at]` with the InCS
 //!    members (stamp 1). A MUTIN permission is a permission to be *out*: the OutCS members hold
 //!    them, and the InCS members hold the MUTEX ones. With the printed sets the arbiters count
-//!    the wrong processes: torus:4x4 (0, 4) deadlocks on all 100 seeds (seed 0), torus:5x5
-//!    (1, 4) with every leader breaks a bound on 98 (seed 0).
+//!    the wrong processes: torus:4x4 (0, 4) fails on all 100 seeds (seed 0), torus:5x5 (1, 4)
+//!    on all 100 with either leader choice.
 //! 2. **The trigger's stamp is the request's.** For an exit, TriggerNomination picks (ts_j,
 //!    P_j) with (ts_j+1, P_j) granted for MUTIN and sends `Trigger(MUTIN, ts_j)`; the nominee
 //!    waits with ts_j+1 and ignores it, and the deadlock stays (with this crate's declines, the
-//!    leader nominates it again for ever: torus:4x4 (0, 4) seed 60 never ends). The leader
-//!    remembers the last (type, stamp) each neighbour asked it for and sends exactly that.
+//!    leader nominates it again for ever). The leader remembers the last (type, stamp) each
+//!    neighbour asked it for and sends exactly that. torus:4x4 (1, 4) fails on 10 seeds (seed
+//!    9), torus:5x5 (1, 4) on 5.
 //! 3. **Nominating does not dequeue.** The printed nomination takes the request out of
 //!    `pendingReq_LDR` (`deleteMin`); when the nominee declines (its sequence completed
 //!    meanwhile), the request is lost. The corrected nomination only reads it; the
-//!    RequestByTrigger removes it. No failure of this rule alone was found in the 400 runs
+//!    RequestByTrigger removes it. No failure of this rule alone was found in the 1,000 runs
 //!    of the sweep (a request is dequeued only when its process is waiting at the leader, so
 //!    the Trigger is rarely declined); the rule is kept for the argument.
 //! 4. **One trigger at a time, and one reserved permission per arbiter.** The printed leader
@@ -93,49 +101,75 @@
 //!    designs failed in simulation and are not kept: one sidetrack per type system-wide
 //!    deadlocked `torus:5x5`, l = 1, k = 4, seed 1 (the two holders each waited for the
 //!    other's type), and letting only the holder be nominated again livelocked it (the holder
-//!    toggled for ever while everyone else waited). The printed nomination alone deadlocks
-//!    torus:4x4 (0, 4) on 70 seeds (seed 0); the printed arbiter (the unreserved sidetrack,
-//!    with deviation 8's arbiter side) breaks a bound on every run (complete:6 (1, 5) seed 0).
+//!    toggled for ever while everyone else waited). The printed nomination alone fails on
+//!    torus:4x4 (1, 4) on all 100 seeds (seed 0) and torus:5x5 (1, 4) on 98; the printed
+//!    arbiter (the unreserved sidetrack, with deviation 8's arbiter side) breaks a bound on
+//!    every run of every instance (complete:6 (1, 5) seed 0).
 //! 5. **"Saturated" means "at the cap".** TriggerNomination tests |grantedTo[MUTIN]| =
 //!    |N_LDR| − L_LDR and |grantedTo[MUTEX]| = K_LDR − 1, one below the capacities
 //!    |N_LDR|+1−L_LDR and K_LDR; a deadlocked leader is *at* its cap, and the printed test
-//!    nominates nobody: torus:4x4 (0, 4) deadlocks on 94 seeds (seed 0). Corrected: ≥ the
-//!    capacity.
+//!    nominates nobody: torus:4x4 (1, 4) deadlocks on all 100 seeds (seed 0), torus:5x5 (1, 4)
+//!    on 99. Corrected: ≥ the capacity.
 //! 6. **The leader leaves its wait.** After nominating, the printed leader waits until
 //!    `Waiting_LDR` < |N_LDR|+1 before it looks at its grants again; when it nominated itself,
 //!    its own sidetrack permissions keep it counted (it holds both types) and it waits for
-//!    ever (complete:5 (1, 4) seed 63; torus:5x5 (1, 4) with every leader, all 100 seeds).
-//!    Corrected: the leader's sequence completes as soon as its grants are complete.
+//!    ever: with every leader, all 100 seeds of all five instances (complete:5 (1, 4) seed 0);
+//!    with one, torus:4x4 (1, 4) on 29. Corrected: the leader's sequence completes as soon as
+//!    its grants are complete.
 //! 7. **Sidetrack grants are told apart.** The printed trigger clears `nGrants` and counts
 //!    every later Grant. A normal Grant sent before the neighbour saw the RequestByTrigger can
 //!    complete the sequence before that neighbour's sidetrack Grant arrives, which then counts
 //!    for the *next* sequence of that type: a permission nobody gave. Corrected: the answer is a
 //!    `SidetrackGrant`, and a triggered sequence counts only those (all |N_q|+1 of them); a
 //!    Trigger is accepted only by a process waiting in that sequence with that stamp. The
-//!    printed rule alone: torus:4x4 (0, 4) never ends on 90 seeds (seed 0).
+//!    printed rule alone: torus:4x4 (1, 4) and torus:5x5 (1, 4) fail on all 100 seeds (seed 0).
 //! 8. **Preempt, Relinquish and Release as in LMUTIN** (`algo::lmutin`, deviations 3 and 4):
-//!    relinquish only a permission held for the pending sequence (never a sidetrack one),
-//!    ignore an unmatched Relinquish, re-grant on Release only while the capacity holds. The
-//!    printed Preempt guard alone deadlocks torus:5x5 (1, 4) with every leader (seed 98).
+//!    relinquish only a permission held for the pending sequence, ignore an unmatched
+//!    Relinquish, re-grant on Release only while the capacity holds. The printed Preempt guard
+//!    alone fails on torus:5x5 (1, 4) with every leader on 8 seeds (seed 0), torus:4x4 (0, 4)
+//!    on 13.
+//! 9. **Blocked requests step aside, and the reserve is ordered** (an addition; the paper's
+//!    rule is `park_blocked: false`). Lemma 5 assumes that in a deadlock every waiting chain
+//!    runs through the leader, which then breaks it. Two other waits are not of that kind:
+//!    - *held permissions*: a sequence waiting at one arbiter keeps the permissions it already
+//!      holds elsewhere, and those block processes that could move. When an arbiter is full,
+//!      preempts nobody and every holder keeps its permission for its current state (it does
+//!      not hold the other type here for a sequence of this type in progress), a waiting
+//!      request there cannot move until a holder does: the arbiter says `Blocked`, and the
+//!      requester `Park`s the permissions it holds (each arbiter gives it back as on a
+//!      Relinquish and sets the request aside, keeping its stamp) until the blocking arbiter
+//!      grants it; then it `Unpark`s them and they compete again with their stamps;
+//!    - *the reserve*: several nominees, each holding the reserve of some arbiters, wait for
+//!      the reserve another holds. A RequestByTrigger now carries the nominee's stamp; the
+//!      reserve goes to the oldest sidetrack request, which may take it back from a younger
+//!      sidetrack holder whose sequence is in progress, and sidetrack requests come before
+//!      normal ones (a normal holder in progress is asked to give its permission back); a
+//!      sidetrack request blocked as above parks too. A Preempt goes only to a holder in
+//!      progress: a holder keeping its permission for its state ignores it, and the arbiter
+//!      forgets such a preemption instead of waiting for an answer that never comes.
+//!
+//!    Safety is unchanged (every arbiter still counts what it granted; a parked or given-back
+//!    permission is no longer counted by its requester). Without this rule the paper's single
+//!    leader fails on torus:4x4 (1, 4) on all 100 seeds and torus:5x5 (1, 4) on 96 (seed 0);
+//!    with it, every run of the sweeps in `tests/lkcs.rs` completes.
 //!
 //! The clock is raised to every Request's stamp, as in LMUTIN.
 //!
 //! # Liveness with the least slack, and `--leader all`
 //!
-//! With k_q − l_q = 3 (the least the paper allows) the operating range near the leader is a
-//! single value, and on tori (`torus:4x4`, `torus:5x5`, `torus:6x6` with l = 1, k = 4) the
-//! paper's single leader still deadlocks in most seeded runs: the chain of waits runs
-//! outside its closed neighbourhood, where its nominations do not reach (Lemma 5 assumes
-//! every blocked chain passes through the leader). Safety holds on every run. The crate
-//! therefore offers [`Leaders::All`] (`--leader all`): every process that meets the leader's
-//! preconditions leads, each watching its own neighbourhood. Safety needs nothing more,
-//! because the reserve of deviation 4 is local to every arbiter and every arbiter a
-//! RequestByTrigger reaches is within two hops of some leader. On the tori above every seed
-//! of the test sweeps then completes (`tests/lkcs.rs`); one run in ten on `torus:4x4` still
-//! deadlocks (two nominees each hold the reserve the other waits for). The price: the
-//! operating range is tightened everywhere, so with the least slack no process may move in
-//! normal operation and every move is a sidetrack move (the sequential workload cannot run
-//! there). The default stays the paper's single leader.
+//! With k_q − l_q = 3 (the least the paper allows) the operating range near the leader is two
+//! values wide, and far from it both l_i and k_i bind. Before deviation 9 the paper's single
+//! leader deadlocked most seeded runs on `torus:4x4`, `torus:5x5` and `torus:6x6` with l = 1,
+//! k = 4 (the waits of deviation 9, outside the leader's reach); with it, every seed of the
+//! sweeps completes (`tests/lkcs.rs`: `the_least_slack_is_safe_and_live_with_the_papers_single_leader`).
+//! Safety held on every run either way. The crate also offers [`Leaders::All`]
+//! (`--leader all`): every process that meets the leader's preconditions leads, each watching
+//! its own neighbourhood. Safety needs nothing more, because the reserve of deviation 4 is
+//! local to every arbiter and every arbiter a RequestByTrigger reaches is within two hops of
+//! some leader. The price: with the least slack the operating range is tightened everywhere,
+//! so most processes can never move in normal operation (on torus:5x5 with (1, 4), from the
+//! automatic start, 20 of the 25 never can), almost every move goes through a trigger, and
+//! the sequential workload cannot run there. The default stays the paper's single leader.
 
 use crate::arbiter::{Action, Arbiter, ArbiterRules};
 use crate::config::{Bounds, Instance};
@@ -232,6 +266,8 @@ pub enum LkcsMsg {
     RequestByTrigger {
         /// The type.
         at: At,
+        /// The stamp of the request it replaces: the sidetrack request's priority.
+        ts: u64,
     },
     /// The answer to a RequestByTrigger (the printed rules send a plain Grant).
     SidetrackGrant {
@@ -240,6 +276,25 @@ pub enum LkcsMsg {
     },
     /// Nominee → leader: the Trigger came too late (the sequence completed); nominate again.
     TriggerDeclined,
+    /// Arbiter → requester: your request of type `at` waits here behind holders that will
+    /// not give way (deviation 9); set the permissions you hold for it aside.
+    Blocked {
+        /// The type.
+        at: At,
+        /// The blocked request is a sidetrack one (a RequestByTrigger).
+        sidetrack: bool,
+    },
+    /// Requester → arbiter: give back the permission I hold for my request of type `at` (if
+    /// any) and set the request aside until I unpark it.
+    Park {
+        /// The type.
+        at: At,
+    },
+    /// Requester → arbiter: my parked request of type `at` competes again.
+    Unpark {
+        /// The type.
+        at: At,
+    },
 }
 
 impl Message for LkcsMsg {
@@ -254,6 +309,9 @@ impl Message for LkcsMsg {
             LkcsMsg::RequestByTrigger { .. } => "RequestByTrigger",
             LkcsMsg::SidetrackGrant { .. } => "SidetrackGrant",
             LkcsMsg::TriggerDeclined => "TriggerDeclined",
+            LkcsMsg::Blocked { .. } => "Blocked",
+            LkcsMsg::Park { .. } => "Park",
+            LkcsMsg::Unpark { .. } => "Unpark",
         })
     }
 }
@@ -283,6 +341,10 @@ pub struct LkcsRules {
     pub unguarded_preempt: bool,
     /// Deviation 8 (arbiter side).
     pub arbiter: ArbiterRules,
+    /// Deviation 9 (an addition; `false` is the paper): a request blocked behind holders that
+    /// will not give way sets the permissions its sequence holds aside (Blocked, Park,
+    /// Unpark), so they do not block processes that could move.
+    pub park_blocked: bool,
 }
 
 impl LkcsRules {
@@ -298,6 +360,7 @@ impl LkcsRules {
         untagged_sidetrack: false,
         unguarded_preempt: false,
         arbiter: ArbiterRules::CORRECTED,
+        park_blocked: true,
     };
     /// Every rule as printed.
     pub const PRINTED: LkcsRules = LkcsRules {
@@ -311,10 +374,12 @@ impl LkcsRules {
         untagged_sidetrack: true,
         unguarded_preempt: true,
         arbiter: ArbiterRules::PRINTED,
+        park_blocked: false,
     };
-    /// The naive composition (corrected rules, no sidetrack, no tightening).
+    /// The naive composition (corrected rules, no sidetrack, no tightening, no parking).
     pub const NAIVE: LkcsRules = LkcsRules {
         sidetrack: false,
+        park_blocked: false,
         ..LkcsRules::CORRECTED
     };
 }
@@ -338,11 +403,11 @@ pub enum Leaders {
     /// The paper's single leader, named.
     One(usize),
     /// Every process that meets the leader's preconditions leads (an extension of the paper:
-    /// each leader watches its own neighbourhood, so a chain of waits far from one leader is
-    /// seen by another; safety stays local to every arbiter, see deviation 4). Processes
-    /// within two hops of any leader keep the tightened bounds. The price: with the least
-    /// slack (k_i − l_i = 3 everywhere) the operating range is one value wide everywhere, no
-    /// process may move in normal operation, and every move goes through a trigger.
+    /// each leader watches its own neighbourhood; safety stays local to every arbiter, see
+    /// deviation 4). Processes within two hops of any leader keep the tightened bounds. The
+    /// price: with the least slack (k_i − l_i = 3 everywhere) the operating range is two
+    /// values wide everywhere, most processes can never move in normal operation, and almost
+    /// every move goes through a trigger (see "Liveness with the least slack").
     All,
 }
 
@@ -399,6 +464,17 @@ pub struct Lkcs {
     granters: [BTreeSet<ProcessId>; 2],
     arbiters: [Arbiter; 2],
     triggered: bool,
+    /// The arbiters that told the pending sequence it is blocked and have not granted yet;
+    /// while any is left the sequence is parked (deviation 9).
+    blockers: BTreeSet<ProcessId>,
+    /// The arbiters holding the pending sequence's request parked.
+    parked_at: BTreeSet<ProcessId>,
+    /// Per type, the requests this process's arbiter told they are blocked.
+    told: [BTreeSet<Stamp>; 2],
+    /// Per type, the sidetrack requests this process's arbiter told they are blocked.
+    told_sidetrack: [BTreeSet<ProcessId>; 2],
+    /// The type of the last Request each member of the closed neighbourhood sent.
+    last_type: BTreeMap<ProcessId, At>,
     operating: Bounds,
     leader: Option<LeaderRole>,
     rules: LkcsRules,
@@ -642,6 +718,11 @@ impl Lkcs {
             granters: [BTreeSet::new(), BTreeSet::new()],
             arbiters,
             triggered: false,
+            blockers: BTreeSet::new(),
+            parked_at: BTreeSet::new(),
+            told: [BTreeSet::new(), BTreeSet::new()],
+            told_sidetrack: [BTreeSet::new(), BTreeSet::new()],
+            last_type: BTreeMap::new(),
             operating: b,
             leader: (rules.sidetrack && leaders.contains(&id)).then(|| LeaderRole {
                 last_request: BTreeMap::new(),
@@ -680,7 +761,11 @@ impl Lkcs {
             .collect::<BTreeSet<_>>()
             .len();
         let queued = mutin.sidetrack_queue().len() + mutex.sidetrack_queue().len();
-        mutin.pending().len() + mutex.pending().len() + both + queued
+        let parked = mutin.parked().len()
+            + mutex.parked().len()
+            + mutin.parked_sidetrack().len()
+            + mutex.parked_sidetrack().len();
+        mutin.pending().len() + mutex.pending().len() + both + queued + parked
     }
 
     fn saturated(&self, at: At) -> bool {
@@ -711,7 +796,11 @@ impl Lkcs {
 
     fn pick(&mut self, at: At) -> Option<(At, u64, ProcessId)> {
         let a = &self.arbiters[at.index()];
-        if let Some(&s) = a.pending().first() {
+        let first = match (a.pending().first(), a.parked().first()) {
+            (Some(p), Some(q)) => Some(p.min(q)),
+            (p, q) => p.or(q),
+        };
+        if let Some(&s) = first {
             if self.rules.dequeue_nominee {
                 self.arbiters[at.index()].drop_pending(s);
             }
@@ -736,7 +825,9 @@ impl Lkcs {
             .filter(|s| {
                 // not already on the sidetrack for this type
                 let a = &self.arbiters[at.index()];
-                !a.sidetracked().contains(&s.id) && !a.sidetrack_queue().contains(&s.id)
+                !a.sidetracked().contains_key(&s.id)
+                    && !a.sidetrack_queue().iter().any(|x| x.id == s.id)
+                    && !a.parked_sidetrack().iter().any(|x| x.id == s.id)
             })
             .filter_map(|s| match role.last_request.get(&s.id) {
                 Some(&(a, ts)) if a == at => Some(Stamp::new(ts, s.id)),
@@ -798,6 +889,9 @@ impl Lkcs {
     /// What runs after every step: the printed wait ends, the sequence may complete, the
     /// leader may suspect a deadlock.
     fn after(&mut self, out: &mut Outbox<LkcsMsg>) {
+        if self.rules.park_blocked {
+            self.tell_blocked(out);
+        }
         if self.leader.is_none() {
             self.try_complete(out);
             return;
@@ -814,6 +908,167 @@ impl Lkcs {
         self.suspect(w, out);
     }
 
+    /// Deviation 9, arbiter side: when an arbiter is full, preempts nobody and every holder
+    /// keeps its permission whatever comes (it holds it for its current state, not for a
+    /// sequence in progress), every request waiting there is blocked until a holder moves:
+    /// tell each once. Likewise for sidetrack requests while the reserve is in use.
+    fn tell_blocked(&mut self, out: &mut Outbox<LkcsMsg>) {
+        for at in [At::Mutin, At::Mutex] {
+            let mut actions = Vec::new();
+            self.retarget_preemption(at, &mut actions);
+            for a in actions {
+                if let Action::Preempt(p) = a {
+                    out.send(p, LkcsMsg::Preempt { at });
+                }
+            }
+            self.preempt_for_sidetrack(at, out);
+            let (a, other) = (&self.arbiters[at.index()], &self.arbiters[1 - at.index()]);
+            let told = &mut self.told[at.index()];
+            told.retain(|s| a.pending().contains(s));
+            let told_st = &mut self.told_sidetrack[at.index()];
+            told_st.retain(|p| a.sidetrack_queue().iter().any(|x| x.id == *p));
+            let normal = !a.has_room() && a.preempting().is_none() && !a.pending().is_empty();
+            let sidetrack = a.reserve_used() && !a.sidetrack_queue().is_empty();
+            if !normal && !sidetrack {
+                continue;
+            }
+            // a holder of both types that last asked for this one is mid-sequence: it may
+            // still give this permission back (Relinquish, Park) or settle
+            let settled = a
+                .granted()
+                .iter()
+                .all(|h| !other.holds(h.id) || self.last_type.get(&h.id) != Some(&at));
+            if !settled {
+                continue;
+            }
+            if normal {
+                for &r in a.pending() {
+                    if told.insert(r) {
+                        out.send(
+                            r.id,
+                            LkcsMsg::Blocked {
+                                at,
+                                sidetrack: false,
+                            },
+                        );
+                    }
+                }
+            }
+            if sidetrack {
+                for p in a.sidetrack_queue().iter().map(|x| x.id) {
+                    if told_st.insert(p) {
+                        out.send(
+                            p,
+                            LkcsMsg::Blocked {
+                                at,
+                                sidetrack: true,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether `h` holds its permission of type `at` here for a sequence still in progress
+    /// (it also holds the other type here and last asked for this one): it may give it back.
+    fn in_progress(&self, at: At, h: ProcessId) -> bool {
+        self.arbiters[1 - at.index()].holds(h) && self.last_type.get(&h) == Some(&at)
+    }
+
+    /// Deviation 9: a normal preemption goes to a holder whose sequence is in progress. A
+    /// holder that keeps its permission for its current state ignores a Preempt; the arbiter
+    /// forgets such a preemption (dropping the Preempt when it is still in `actions`) and
+    /// preempts the youngest in-progress holder younger than the best pending request.
+    fn retarget_preemption(&mut self, at: At, actions: &mut Vec<Action>) {
+        let a = &self.arbiters[at.index()];
+        if let Some(h) = a.preempting() {
+            if self.in_progress(at, h) {
+                return;
+            }
+            actions.retain(|x| *x != Action::Preempt(h));
+            self.arbiters[at.index()].cancel_preempt();
+        }
+        let a = &self.arbiters[at.index()];
+        let Some(&best) = a.pending().first() else {
+            return;
+        };
+        if a.has_room() {
+            return;
+        }
+        let victim = a
+            .granted()
+            .iter()
+            .rev()
+            .take_while(|s| **s > best)
+            .find(|s| !a.sidetracked().contains_key(&s.id) && self.in_progress(at, s.id))
+            .map(|s| s.id);
+        if let Some(h) = victim {
+            self.arbiters[at.index()].preempt(h, actions);
+        }
+    }
+
+    /// Deviation 9: the reserve goes to the oldest sidetrack request, and sidetrack requests
+    /// come before normal ones. When the best waiting sidetrack request is older than a
+    /// sidetrack holder whose sequence is still in progress, the youngest such holder is asked
+    /// to give the reserve back; failing that, the youngest normal holder whose sequence is in
+    /// progress is asked to give its permission back, which frees the reserve.
+    fn preempt_for_sidetrack(&mut self, at: At, out: &mut Outbox<LkcsMsg>) {
+        let (a, other) = (&self.arbiters[at.index()], &self.arbiters[1 - at.index()]);
+        let Some(&best) = a.sidetrack_queue().first() else {
+            return;
+        };
+        if !a.reserve_used() {
+            return;
+        }
+        let in_progress = |h: ProcessId| other.holds(h) && self.last_type.get(&h) == Some(&at);
+        let mut actions = Vec::new();
+        let victim = a
+            .sidetracked()
+            .iter()
+            .filter(|&(&h, &st)| st > best && in_progress(h))
+            .max_by_key(|&(_, &st)| st)
+            .map(|(&h, _)| h);
+        match victim {
+            Some(h) if a.preempting_sidetrack().is_none() => {
+                self.arbiters[at.index()].preempt_sidetrack(h, &mut actions)
+            }
+            Some(_) => {}
+            None => {
+                let normal = a
+                    .granted()
+                    .iter()
+                    .rev()
+                    .find(|s| !a.sidetracked().contains_key(&s.id) && in_progress(s.id))
+                    .map(|s| s.id);
+                if let Some(h) = normal {
+                    self.arbiters[at.index()].preempt(h, &mut actions);
+                }
+            }
+        }
+        for a in actions {
+            if let Action::Preempt(p) = a {
+                out.send(p, LkcsMsg::Preempt { at });
+            }
+        }
+    }
+
+    /// Deviation 9, requester side: an arbiter says the pending sequence is blocked there.
+    fn on_blocked(&mut self, from: ProcessId, at: At, sidetrack: bool, out: &mut Outbox<LkcsMsg>) {
+        let i = at.index();
+        if self.pending != Some(at.sequence())
+            || self.triggered != sidetrack
+            || self.granters[i].contains(&from)
+        {
+            return;
+        }
+        self.blockers.insert(from);
+        for g in std::mem::take(&mut self.granters[i]) {
+            out.send(g, LkcsMsg::Park { at });
+            self.parked_at.insert(g);
+        }
+    }
+
     fn begin(&mut self, seq: Sequence, out: &mut Outbox<LkcsMsg>) -> Result<(), CallError> {
         check_call(self.state, self.pending, seq)?;
         let at = At::of(seq);
@@ -821,6 +1076,8 @@ impl Lkcs {
             self.ts += 1;
         }
         self.granters[at.index()].clear();
+        self.blockers.clear();
+        self.parked_at.clear();
         self.triggered = false;
         self.pending = Some(seq);
         self.req_ts = self.ts;
@@ -843,23 +1100,40 @@ impl Lkcs {
         if accept {
             self.triggered = true;
             self.granters[i].clear();
+            // the sidetrack replaces the parked requests too
+            self.blockers.clear();
+            self.parked_at.clear();
             for &q in &self.closed {
-                out.send(q, LkcsMsg::RequestByTrigger { at });
+                out.send(q, LkcsMsg::RequestByTrigger { at, ts });
             }
         } else if !self.rules.repeated_triggers {
             out.send(from, LkcsMsg::TriggerDeclined);
         }
     }
 
-    fn on_grant(&mut self, from: ProcessId, at: At, sidetrack: bool) {
+    fn on_grant(&mut self, from: ProcessId, at: At, sidetrack: bool, out: &mut Outbox<LkcsMsg>) {
         let counts = if self.rules.untagged_sidetrack {
             true
         } else {
             self.pending == Some(at.sequence()) && self.triggered == sidetrack
         };
-        if counts {
-            self.granters[at.index()].insert(from);
+        if !counts {
+            return;
         }
+        if !self.blockers.is_empty() {
+            if !self.blockers.remove(&from) {
+                // parked: set this permission aside too
+                out.send(from, LkcsMsg::Park { at });
+                self.parked_at.insert(from);
+                return;
+            }
+            if self.blockers.is_empty() {
+                for g in std::mem::take(&mut self.parked_at) {
+                    out.send(g, LkcsMsg::Unpark { at });
+                }
+            }
+        }
+        self.granters[at.index()].insert(from);
     }
 
     fn on_preempt(&mut self, from: ProcessId, at: At, out: &mut Outbox<LkcsMsg>) {
@@ -867,8 +1141,10 @@ impl Lkcs {
         let give_back = if self.rules.unguarded_preempt {
             self.state == at.keeping()
         } else {
+            // while triggered, only a sidetrack permission can be asked back (a stale Preempt
+            // of the normal one arrives before the sidetrack grant from the same arbiter)
             self.pending == Some(at.sequence())
-                && !self.triggered
+                && (!self.triggered || self.rules.park_blocked)
                 && self.granters[i].contains(&from)
         };
         if give_back {
@@ -926,6 +1202,9 @@ impl CsObject for Lkcs {
         match msg {
             LkcsMsg::Request { at, ts } => {
                 self.ts = self.ts.max(ts);
+                if self.rules.park_blocked {
+                    self.last_type.insert(from, at);
+                }
                 if let Some(role) = self.leader.as_mut() {
                     role.last_request.insert(from, (at, ts));
                 }
@@ -940,12 +1219,21 @@ impl CsObject for Lkcs {
                 self.arbiters[at.index()].relinquish(from, &mut actions);
                 typed = Some(at);
             }
-            LkcsMsg::Grant { at } => self.on_grant(from, at, false),
-            LkcsMsg::SidetrackGrant { at } => self.on_grant(from, at, true),
+            LkcsMsg::Grant { at } => self.on_grant(from, at, false, out),
+            LkcsMsg::SidetrackGrant { at } => self.on_grant(from, at, true, out),
+            LkcsMsg::Blocked { at, sidetrack } => self.on_blocked(from, at, sidetrack, out),
+            LkcsMsg::Park { at } => {
+                self.arbiters[at.index()].park(from, &mut actions);
+                typed = Some(at);
+            }
+            LkcsMsg::Unpark { at } => {
+                self.arbiters[at.index()].unpark(from, &mut actions);
+                typed = Some(at);
+            }
             LkcsMsg::Preempt { at } => self.on_preempt(from, at, out),
             LkcsMsg::Trigger { at, ts } => self.on_trigger(from, at, ts, out),
-            LkcsMsg::RequestByTrigger { at } => {
-                self.arbiters[at.index()].sidetrack(from, &mut actions);
+            LkcsMsg::RequestByTrigger { at, ts } => {
+                self.arbiters[at.index()].sidetrack(Stamp::new(ts, from), &mut actions);
                 if let Some(role) = self.leader.as_mut() {
                     if role.in_flight == Some(from) {
                         role.in_flight = None;
@@ -962,6 +1250,9 @@ impl CsObject for Lkcs {
             }
         }
         if let Some(at) = typed {
+            if self.rules.park_blocked {
+                self.retarget_preemption(at, &mut actions);
+            }
             for a in actions {
                 match a {
                     Action::Grant(p) => out.send(p, LkcsMsg::Grant { at }),
@@ -1057,7 +1348,7 @@ mod tests {
         assert_eq!(s.len(), 5);
         assert!(s
             .iter()
-            .all(|(_, m)| *m == LkcsMsg::RequestByTrigger { at: At::Mutex }));
+            .all(|(_, m)| *m == LkcsMsg::RequestByTrigger { at: At::Mutex, ts }));
         assert!(p.triggered());
         // now plain grants do not count; the five sidetrack grants complete the entry
         for q in 0..5 {
@@ -1098,7 +1389,10 @@ mod tests {
         assert_eq!(sends(&mut out), vec![(2, LkcsMsg::Grant { at: At::Mutex })]);
         p.on_message(
             ProcessId(4),
-            LkcsMsg::RequestByTrigger { at: At::Mutex },
+            LkcsMsg::RequestByTrigger {
+                at: At::Mutex,
+                ts: 1,
+            },
             &mut out,
         );
         assert_eq!(
@@ -1106,17 +1400,77 @@ mod tests {
             vec![(4, LkcsMsg::SidetrackGrant { at: At::Mutex })]
         );
         p.check_invariants().unwrap();
-        // the reserve is held: another sidetrack request waits
+        // the reserve is held: another sidetrack request waits, and P2, whose entry is in
+        // progress, is asked to give its normal permission back (sidetrack requests first)
         p.on_message(
             ProcessId(3),
-            LkcsMsg::RequestByTrigger { at: At::Mutex },
+            LkcsMsg::RequestByTrigger {
+                at: At::Mutex,
+                ts: 1,
+            },
             &mut out,
         );
-        assert!(sends(&mut out).is_empty());
-        p.on_message(ProcessId(4), LkcsMsg::Release { at: At::Mutex }, &mut out);
         assert_eq!(
             sends(&mut out),
-            vec![(3, LkcsMsg::SidetrackGrant { at: At::Mutex })]
+            vec![(2, LkcsMsg::Preempt { at: At::Mutex })]
         );
+        p.on_message(
+            ProcessId(2),
+            LkcsMsg::Relinquish { at: At::Mutex },
+            &mut out,
+        );
+        // now every holder keeps its permission for its state or its sidetrack: P2's request
+        // waits behind them and is told it is blocked
+        let blocked = LkcsMsg::Blocked {
+            at: At::Mutex,
+            sidetrack: false,
+        };
+        assert_eq!(
+            sends(&mut out),
+            vec![(3, LkcsMsg::SidetrackGrant { at: At::Mutex }), (2, blocked)]
+        );
+        p.check_invariants().unwrap();
+        // two holders leave: P2 is granted
+        p.on_message(ProcessId(4), LkcsMsg::Release { at: At::Mutex }, &mut out);
+        assert!(sends(&mut out).is_empty());
+        p.on_message(ProcessId(0), LkcsMsg::Release { at: At::Mutex }, &mut out);
+        assert_eq!(sends(&mut out), vec![(2, LkcsMsg::Grant { at: At::Mutex })]);
+    }
+
+    #[test]
+    fn a_blocked_sequence_parks_its_grants_and_unparks_when_the_blocker_grants() {
+        let mut p = system(LkcsRules::CORRECTED).procs[3].clone();
+        let mut out = Outbox::new();
+        p.begin_entry(&mut out).unwrap();
+        sends(&mut out);
+        let (grant, park, unpark) = (
+            LkcsMsg::Grant { at: At::Mutex },
+            LkcsMsg::Park { at: At::Mutex },
+            LkcsMsg::Unpark { at: At::Mutex },
+        );
+        p.on_message(ProcessId(0), grant, &mut out);
+        p.on_message(ProcessId(1), grant, &mut out);
+        assert!(sends(&mut out).is_empty());
+        // P2 says the entry is blocked there: the two grants held are set aside
+        p.on_message(
+            ProcessId(2),
+            LkcsMsg::Blocked {
+                at: At::Mutex,
+                sidetrack: false,
+            },
+            &mut out,
+        );
+        assert_eq!(sends(&mut out), vec![(0, park), (1, park)]);
+        // a grant from another arbiter while parked is set aside too
+        p.on_message(ProcessId(4), grant, &mut out);
+        assert_eq!(sends(&mut out), vec![(4, park)]);
+        // the blocker grants: the parked requests compete again
+        p.on_message(ProcessId(2), grant, &mut out);
+        assert_eq!(sends(&mut out), vec![(0, unpark), (1, unpark), (4, unpark)]);
+        for q in [0, 1, 3, 4] {
+            p.on_message(ProcessId(q), grant, &mut out);
+        }
+        assert_eq!(p.state(), CsState::InCs);
+        assert!(out.take_completed());
     }
 }
