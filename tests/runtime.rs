@@ -1,12 +1,12 @@
-//! The thread runtime: LMUTIN and LMUTEX under the global monitor, and the handle's contract
-//! (misuse, timeout and resume, shutdown, a dying process thread).
+//! The thread runtime: LMUTIN and LMUTEX under the global monitor, the handle's contract
+//! (misuse, timeout and resume, shutdown, a dying process thread), and `cycle_pairs`.
 
 #![cfg(not(loom))]
 
 use lkcs::{
-    lmutex_instance, lmutex_system, CallError, CondvarMailbox, CsObject, CsState, Handle, Lmutin,
-    LmutinMsg, LmutinRules, Mailbox, Outbox, ProcessId, Runtime, RuntimeConfig, RuntimeError,
-    Sequence, Topology,
+    cycle_pairs, lmutex_instance, lmutex_system, CallError, CondvarMailbox, CsObject, CsState,
+    Handle, Lmutin, LmutinMsg, LmutinRules, Mailbox, Outbox, ProcessId, Runtime, RuntimeConfig,
+    RuntimeError, Sequence, Topology,
 };
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -342,4 +342,78 @@ fn objects_out_of_order_are_refused() {
         Runtime::start(none, RuntimeConfig::default()),
         Err(RuntimeError::Config(_))
     ));
+}
+
+/// path:2, l = 1, P0 in and P1 out: P0 can only exit while P1 is in. A client of P1 that
+/// stopped after its pairs (ending out of the CS) could leave P0's exit waiting for ever;
+/// `cycle_pairs` keeps P1 cycling until P0 is done too.
+#[test]
+fn cycle_pairs_keeps_finished_processes_cycling() {
+    let mut rt = blocked_pair();
+    let h = rt.take_handles().expect("handles");
+    for pairs in [1, 50] {
+        let done = cycle_pairs(&h, pairs, None).expect("both ran");
+        assert!(done.iter().all(|&d| d >= pairs), "{done:?}");
+    }
+    assert_eq!(cycle_pairs(&h, 0, None), Ok(vec![0, 0]));
+    rt.shutdown();
+    assert_eq!(rt.report().violations, 0);
+    assert_eq!(cycle_pairs(&h, 1, None), Err(RuntimeError::Shutdown));
+}
+
+/// A process whose Exit-Sequence never completes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Stuck {
+    id: ProcessId,
+    state: CsState,
+    pending: Option<Sequence>,
+}
+
+impl CsObject for Stuck {
+    type Msg = LmutinMsg;
+    fn id(&self) -> ProcessId {
+        self.id
+    }
+    fn state(&self) -> CsState {
+        self.state
+    }
+    fn pending(&self) -> Option<Sequence> {
+        self.pending
+    }
+    fn begin_entry(&mut self, out: &mut Outbox<LmutinMsg>) -> Result<(), CallError> {
+        self.state = CsState::InCs;
+        out.complete();
+        Ok(())
+    }
+    fn begin_exit(&mut self, _: &mut Outbox<LmutinMsg>) -> Result<(), CallError> {
+        self.pending = Some(Sequence::Exit);
+        Ok(())
+    }
+    fn on_message(&mut self, _: ProcessId, _: LmutinMsg, _: &mut Outbox<LmutinMsg>) {}
+}
+
+#[test]
+fn cycle_pairs_with_a_timeout_returns_instead_of_hanging() {
+    let procs = (0..3u32)
+        .map(|i| Stuck {
+            id: ProcessId(i),
+            state: CsState::OutCs,
+            pending: None,
+        })
+        .collect();
+    let mut rt = Runtime::start(procs, RuntimeConfig::default()).expect("start");
+    let h = rt.take_handles().expect("handles");
+    // every process enters, then its exit never completes
+    assert_eq!(
+        cycle_pairs(&h, 1, Some(Duration::from_millis(30))),
+        Err(RuntimeError::Timeout)
+    );
+    // the exits keep running: the same call resumes them, the other one is refused
+    assert_eq!(h[0].state(), CsState::InCs);
+    assert_eq!(h[0].entry(), Err(RuntimeError::Call(CallError::Busy)));
+    assert_eq!(
+        h[1].exit_timeout(Duration::from_millis(1)),
+        Err(RuntimeError::Timeout)
+    );
+    rt.shutdown();
 }
