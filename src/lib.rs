@@ -113,6 +113,8 @@ pub use error::{CallError, ConfigError, CoterieProblem, Problem};
 pub use id::{ProcessId, Stamp};
 pub use metrics::{PairRecord, Stats, Waiting};
 pub use quorum::Coterie;
+#[cfg(not(loom))]
+pub use runtime::cycle_pairs;
 pub use runtime::{
     CondvarMailbox, CondvarReceiver, CondvarSender, CrossbeamMailbox, Handle, MailReceiver,
     MailSender, Mailbox, MonitorViolation, Runtime, RuntimeConfig, RuntimeError, RuntimeReport,

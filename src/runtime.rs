@@ -8,6 +8,8 @@
 //! pushes in order. With [`RuntimeConfig::monitor`] set, every state change is also applied to
 //! a global monitor under one lock, which checks l_i ≤ |CS_i| ≤ k_i on the closed
 //! neighbourhoods the change affects; [`Runtime::report`] returns its counts.
+//! [`cycle_pairs`] runs every process from its own client thread until each has completed a
+//! number of Exit/Entry pairs, keeping the finished ones cycling (tests, benchmarks).
 //!
 //! ```
 //! use lkcs::{CsState, Lmutin, LmutinRules, Runtime, RuntimeConfig, Topology};
@@ -25,12 +27,16 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(not(loom))]
+mod cycle;
 mod error;
 mod handle;
 mod mailbox;
 mod monitor;
 mod process;
 
+#[cfg(not(loom))]
+pub use cycle::cycle_pairs;
 pub use error::RuntimeError;
 pub use handle::Handle;
 pub use mailbox::{

@@ -1,12 +1,12 @@
-//! The thread runtime: LMUTIN and LMUTEX under the global monitor, and the handle's contract
-//! (misuse, timeout and resume, shutdown, a dying process thread).
+//! The thread runtime: LMUTIN, LMUTEX and LKCS under the global monitor, the handle's contract
+//! (misuse, timeout and resume, shutdown, a dying process thread), and `cycle_pairs`.
 
 #![cfg(not(loom))]
 
 use lkcs::{
-    lmutex_instance, lmutex_system, CallError, CondvarMailbox, CsObject, CsState, Handle, Lmutin,
-    LmutinMsg, LmutinRules, Mailbox, Outbox, ProcessId, Runtime, RuntimeConfig, RuntimeError,
-    Sequence, Topology,
+    cycle_pairs, lmutex_instance, lmutex_system, CallError, CondvarMailbox, CsObject, CsState,
+    Handle, Leaders, Lkcs, LkcsRules, Lmutin, LmutinMsg, LmutinRules, Mailbox, Outbox, ProcessId,
+    Runtime, RuntimeConfig, RuntimeError, Sequence, Topology,
 };
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -342,4 +342,119 @@ fn objects_out_of_order_are_refused() {
         Runtime::start(none, RuntimeConfig::default()),
         Err(RuntimeError::Config(_))
     ));
+}
+
+/// LKCS on torus:4x4 with l = 0, k = 4 (the bench's instance): k − l = 4 everywhere, so the
+/// tightened range near the paper's single leader is 1..=3, wide enough for normal moves
+/// (the simulator completes every seed of its sweeps on it). `cycle_pairs` keeps every
+/// process, the leader included, cycling until all are done, and is called twice, as the
+/// bench calls it once per iteration: the second call resumes the sequences the first left
+/// running.
+#[test]
+fn lkcs_torus_4x4_l0_k4_is_safe_and_live_with_cycle_pairs() {
+    const LKCS_PAIRS: usize = 150;
+    let topo = Topology::parse("torus:4x4").expect("topology");
+    let n = topo.len();
+    let inst = Lkcs::instance(&topo, &vec![0; n], &vec![4; n]).expect("instance");
+    let sys = Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::CORRECTED).expect("system");
+    assert_eq!(sys.leaders.len(), 1);
+    let mut rt = Runtime::start(
+        sys.procs,
+        RuntimeConfig {
+            monitor: Some(sys.instance),
+        },
+    )
+    .expect("start");
+    let handles = rt.take_handles().expect("handles");
+    let mut total = 0;
+    for round in 0..2 {
+        let done = cycle_pairs(&handles, LKCS_PAIRS, None).expect("every client ran");
+        assert!(
+            done.iter().all(|&d| d >= LKCS_PAIRS),
+            "round {round}: {done:?}"
+        );
+        total += done.iter().sum::<usize>();
+    }
+    rt.shutdown();
+    let report = rt.report();
+    assert!(report.monitored);
+    assert_eq!(report.violations, 0, "{:?}", report.first_violations);
+    assert!(report.state_changes >= (2 * total) as u64);
+    // Best case 6(|N_i|+1) per pair (Request, Grant, Release of both types): at least that.
+    let best: usize = topo.processes().map(|p| 6 * (topo.degree(p) + 1)).sum();
+    assert!(report.messages >= (best * 2 * LKCS_PAIRS) as u64);
+}
+
+/// path:2, l = 1, P0 in and P1 out: P0 can only exit while P1 is in. A client of P1 that
+/// stopped after its pairs (ending out of the CS) could leave P0's exit waiting for ever;
+/// `cycle_pairs` keeps P1 cycling until P0 is done too.
+#[test]
+fn cycle_pairs_keeps_finished_processes_cycling() {
+    let mut rt = blocked_pair();
+    let h = rt.take_handles().expect("handles");
+    for pairs in [1, 50] {
+        let done = cycle_pairs(&h, pairs, None).expect("both ran");
+        assert!(done.iter().all(|&d| d >= pairs), "{done:?}");
+    }
+    assert_eq!(cycle_pairs(&h, 0, None), Ok(vec![0, 0]));
+    rt.shutdown();
+    assert_eq!(rt.report().violations, 0);
+    assert_eq!(cycle_pairs(&h, 1, None), Err(RuntimeError::Shutdown));
+}
+
+/// A process whose Exit-Sequence never completes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Stuck {
+    id: ProcessId,
+    state: CsState,
+    pending: Option<Sequence>,
+}
+
+impl CsObject for Stuck {
+    type Msg = LmutinMsg;
+    fn id(&self) -> ProcessId {
+        self.id
+    }
+    fn state(&self) -> CsState {
+        self.state
+    }
+    fn pending(&self) -> Option<Sequence> {
+        self.pending
+    }
+    fn begin_entry(&mut self, out: &mut Outbox<LmutinMsg>) -> Result<(), CallError> {
+        self.state = CsState::InCs;
+        out.complete();
+        Ok(())
+    }
+    fn begin_exit(&mut self, _: &mut Outbox<LmutinMsg>) -> Result<(), CallError> {
+        self.pending = Some(Sequence::Exit);
+        Ok(())
+    }
+    fn on_message(&mut self, _: ProcessId, _: LmutinMsg, _: &mut Outbox<LmutinMsg>) {}
+}
+
+#[test]
+fn cycle_pairs_with_a_timeout_returns_instead_of_hanging() {
+    let procs = (0..3u32)
+        .map(|i| Stuck {
+            id: ProcessId(i),
+            state: CsState::OutCs,
+            pending: None,
+        })
+        .collect();
+    let mut rt = Runtime::start(procs, RuntimeConfig::default()).expect("start");
+    let h = rt.take_handles().expect("handles");
+    // every process enters, then its exit never completes
+    assert_eq!(
+        cycle_pairs(&h, 1, Some(Duration::from_millis(30))),
+        Err(RuntimeError::Timeout)
+    );
+    // the exits keep running: the same call resumes them, the other one is refused
+    assert_eq!(h[0].state(), CsState::InCs);
+    assert_eq!(h[0].entry(), Err(RuntimeError::Call(CallError::Busy)));
+    assert_eq!(
+        h[1].exit_timeout(Duration::from_millis(1)),
+        Err(RuntimeError::Timeout)
+    );
+    rt.shutdown();
 }

@@ -126,6 +126,20 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
     /// Starts `seq` (or resumes waiting for it) and waits for it, at most `timeout`.
     pub fn run(&self, seq: Sequence, timeout: Option<Duration>) -> Result<(), RuntimeError> {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        self.run_until(seq, deadline, &|| false).map(|_| ())
+    }
+
+    /// Like [`Handle::run`] with an absolute `deadline`, and stops waiting once `stop()` is
+    /// true: `Ok(true)` when the sequence completed, `Ok(false)` when the wait was stopped
+    /// (the sequence keeps running, as after a timeout). `stop` is read under the slot's
+    /// lock, so a waker that makes it true and then calls [`Handle::wake`] on this handle
+    /// never misses this wait.
+    pub(crate) fn run_until(
+        &self,
+        seq: Sequence,
+        deadline: Option<Instant>,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<bool, RuntimeError> {
         let slot = self.slot();
         let mut st = slot.inner.lock();
         flags(&st)?;
@@ -151,8 +165,11 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
                 st.awaiting = None;
                 return match st.refused.take() {
                     Some(e) => Err(RuntimeError::Call(e)),
-                    None => Ok(()),
+                    None => Ok(true),
                 };
+            }
+            if stop() {
+                return Ok(false);
             }
             match deadline {
                 None => slot.changed.wait(&mut st),
@@ -165,6 +182,12 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
                 }
             }
         }
+    }
+
+    /// Wakes a call waiting on this handle, so it looks at its `stop` condition again.
+    #[cfg(not(loom))]
+    pub(crate) fn wake(&self) {
+        self.slot().mark(|_| {});
     }
 
     fn slot(&self) -> &Slot {
