@@ -350,6 +350,11 @@ impl Arbiter {
         self.preempting = None;
     }
 
+    /// Forgets the sidetrack preemption in progress, likewise.
+    pub fn cancel_preempt_sidetrack(&mut self) {
+        self.preempting_sidetrack = None;
+    }
+
     /// Grants queued sidetrack requests while the reserve allows.
     fn serve_sidetrack(&mut self, out: &mut Vec<Action>) {
         while !self.sidetrack_queue.is_empty()
