@@ -258,20 +258,14 @@ pub fn check<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &CheckConfig)
     let (outcome, states, max_depth) = match cfg.search {
         Search::Stateright => stateright_search(instance, procs, sequences, cfg),
         Search::Reduced | Search::Full => {
-            let explorer = explore::Explorer {
+            let explorer = explore::Explorer::new(
                 instance,
                 sequences,
-                reduce: cfg.search == Search::Reduced,
-                max_states: cfg.max_states.map(|m| m.max(1)),
-                visit: None,
-                solo_memo: Default::default(),
-            };
-            let topology = instance.topology();
-            let peers: Vec<u64> = topology
-                .processes()
-                .map(|p| topology.closed(p).iter().fold(0, |m, q| m | 1 << q.index()))
-                .collect();
-            let (outcome, stats) = explorer.run(explore::Sys::initial(procs, sequences, &peers));
+                cfg.search == Search::Reduced,
+                cfg.max_states.map(|m| m.max(1)),
+                None,
+            );
+            let (outcome, stats) = explorer.run(procs);
             (outcome, stats.unique, stats.max_depth)
         }
     };
@@ -504,7 +498,7 @@ fn stateright_search<A: CsObject>(
 
 #[cfg(test)]
 mod tests {
-    use super::explore::{Explorer, Sys};
+    use super::explore::{Explorer, View};
     use super::*;
     use crate::algo::lmutin::{lmutex_system, Lmutin, LmutinRules};
     use crate::topology::Topology;
@@ -522,26 +516,14 @@ mod tests {
 
     fn seen<A: CsObject>(instance: &Instance, procs: Vec<A>, reduce: bool) -> Seen {
         let (mut observations, mut terminal) = (BTreeSet::new(), BTreeSet::new());
-        let mut visit = |s: &Sys<A>| {
+        let mut visit = |s: &View<'_, A>| {
             observations.insert(s.observation());
             if s.quiet() {
                 terminal.insert(s.cs_states());
             }
         };
-        let topology = instance.topology();
-        let peers: Vec<u64> = topology
-            .processes()
-            .map(|p| topology.closed(p).iter().fold(0, |m, q| m | 1 << q.index()))
-            .collect();
-        let explorer = Explorer {
-            instance,
-            sequences: 2,
-            reduce,
-            max_states: None,
-            visit: Some(&mut visit),
-            solo_memo: Default::default(),
-        };
-        let (outcome, stats) = explorer.run(Sys::initial(procs, 2, &peers));
+        let explorer = Explorer::new(instance, 2, reduce, None, Some(&mut visit));
+        let (outcome, stats) = explorer.run(procs);
         Seen {
             observations,
             terminal,
