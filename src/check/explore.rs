@@ -352,6 +352,45 @@ impl<A: CsObject> View<'_, A> {
     }
 }
 
+/// Per process: whether moving it into the CS (`enter`) or out of it (`leave`) can never
+/// repair a broken bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Harmless {
+    pub(super) enter: bool,
+    pub(super) leave: bool,
+}
+
+impl Harmless {
+    /// Whether moving into `to` is harmless.
+    pub(super) fn allows(self, to: CsState) -> bool {
+        match to {
+            CsState::InCs => self.enter,
+            CsState::OutCs => self.leave,
+        }
+    }
+}
+
+/// Per process `p`: whether `p` moving into the CS, or out of it, can never repair a broken
+/// bound. Such a move changes |CS_i| only for the processes `i` whose closed neighbourhood
+/// holds `p`: entering raises it, which repairs nothing when l_i = 0 (only an upper bound can
+/// be broken, and a larger count breaks it still); leaving lowers it, which repairs nothing
+/// when k_i ≥ |N_i|+1 (the upper bound cannot be broken). So LMUTIN's exits, LMUTEX's entries,
+/// and every move when l = 0 and k = |N_i|+1, are harmless.
+pub(super) fn harmless_moves(instance: &Instance) -> Vec<Harmless> {
+    let t = instance.topology();
+    t.processes()
+        .map(|p| {
+            let around = t.closed(p);
+            Harmless {
+                enter: around.iter().all(|&i| instance.bounds(i).l == 0),
+                leave: around
+                    .iter()
+                    .all(|&i| instance.bounds(i).k >= t.closed(i).len()),
+            }
+        })
+        .collect()
+}
+
 /// A 128-bit state fingerprint: two independent multiply-rotate lanes over the words the
 /// derived `Hash` writes, each finished with a 64-bit mixer. (Also the hasher of the step
 /// memo, through [`Hasher::finish`].)
@@ -474,6 +513,9 @@ pub(super) struct Explorer<'a, A: CsObject> {
     /// Per process: the processes it may send to (its closed neighbourhood), a bit set.
     peers: Vec<u64>,
     solo_memo: HashMap<u128, Solo, BuildHasherDefault<IdHasher>>,
+    /// Per process: whether a move into each published state is harmless (see
+    /// [`harmless_moves`]).
+    harmless: Vec<Harmless>,
     /// Per set of processes in the CS (a bit set): whether a bound fails.
     unsafe_mask: Vec<bool>,
     /// Per set of processes in the CS: whether a quiet state in which every process is
@@ -516,11 +558,21 @@ impl<'a, A: CsObject> Explorer<'a, A> {
             visit,
             peers,
             solo_memo: Default::default(),
+            harmless: harmless_moves(instance),
             unsafe_mask: (0..configs)
                 .map(|m| !instance.violations(&states(m)).is_empty())
                 .collect(),
             deadlock_mask: vec![None; configs],
         }
+    }
+
+    /// Whether a step of process `p` from local state `before` (in a state where every
+    /// property holds) to `after` may *improve* the observation: move `p` into a published
+    /// state from which it could repair a broken bound, or make its failing invariants hold.
+    /// The reduction treats only such steps as visible (see the module doc of
+    /// [`crate::check`]).
+    fn improving(&self, p: usize, before: &Local<A>, after: &Local<A>) -> bool {
+        (after.cs != before.cs && !self.harmless[p].allows(after.cs)) || (after.ok && !before.ok)
     }
 
     /// Every behaviour of process `y` running alone from `s`: no other process acts, so `y`
@@ -596,8 +648,9 @@ impl<'a, A: CsObject> Explorer<'a, A> {
     /// [`crate::check`] for the argument. `nonempty[x]` has bit `y` set when link `(y, x)`
     /// holds a message. Returns a bit set.
     ///
-    /// With `visible` (the set's enabled actions include a visible one) the set also takes
-    /// every process that could make a visible step before the set's processes act.
+    /// With `visible` (the set's enabled actions include an improving one, see
+    /// [`Explorer::improving`]) the set also takes every process that could change its
+    /// observation in any way before the set's processes act.
     fn persistent(
         &self,
         n: usize,
@@ -671,7 +724,8 @@ impl<'a, A: CsObject> Explorer<'a, A> {
     }
 
     /// The actions to explore from `s` and their successors: all enabled actions, or with the
-    /// reduction a persistent subset that is invisible and closes no cycle on the stack.
+    /// reduction a persistent subset that closes no cycle on the stack and either improves no
+    /// observation or meets the visibility condition.
     fn expand(
         &mut self,
         w: &mut World<A>,
@@ -688,8 +742,8 @@ impl<'a, A: CsObject> Explorer<'a, A> {
             return enabled.into_iter().map(|a| succ(w, a)).collect();
         }
         // candidate persistent sets: from each process with an enabled action, the closure
-        // without the visibility condition first; if it selects a visible action, the closure
-        // with it. The smallest candidate whose successors are off the stack wins.
+        // without the visibility condition first; if it selects an improving action, the
+        // closure with it. The smallest candidate whose successors are off the stack wins.
         let n = s.n();
         let links = s.links();
         let mut nonempty = [0u64; MAX_CHECK_PROCESSES];
@@ -720,8 +774,8 @@ impl<'a, A: CsObject> Explorer<'a, A> {
                 for (i, a) in enabled.iter().enumerate() {
                     if c & (1 << a.owner()) != 0 {
                         let (_, t, fp) = cache[i].get_or_insert_with(|| succ(w, *a));
-                        let (before, after) = (s.local(w, a.owner()), t.local(w, a.owner()));
-                        visible |= after.cs != before.cs || after.ok != before.ok;
+                        let p = a.owner();
+                        visible |= self.improving(p, s.local(w, p), t.local(w, p));
                         cycle |= on_stack.contains(fp);
                     }
                 }
