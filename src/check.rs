@@ -39,9 +39,8 @@
 //! each local step (a local state taking one message, or its client step) is computed once
 //! and remembered, so the search mostly replays steps instead of cloning and running
 //! objects; whether a set of processes in the CS breaks a bound is computed once per set.
-//! [`Search::Stateright`] runs the same model under stateright's multi-threaded checker
-//! (exact state storage); the unit tests check that it and [`Search::Full`] count the same
-//! states.
+//! [`Search::Stateright`] runs the same model under stateright's multi-threaded checker; the
+//! unit tests check that it and [`Search::Full`] count the same states.
 //!
 //! # The partial-order reduction and why it is sound
 //!
