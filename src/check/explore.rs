@@ -1,16 +1,21 @@
 //! The checker's own explorer: a depth-first search over the model's states with a set of
 //! 128-bit state fingerprints, optionally with the partial-order reduction described in the
 //! module doc of [`crate::check`].
+//!
+//! Representation. Every distinct local state of a process (its object and client) is stored
+//! once, in an arena, and a global state names its processes by their arena index; so a
+//! global state is a fixed array of indices plus the messages in flight, and copying it
+//! allocates once. A local step (a process taking one message, or its client step) is
+//! computed once per local state and input and remembered: the search mostly replays
+//! remembered steps instead of cloning and running objects.
 
-use super::{deadlocked, Outcome, Path, PathStep};
+use super::{deadlocked, Outcome, Path, PathStep, MAX_CHECK_PROCESSES};
 use crate::config::Instance;
 use crate::cs::{CsObject, CsState, Outbox, Sequence};
 use crate::error::CallError;
 use crate::id::ProcessId;
-use std::cell::RefCell;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
-use std::sync::Arc;
 
 /// One process of the model: its object, how many sequences it has started, and whether its
 /// client step is enabled.
@@ -32,14 +37,14 @@ pub(super) struct Node<A> {
 }
 
 impl<A: CsObject> Node<A> {
-    pub(super) fn invariants_hold(&self) -> bool {
+    fn invariants_hold(&self) -> bool {
         self.call_error.is_none() && !self.stray && self.obj.check_invariants().is_ok()
     }
 
     /// One action of this process: the client step (`msg` = `None`) or the delivery of `msg`
     /// from its sender. Returns the sends, in order; a send outside `peers` is dropped and
     /// recorded.
-    fn run(&mut self, msg: Option<(usize, A::Msg)>, sequences: usize) -> Vec<(usize, A::Msg)> {
+    fn run(&mut self, msg: Option<(usize, A::Msg)>, sequences: usize) -> Vec<(u8, A::Msg)> {
         let mut out = Outbox::new();
         match msg {
             None => {
@@ -61,7 +66,7 @@ impl<A: CsObject> Node<A> {
         let mut sends = Vec::with_capacity(out.sends().len());
         for (to, m) in out.drain() {
             if self.peers & (1 << to.index()) != 0 {
-                sends.push((to.index(), m));
+                sends.push((to.index() as u8, m));
             } else {
                 self.stray = true;
             }
@@ -70,7 +75,81 @@ impl<A: CsObject> Node<A> {
     }
 }
 
-/// How far one process can go on its own (see [`Sys::solo`]).
+/// A local state in the arena, with what the search reads of it.
+struct Local<A> {
+    node: Node<A>,
+    /// Its invariants hold.
+    ok: bool,
+    cs: CsState,
+    pending: bool,
+    armed: bool,
+}
+
+/// A remembered local step: the local state it leads to and its sends (a range of
+/// [`World::sends`]).
+#[derive(Clone, Copy)]
+struct Step {
+    to: u32,
+    from: u32,
+    len: u32,
+}
+
+/// A local step's input: a local state and the message it takes with its sender (`None`:
+/// its client step).
+type StepKey<A> = (u32, Option<(u16, <A as CsObject>::Msg)>);
+
+/// Every local state met so far and every local step computed so far.
+struct World<A: CsObject> {
+    locals: Vec<Local<A>>,
+    ids: HashMap<u128, u32, BuildHasherDefault<IdHasher>>,
+    steps: HashMap<StepKey<A>, Step, BuildHasherDefault<Fingerprinter>>,
+    sends: Vec<(u8, A::Msg)>,
+    sequences: usize,
+}
+
+impl<A: CsObject> World<A> {
+    fn intern(&mut self, node: Node<A>) -> u32 {
+        let fp = fingerprint(&node);
+        if let Some(&id) = self.ids.get(&fp) {
+            return id;
+        }
+        let id = u32::try_from(self.locals.len()).expect("fewer than 2^32 local states");
+        self.locals.push(Local {
+            ok: node.invariants_hold(),
+            cs: node.obj.state(),
+            pending: node.obj.pending().is_some(),
+            armed: node.armed,
+            node,
+        });
+        self.ids.insert(fp, id);
+        id
+    }
+
+    /// The step of local state `id` taking `input` (`None`: its client step), computed once.
+    fn step(&mut self, id: u32, input: Option<(u16, A::Msg)>) -> Step {
+        if let Some(&st) = self.steps.get(&(id, input.clone())) {
+            return st;
+        }
+        let mut node = self.locals[id as usize].node.clone();
+        let sends = node.run(
+            input.clone().map(|(src, m)| (usize::from(src), m)),
+            self.sequences,
+        );
+        let from = u32::try_from(self.sends.len()).expect("fewer than 2^32 sends");
+        let len = sends.len() as u32;
+        self.sends.extend(sends);
+        let to = self.intern(node);
+        let st = Step { to, from, len };
+        self.steps.insert((id, input), st);
+        st
+    }
+
+    fn sends(&self, st: Step) -> &[(u8, A::Msg)] {
+        &self.sends[st.from as usize..(st.from + st.len) as usize]
+    }
+}
+
+/// How far one process can go on its own (see [`Explorer::solo`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Solo {
     /// Every behaviour of the process alone sends only to these processes (a bit set; the
@@ -84,14 +163,15 @@ pub(super) enum Solo {
 /// Local states a solo exploration may visit before it gives up.
 const SOLO_BUDGET: usize = 64;
 
-/// A global state: every process and every FIFO link `(src, dst)`, self-links included, at
-/// index `src * n + dst`. Processes are shared between states (a step copies only the
-/// process it changes) and carry their fingerprint and invariant verdict, computed once.
+/// The most links an instance has (self-links included).
+const MAX_LINKS: usize = MAX_CHECK_PROCESSES * MAX_CHECK_PROCESSES;
+
+/// A global state: every process, by its index in the arena, and every FIFO link
+/// `(src, dst)`, self-links included, at index `src * n + dst`.
 #[derive(Clone, Debug)]
 pub(super) struct Sys<A: CsObject> {
-    pub(super) nodes: Vec<Arc<Node<A>>>,
-    /// Per process: its fingerprint and whether its invariants hold.
-    meta: Vec<(u128, bool)>,
+    locals: [u32; MAX_CHECK_PROCESSES],
+    n: u8,
     /// Every message in flight with its link `src * n + dst`, sorted by link (stably: each
     /// link's messages in FIFO order). One vector rather than n² queues: a step copies one
     /// allocation.
@@ -100,8 +180,9 @@ pub(super) struct Sys<A: CsObject> {
 
 impl<A: CsObject> Hash for Sys<A> {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        for (fp, _) in &self.meta {
-            h.write_u128(*fp);
+        // arena indices name local states exactly within one search
+        for &id in &self.locals[..self.n()] {
+            h.write_u32(id);
         }
         self.msgs.hash(h);
     }
@@ -125,41 +206,26 @@ impl Act {
     }
 }
 
+/// Where each link's messages start in [`Sys::msgs`] (link `l` spans `start[l]..start[l+1]`).
+struct Links {
+    start: [u16; MAX_LINKS + 1],
+}
+
 impl<A: CsObject> Sys<A> {
-    pub(super) fn initial(procs: Vec<A>, sequences: usize, peers: &[u64]) -> Self {
-        let nodes: Vec<Arc<Node<A>>> = procs
-            .into_iter()
-            .enumerate()
-            .map(|(obj_index, obj)| {
-                Arc::new(Node {
-                    obj,
-                    started: 0,
-                    armed: sequences > 0,
-                    call_error: None,
-                    peers: peers[obj_index],
-                    stray: false,
-                })
-            })
-            .collect();
-        Sys {
-            meta: nodes
-                .iter()
-                .map(|n| (fingerprint(&**n), n.invariants_hold()))
-                .collect(),
-            nodes,
-            msgs: Vec::new(),
-        }
-    }
-
     fn n(&self) -> usize {
-        self.nodes.len()
+        usize::from(self.n)
     }
 
-    /// The messages in flight on link `l`, in FIFO order.
-    fn link(&self, l: usize) -> &[(u16, A::Msg)] {
-        let from = self.msgs.partition_point(|&(k, _)| usize::from(k) < l);
-        let to = self.msgs.partition_point(|&(k, _)| usize::from(k) <= l);
-        &self.msgs[from..to]
+    fn links(&self) -> Links {
+        let links = self.n() * self.n();
+        let mut start = [0u16; MAX_LINKS + 1];
+        for &(l, _) in &self.msgs {
+            start[usize::from(l) + 1] += 1;
+        }
+        for l in 0..links {
+            start[l + 1] += start[l];
+        }
+        Links { start }
     }
 
     /// The index in `msgs` of the head of the non-empty link `l`.
@@ -169,22 +235,11 @@ impl<A: CsObject> Sys<A> {
         at
     }
 
-    /// The observation the reduction preserves: every process's published state and whether
-    /// its invariants hold.
-    #[cfg(test)]
-    pub(super) fn observation(&self) -> Vec<(CsState, bool)> {
-        (0..self.n()).map(|p| observation(self, p)).collect()
-    }
-
-    pub(super) fn cs_states(&self) -> Vec<CsState> {
-        self.nodes.iter().map(|n| n.obj.state()).collect()
-    }
-
     /// Every enabled action, in a fixed order: deliveries by link, then client steps by
     /// process (the search takes them from the back, like stateright's depth-first search).
-    fn enabled(&self) -> Vec<Act> {
+    fn enabled(&self, w: &World<A>) -> Vec<Act> {
         let n = self.n();
-        let mut acts: Vec<Act> = Vec::new();
+        let mut acts: Vec<Act> = Vec::with_capacity(self.msgs.len() + n);
         let mut last = None;
         for &(l, _) in &self.msgs {
             if last != Some(l) {
@@ -196,13 +251,32 @@ impl<A: CsObject> Sys<A> {
                 });
             }
         }
-        acts.extend((0..n).filter(|&p| self.nodes[p].armed).map(Act::Step));
+        acts.extend(
+            (0..n)
+                .filter(|&p| w.locals[self.locals[p] as usize].armed)
+                .map(Act::Step),
+        );
         acts
     }
 
+    fn local<'w>(&self, w: &'w World<A>, p: usize) -> &'w Local<A> {
+        &w.locals[self.locals[p] as usize]
+    }
+
     /// Whether nothing is enabled: no message in flight and no client step left to take.
-    pub(super) fn quiet(&self) -> bool {
-        self.msgs.is_empty() && self.nodes.iter().all(|n| !n.armed)
+    fn quiet(&self, w: &World<A>) -> bool {
+        self.msgs.is_empty() && (0..self.n()).all(|p| !self.local(w, p).armed)
+    }
+
+    fn cs_states(&self, w: &World<A>) -> Vec<CsState> {
+        (0..self.n()).map(|p| self.local(w, p).cs).collect()
+    }
+
+    /// The published states as a bit set: bit `p` set when process `p` is in the CS.
+    fn cs_mask(&self, w: &World<A>) -> usize {
+        (0..self.n())
+            .filter(|&p| self.local(w, p).cs == CsState::InCs)
+            .fold(0, |m, p| m | 1 << p)
     }
 
     /// The step `act` describes, read before it is applied.
@@ -218,132 +292,110 @@ impl<A: CsObject> Sys<A> {
     }
 
     /// Applies an enabled action.
-    fn apply(&self, act: Act, sequences: usize) -> Sys<A> {
-        let mut next = self.clone();
+    fn apply(&self, w: &mut World<A>, act: Act) -> Sys<A> {
         let n = self.n();
         let p = act.owner();
-        let msg = match act {
+        let mut msgs = self.msgs.clone();
+        let input = match act {
             Act::Step(_) => None,
-            Act::Deliver { src, dst } => Some((src, next.msgs.remove(self.head(src * n + dst)).1)),
+            Act::Deliver { src, dst } => {
+                let (_, m) = msgs.remove(self.head(src * n + dst));
+                Some((src as u16, m))
+            }
         };
-        let node = Arc::make_mut(&mut next.nodes[p]);
-        let sends = node.run(msg, sequences);
-        next.meta[p] = (fingerprint(&*node), node.invariants_hold());
-        for (to, msg) in sends {
-            let l = (p * n + to) as u16;
-            let at = next.msgs.partition_point(|&(k, _)| k <= l);
-            next.msgs.insert(at, (l, msg));
+        let st = w.step(self.locals[p], input);
+        for (to, msg) in w.sends(st) {
+            let l = (p * n + usize::from(*to)) as u16;
+            let at = msgs.partition_point(|&(k, _)| k <= l);
+            msgs.insert(at, (l, msg.clone()));
         }
-        next
-    }
-
-    /// Every behaviour of process `y` running alone from this state: no other process acts,
-    /// so `y` sees its incoming links as they are (minus what it takes) plus its own
-    /// self-sends. Collects the processes it can send to; each behaviour is deterministic in
-    /// `y`'s local state and the messages it takes, so this is exact up to the budget.
-    fn solo(&self, y: usize, sequences: usize) -> Solo {
-        let n = self.n();
-        let inbox: Vec<VecDeque<A::Msg>> = (0..n)
-            .map(|x| {
-                self.link(x * n + y)
-                    .iter()
-                    .map(|(_, m)| m.clone())
-                    .collect()
-            })
-            .collect();
-        let mut stack = vec![((*self.nodes[y]).clone(), inbox)];
-        let (mut to_mask, mut visible, mut budget) = (0u64, false, SOLO_BUDGET);
-        while let Some((node, inbox)) = stack.pop() {
-            let moves = (node.armed.then_some(None))
-                .into_iter()
-                .chain((0..n).filter(|&x| !inbox[x].is_empty()).map(Some));
-            for mv in moves {
-                if budget == 0 {
-                    return Solo::Unknown;
-                }
-                budget -= 1;
-                let (mut next, mut inbox) = (node.clone(), inbox.clone());
-                let msg = mv.map(|x| (x, inbox[x].pop_front().expect("non-empty")));
-                let sends = next.run(msg, sequences);
-                visible = visible
-                    || next.obj.state() != node.obj.state()
-                    || next.invariants_hold() != node.invariants_hold();
-                for (to, m) in sends {
-                    if to == y {
-                        inbox[y].push_back(m);
-                    } else {
-                        to_mask |= 1 << to;
-                    }
-                }
-                stack.push((next, inbox));
-            }
-        }
-        Solo::Sends {
-            to: to_mask,
-            visible,
-        }
-    }
-
-    /// The smallest set of processes containing `p` whose enabled actions form a persistent
-    /// set, given what every process can do alone (`solo`); see the module doc of
-    /// [`crate::check`] for the argument. Returns a bit set.
-    ///
-    /// With `visible` (the set's enabled actions include a visible one) the set also takes
-    /// every process that could make a visible step before the set's processes act.
-    fn persistent(&self, p: usize, solo: &[Solo], visible: bool) -> u64 {
-        let n = self.n();
-        let all = (1u64 << n) - 1;
-        let mut c = 1u64 << p;
-        loop {
-            let outside = all & !c;
-            // wild: outside processes that may do something not seen alone, so may send to
-            // anyone: their solo budget ran out, or another outside process may send to them
-            let mut wild: u64 = (0..n)
-                .filter(|&y| outside & (1 << y) != 0 && solo[y] == Solo::Unknown)
-                .fold(0, |m, y| m | 1 << y);
-            loop {
-                let mut grown = wild;
-                for y in (0..n).filter(|&y| outside & !wild & (1 << y) != 0) {
-                    let fed = (0..n).any(|z| {
-                        z != y
-                            && outside & (1 << z) != 0
-                            && (wild & (1 << z) != 0 && self.nodes[z].peers & (1 << y) != 0
-                                || matches!(solo[z], Solo::Sends { to, .. } if to & (1 << y) != 0))
-                    });
-                    if fed {
-                        grown |= 1 << y;
-                    }
-                }
-                if grown == wild {
-                    break;
-                }
-                wild = grown;
-            }
-            // an outside process that may fill an empty link into the set joins it
-            let mut joins = 0u64;
-            for y in (0..n).filter(|&y| outside & (1 << y) != 0) {
-                let (may, shows) = match solo[y] {
-                    Solo::Sends { to, visible } if wild & (1 << y) == 0 => (to, visible),
-                    _ => (self.nodes[y].peers, true),
-                };
-                let fills =
-                    (0..n).any(|x| c & may & (1 << x) != 0 && self.link(y * n + x).is_empty());
-                if fills || (visible && shows) {
-                    joins |= 1 << y;
-                }
-            }
-            if joins == 0 {
-                return c;
-            }
-            c |= joins;
+        let mut locals = self.locals;
+        locals[p] = st.to;
+        Sys {
+            locals,
+            n: self.n,
+            msgs,
         }
     }
 }
 
+/// A global state as the search's callback sees it.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(super) struct View<'a, A: CsObject> {
+    sys: &'a Sys<A>,
+    world: &'a World<A>,
+}
+
+impl<A: CsObject> View<'_, A> {
+    /// The observation the reduction preserves: every process's published state and whether
+    /// its invariants hold.
+    #[cfg(test)]
+    pub(super) fn observation(&self) -> Vec<(CsState, bool)> {
+        (0..self.sys.n())
+            .map(|p| {
+                let l = self.sys.local(self.world, p);
+                (l.cs, l.ok)
+            })
+            .collect()
+    }
+
+    /// Whether nothing is enabled.
+    #[cfg(test)]
+    pub(super) fn quiet(&self) -> bool {
+        self.sys.quiet(self.world)
+    }
+
+    /// Every process's published state.
+    #[cfg(test)]
+    pub(super) fn cs_states(&self) -> Vec<CsState> {
+        self.sys.cs_states(self.world)
+    }
+}
+
+/// Per process: whether moving it into the CS (`enter`) or out of it (`leave`) can never
+/// repair a broken bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Harmless {
+    pub(super) enter: bool,
+    pub(super) leave: bool,
+}
+
+impl Harmless {
+    /// Whether moving into `to` is harmless.
+    pub(super) fn allows(self, to: CsState) -> bool {
+        match to {
+            CsState::InCs => self.enter,
+            CsState::OutCs => self.leave,
+        }
+    }
+}
+
+/// Per process `p`: whether `p` moving into the CS, or out of it, can never repair a broken
+/// bound. Such a move changes |CS_i| only for the processes `i` whose closed neighbourhood
+/// holds `p`: entering raises it, which repairs nothing when l_i = 0 (only an upper bound can
+/// be broken, and a larger count breaks it still); leaving lowers it, which repairs nothing
+/// when k_i ≥ |N_i|+1 (the upper bound cannot be broken). So LMUTIN's exits, LMUTEX's entries,
+/// and every move when l = 0 and k = |N_i|+1, are harmless.
+pub(super) fn harmless_moves(instance: &Instance) -> Vec<Harmless> {
+    let t = instance.topology();
+    t.processes()
+        .map(|p| {
+            let around = t.closed(p);
+            Harmless {
+                enter: around.iter().all(|&i| instance.bounds(i).l == 0),
+                leave: around
+                    .iter()
+                    .all(|&i| instance.bounds(i).k >= t.closed(i).len()),
+            }
+        })
+        .collect()
+}
+
 /// A 128-bit state fingerprint: two independent multiply-rotate lanes over the words the
-/// derived `Hash` writes, each finished with a 64-bit mixer.
+/// derived `Hash` writes, each finished with a 64-bit mixer. (Also the hasher of the step
+/// memo, through [`Hasher::finish`].)
 #[derive(Default)]
-struct Fingerprinter {
+pub(super) struct Fingerprinter {
     a: u64,
     b: u64,
 }
@@ -444,62 +496,227 @@ pub(super) struct Stats {
     pub(super) max_depth: usize,
 }
 
-/// The observation the reduction preserves, process `p`'s part: its published state and
-/// whether its invariants hold.
-fn observation<A: CsObject>(s: &Sys<A>, p: usize) -> (CsState, bool) {
-    (s.nodes[p].obj.state(), s.meta[p].1)
-}
-
-/// The explorer. `reduce` turns the partial-order reduction on; `visit` sees every state
-/// the search reaches (tests compare what the two searches see).
-pub(super) struct Explorer<'a, A: CsObject> {
-    pub(super) instance: &'a Instance,
-    pub(super) sequences: usize,
-    pub(super) reduce: bool,
-    pub(super) max_states: Option<usize>,
-    pub(super) visit: Option<Visit<'a, A>>,
-    pub(super) solo_memo: RefCell<HashMap<u128, Solo, BuildHasherDefault<IdHasher>>>,
-}
-
 /// A callback that sees every state a search reaches.
-pub(super) type Visit<'a, A> = &'a mut dyn FnMut(&Sys<A>);
+pub(super) type Visit<'a, A> = &'a mut dyn FnMut(&View<'_, A>);
 
 /// Remembered solo explorations before the memo is emptied.
 const SOLO_MEMO: usize = 1 << 20;
 
-impl<A: CsObject> Explorer<'_, A> {
-    /// [`Sys::solo`], remembered: it depends only on the process and its incoming links.
-    fn solo(&self, s: &Sys<A>, y: usize) -> Solo {
+/// The explorer. `reduce` turns the partial-order reduction on; `visit` sees every state
+/// the search reaches (tests compare what the two searches see).
+pub(super) struct Explorer<'a, A: CsObject> {
+    instance: &'a Instance,
+    sequences: usize,
+    reduce: bool,
+    max_states: Option<usize>,
+    visit: Option<Visit<'a, A>>,
+    /// Per process: the processes it may send to (its closed neighbourhood), a bit set.
+    peers: Vec<u64>,
+    solo_memo: HashMap<u128, Solo, BuildHasherDefault<IdHasher>>,
+    /// Per process: whether a move into each published state is harmless (see
+    /// [`harmless_moves`]).
+    harmless: Vec<Harmless>,
+    /// Per set of processes in the CS (a bit set): whether a bound fails.
+    unsafe_mask: Vec<bool>,
+    /// Per set of processes in the CS: whether a quiet state in which every process is
+    /// blocked is a deadlock (computed when first needed).
+    deadlock_mask: Vec<Option<bool>>,
+}
+
+impl<'a, A: CsObject> Explorer<'a, A> {
+    /// An explorer of `instance` with `sequences` client sequences per process.
+    pub(super) fn new(
+        instance: &'a Instance,
+        sequences: usize,
+        reduce: bool,
+        max_states: Option<usize>,
+        visit: Option<Visit<'a, A>>,
+    ) -> Self {
+        let topology = instance.topology();
+        let n = topology.len();
+        let peers = topology
+            .processes()
+            .map(|p| topology.closed(p).iter().fold(0, |m, q| m | 1 << q.index()))
+            .collect();
+        let states = |mask: usize| -> Vec<CsState> {
+            (0..n)
+                .map(|p| {
+                    if mask & (1 << p) != 0 {
+                        CsState::InCs
+                    } else {
+                        CsState::OutCs
+                    }
+                })
+                .collect()
+        };
+        let configs = if n <= MAX_CHECK_PROCESSES { 1 << n } else { 0 };
+        Explorer {
+            instance,
+            sequences,
+            reduce,
+            max_states,
+            visit,
+            peers,
+            solo_memo: Default::default(),
+            harmless: harmless_moves(instance),
+            unsafe_mask: (0..configs)
+                .map(|m| !instance.violations(&states(m)).is_empty())
+                .collect(),
+            deadlock_mask: vec![None; configs],
+        }
+    }
+
+    /// Whether a step of process `p` from local state `before` (in a state where every
+    /// property holds) to `after` may *improve* the observation: move `p` into a published
+    /// state from which it could repair a broken bound, or make its failing invariants hold.
+    /// The reduction treats only such steps as visible (see the module doc of
+    /// [`crate::check`]).
+    fn improving(&self, p: usize, before: &Local<A>, after: &Local<A>) -> bool {
+        (after.cs != before.cs && !self.harmless[p].allows(after.cs)) || (after.ok && !before.ok)
+    }
+
+    /// Every behaviour of process `y` running alone from `s`: no other process acts, so `y`
+    /// sees its incoming links as they are (minus what it takes) plus its own self-sends.
+    /// Collects the processes it can send to; each behaviour is deterministic in `y`'s local
+    /// state and the messages it takes, so this is exact up to the budget. Remembered: it
+    /// depends only on `y`'s local state and its incoming links.
+    fn solo(&mut self, w: &mut World<A>, s: &Sys<A>, links: &Links, y: usize) -> Solo {
         let n = s.n();
+        let incoming = |x: usize| {
+            let l = x * n + y;
+            &s.msgs[usize::from(links.start[l])..usize::from(links.start[l + 1])]
+        };
         let mut h = Fingerprinter::default();
         h.write_usize(y);
-        h.write_u128(s.meta[y].0);
+        h.write_u32(s.locals[y]);
         for x in 0..n {
-            s.link(x * n + y).hash(&mut h);
+            incoming(x).hash(&mut h);
         }
         let key = h.finish128();
-        let mut memo = self.solo_memo.borrow_mut();
-        if let Some(&r) = memo.get(&key) {
+        if let Some(&r) = self.solo_memo.get(&key) {
             return r;
         }
-        if memo.len() >= SOLO_MEMO {
-            memo.clear();
+        if self.solo_memo.len() >= SOLO_MEMO {
+            self.solo_memo.clear();
         }
-        let r = s.solo(y, self.sequences);
-        memo.insert(key, r);
+        let inbox: Vec<VecDeque<A::Msg>> = (0..n)
+            .map(|x| incoming(x).iter().map(|(_, m)| m.clone()).collect())
+            .collect();
+        let r = Self::solo_explore(w, s.locals[y], inbox, y);
+        self.solo_memo.insert(key, r);
         r
     }
 
+    fn solo_explore(w: &mut World<A>, id: u32, inbox: Vec<VecDeque<A::Msg>>, y: usize) -> Solo {
+        let n = inbox.len();
+        let mut stack = vec![(id, inbox)];
+        let (mut to_mask, mut visible, mut budget) = (0u64, false, SOLO_BUDGET);
+        while let Some((id, inbox)) = stack.pop() {
+            let armed = w.locals[id as usize].armed;
+            let moves = (armed.then_some(None))
+                .into_iter()
+                .chain((0..n).filter(|&x| !inbox[x].is_empty()).map(Some));
+            for mv in moves {
+                if budget == 0 {
+                    return Solo::Unknown;
+                }
+                budget -= 1;
+                let mut inbox = inbox.clone();
+                let msg = mv.map(|x| (x as u16, inbox[x].pop_front().expect("non-empty")));
+                let st = w.step(id, msg);
+                let (before, after) = (&w.locals[id as usize], &w.locals[st.to as usize]);
+                visible = visible || after.cs != before.cs || after.ok != before.ok;
+                for (to, m) in w.sends(st) {
+                    let to = usize::from(*to);
+                    if to == y {
+                        inbox[y].push_back(m.clone());
+                    } else {
+                        to_mask |= 1 << to;
+                    }
+                }
+                stack.push((st.to, inbox));
+            }
+        }
+        Solo::Sends {
+            to: to_mask,
+            visible,
+        }
+    }
+
+    /// The smallest set of processes containing `p` whose enabled actions form a persistent
+    /// set, given what every process can do alone (`solo`); see the module doc of
+    /// [`crate::check`] for the argument. `nonempty[x]` has bit `y` set when link `(y, x)`
+    /// holds a message. Returns a bit set.
+    ///
+    /// With `visible` (the set's enabled actions include an improving one, see
+    /// [`Explorer::improving`]) the set also takes every process that could change its
+    /// observation in any way before the set's processes act.
+    fn persistent(
+        &self,
+        n: usize,
+        nonempty: &[u64],
+        p: usize,
+        solo: &[Solo],
+        visible: bool,
+    ) -> u64 {
+        let all = (1u64 << n) - 1;
+        let mut c = 1u64 << p;
+        loop {
+            let outside = all & !c;
+            // wild: outside processes that may do something not seen alone, so may send to
+            // anyone: their solo budget ran out, or another outside process may send to them
+            let mut wild: u64 = (0..n)
+                .filter(|&y| outside & (1 << y) != 0 && solo[y] == Solo::Unknown)
+                .fold(0, |m, y| m | 1 << y);
+            loop {
+                let mut grown = wild;
+                for y in (0..n).filter(|&y| outside & !wild & (1 << y) != 0) {
+                    let fed = (0..n).any(|z| {
+                        z != y
+                            && outside & (1 << z) != 0
+                            && (wild & (1 << z) != 0 && self.peers[z] & (1 << y) != 0
+                                || matches!(solo[z], Solo::Sends { to, .. } if to & (1 << y) != 0))
+                    });
+                    if fed {
+                        grown |= 1 << y;
+                    }
+                }
+                if grown == wild {
+                    break;
+                }
+                wild = grown;
+            }
+            // an outside process that may fill an empty link into the set joins it
+            let mut joins = 0u64;
+            for y in (0..n).filter(|&y| outside & (1 << y) != 0) {
+                let (may, shows) = match solo[y] {
+                    Solo::Sends { to, visible } if wild & (1 << y) == 0 => (to, visible),
+                    _ => (self.peers[y], true),
+                };
+                let fills = (0..n).any(|x| c & may & (1 << x) != 0 && nonempty[x] & (1 << y) == 0);
+                if fills || (visible && shows) {
+                    joins |= 1 << y;
+                }
+            }
+            if joins == 0 {
+                return c;
+            }
+            c |= joins;
+        }
+    }
+
     /// The first property `s` fails, if any.
-    fn violated(&self, s: &Sys<A>) -> Option<&'static str> {
-        if !self.instance.violations(&s.cs_states()).is_empty() {
+    fn violated(&mut self, w: &World<A>, s: &Sys<A>) -> Option<&'static str> {
+        let mask = s.cs_mask(w);
+        if self.unsafe_mask.get(mask).copied().unwrap_or(false) {
             Some("safety")
-        } else if !s.meta.iter().all(|&(_, ok)| ok) {
+        } else if !(0..s.n()).all(|p| s.local(w, p).ok) {
             Some("invariants")
-        } else if s.quiet()
-            && s.nodes.iter().all(|n| n.obj.pending().is_some())
-            && deadlocked(self.instance, &s.cs_states())
-        {
+        } else if s.quiet(w) && (0..s.n()).all(|p| s.local(w, p).pending) && {
+            let instance = self.instance;
+            let states = s.cs_states(w);
+            *self.deadlock_mask[mask].get_or_insert_with(|| deadlocked(instance, &states))
+        } {
             Some("no deadlock")
         } else {
             None
@@ -507,26 +724,42 @@ impl<A: CsObject> Explorer<'_, A> {
     }
 
     /// The actions to explore from `s` and their successors: all enabled actions, or with the
-    /// reduction a persistent subset that is invisible and closes no cycle on the stack.
-    fn expand(&self, s: &Sys<A>, on_stack: &FpSet) -> Vec<(Act, Sys<A>, u128)> {
-        let enabled = s.enabled();
-        let succ = |a: Act| {
-            let t = s.apply(a, self.sequences);
+    /// reduction a persistent subset that closes no cycle on the stack and either improves no
+    /// observation or meets the visibility condition.
+    fn expand(
+        &mut self,
+        w: &mut World<A>,
+        s: &Sys<A>,
+        on_stack: &FpSet,
+    ) -> Vec<(Act, Sys<A>, u128)> {
+        let enabled = s.enabled(w);
+        let succ = |w: &mut World<A>, a: Act| {
+            let t = s.apply(w, a);
             let fp = fingerprint(&t);
             (a, t, fp)
         };
         if !self.reduce || enabled.len() <= 1 {
-            return enabled.into_iter().map(succ).collect();
+            return enabled.into_iter().map(|a| succ(w, a)).collect();
         }
         // candidate persistent sets: from each process with an enabled action, the closure
-        // without the visibility condition first; if it selects a visible action, the closure
-        // with it. The smallest candidate whose successors are off the stack wins.
+        // without the visibility condition first; if it selects an improving action, the
+        // closure with it. The smallest candidate whose successors are off the stack wins.
         let n = s.n();
-        let solo: Vec<Solo> = (0..n).map(|y| self.solo(s, y)).collect();
+        let links = s.links();
+        let mut nonempty = [0u64; MAX_CHECK_PROCESSES];
+        for (x, ne) in nonempty.iter_mut().enumerate().take(n) {
+            for y in 0..n {
+                let l = y * n + x;
+                if links.start[l] != links.start[l + 1] {
+                    *ne |= 1 << y;
+                }
+            }
+        }
+        let solo: Vec<Solo> = (0..n).map(|y| self.solo(w, s, &links, y)).collect();
         let size = |c: u64| enabled.iter().filter(|a| c & (1 << a.owner()) != 0).count();
         let mut order: Vec<(usize, u64)> = (0..n)
             .filter(|&p| enabled.iter().any(|a| a.owner() == p))
-            .map(|p| (p, s.persistent(p, &solo, false)))
+            .map(|p| (p, self.persistent(n, &nonempty, p, &solo, false)))
             .collect();
         order.sort_by_key(|&(_, c)| size(c));
         let mut cache: Vec<Option<(Act, Sys<A>, u128)>> = vec![None; enabled.len()];
@@ -540,8 +773,9 @@ impl<A: CsObject> Explorer<'_, A> {
                 let (mut visible, mut cycle) = (false, false);
                 for (i, a) in enabled.iter().enumerate() {
                     if c & (1 << a.owner()) != 0 {
-                        let (_, t, fp) = cache[i].get_or_insert_with(|| succ(*a));
-                        visible |= observation(t, a.owner()) != observation(s, a.owner());
+                        let (_, t, fp) = cache[i].get_or_insert_with(|| succ(w, *a));
+                        let p = a.owner();
+                        visible |= self.improving(p, s.local(w, p), t.local(w, p));
                         cycle |= on_stack.contains(fp);
                     }
                 }
@@ -550,7 +784,7 @@ impl<A: CsObject> Explorer<'_, A> {
                 }
                 if visible && !with_visibility {
                     with_visibility = true;
-                    c = s.persistent(p, &solo, true);
+                    c = self.persistent(n, &nonempty, p, &solo, true);
                     continue;
                 }
                 best = Some(c);
@@ -562,12 +796,37 @@ impl<A: CsObject> Explorer<'_, A> {
             .iter()
             .enumerate()
             .filter(|(_, a)| keep & (1 << a.owner()) != 0)
-            .map(|(i, a)| cache[i].take().unwrap_or_else(|| succ(*a)))
+            .map(|(i, a)| cache[i].take().unwrap_or_else(|| succ(w, *a)))
             .collect()
     }
 
-    /// Runs the search from `init`.
-    pub(super) fn run(mut self, init: Sys<A>) -> (Outcome, Stats) {
+    /// Runs the search from the system `procs` (process `i` at index `i`).
+    pub(super) fn run(mut self, procs: Vec<A>) -> (Outcome, Stats) {
+        let n = procs.len();
+        assert!(n <= MAX_CHECK_PROCESSES, "checked by the caller");
+        let mut w = World {
+            locals: Vec::new(),
+            ids: Default::default(),
+            steps: Default::default(),
+            sends: Vec::new(),
+            sequences: self.sequences,
+        };
+        let mut locals = [0u32; MAX_CHECK_PROCESSES];
+        for (i, obj) in procs.into_iter().enumerate() {
+            locals[i] = w.intern(Node {
+                obj,
+                started: 0,
+                armed: self.sequences > 0,
+                call_error: None,
+                peers: self.peers[i],
+                stray: false,
+            });
+        }
+        let init = Sys {
+            locals,
+            n: n as u8,
+            msgs: Vec::new(),
+        };
         let mut visited = FpSet::default();
         let mut on_stack = FpSet::default();
         let mut stats = Stats {
@@ -578,14 +837,17 @@ impl<A: CsObject> Explorer<'_, A> {
         let fp = fingerprint(&init);
         visited.insert(fp);
         if let Some(v) = self.visit.as_mut() {
-            v(&init);
+            v(&View {
+                sys: &init,
+                world: &w,
+            });
         }
-        if let Some(property) = self.violated(&init) {
-            let path = vec![(init.cs_states(), None)];
+        if let Some(property) = self.violated(&w, &init) {
+            let path = vec![(init.cs_states(&w), None)];
             return (Outcome::Violated { property, path }, stats);
         }
         on_stack.insert(fp);
-        let todo = self.expand(&init, &on_stack);
+        let todo = self.expand(&mut w, &init, &on_stack);
         let mut stack = vec![Frame {
             state: init,
             fp,
@@ -605,24 +867,27 @@ impl<A: CsObject> Explorer<'_, A> {
             stats.unique += 1;
             top.taken = Some(act);
             if let Some(v) = self.visit.as_mut() {
-                v(&next);
+                v(&View {
+                    sys: &next,
+                    world: &w,
+                });
             }
-            if let Some(property) = self.violated(&next) {
+            if let Some(property) = self.violated(&w, &next) {
                 let mut path: Path = stack
                     .iter()
                     .map(|f| {
                         let a = f.taken.expect("every frame below the top took a step");
-                        (f.state.cs_states(), Some(f.state.describe(a)))
+                        (f.state.cs_states(&w), Some(f.state.describe(a)))
                     })
                     .collect();
-                path.push((next.cs_states(), None));
+                path.push((next.cs_states(&w), None));
                 return (Outcome::Violated { property, path }, stats);
             }
             if self.max_states.is_some_and(|m| stats.generated >= m) {
                 return (Outcome::Bounded, stats);
             }
             on_stack.insert(fp);
-            let todo = self.expand(&next, &on_stack);
+            let todo = self.expand(&mut w, &next, &on_stack);
             stack.push(Frame {
                 state: next,
                 fp,
