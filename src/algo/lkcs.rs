@@ -955,29 +955,18 @@ impl Lkcs {
         for at in [At::Mutin, At::Mutex] {
             let mut actions = Vec::new();
             self.retarget_preemption(at, &mut actions);
-            for a in actions {
-                if let Action::Preempt(p) = a {
-                    out.send(p, LkcsMsg::Preempt { at });
-                }
-            }
+            send_preempts(at, actions, out);
             self.preempt_for_sidetrack(at, out);
-            let (a, other) = (&self.arbiters[at.index()], &self.arbiters[1 - at.index()]);
+            let a = &self.arbiters[at.index()];
+            // a holder in progress may still give this permission back (Relinquish, Park)
+            let settled = a.granted().iter().all(|h| !self.in_progress(at, h.id));
             let told = &mut self.told[at.index()];
             told.retain(|s| a.pending().contains(s));
             let told_st = &mut self.told_sidetrack[at.index()];
             told_st.retain(|p| a.sidetrack_queue().iter().any(|x| x.id == *p));
             let normal = !a.has_room() && a.preempting().is_none() && !a.pending().is_empty();
             let sidetrack = a.reserve_used() && !a.sidetrack_queue().is_empty();
-            if !normal && !sidetrack {
-                continue;
-            }
-            // a holder of both types that last asked for this one is mid-sequence: it may
-            // still give this permission back (Relinquish, Park) or settle
-            let settled = a
-                .granted()
-                .iter()
-                .all(|h| !other.holds(h.id) || self.last_type.get(&h.id) != Some(&at));
-            if !settled {
+            if !settled || (!normal && !sidetrack) {
                 continue;
             }
             if normal {
@@ -1059,14 +1048,14 @@ impl Lkcs {
                 self.arbiters[at.index()].cancel_preempt_sidetrack();
             }
         }
-        let (a, other) = (&self.arbiters[at.index()], &self.arbiters[1 - at.index()]);
+        let a = &self.arbiters[at.index()];
         let Some(&best) = a.sidetrack_queue().first() else {
             return;
         };
         if !a.reserve_used() {
             return;
         }
-        let in_progress = |h: ProcessId| other.holds(h) && self.last_type.get(&h) == Some(&at);
+        let in_progress = |h: ProcessId| self.in_progress(at, h);
         let mut actions = Vec::new();
         let victim = a
             .sidetracked()
@@ -1091,11 +1080,7 @@ impl Lkcs {
                 }
             }
         }
-        for a in actions {
-            if let Action::Preempt(p) = a {
-                out.send(p, LkcsMsg::Preempt { at });
-            }
-        }
+        send_preempts(at, actions, out);
     }
 
     /// Deviation 9, requester side: an arbiter says the pending sequence is blocked there.
@@ -1195,6 +1180,16 @@ impl Lkcs {
         if give_back {
             self.granters[i].remove(&from);
             out.send(from, LkcsMsg::Relinquish { at });
+        }
+    }
+}
+
+/// Sends the Preempts among an arbiter's `actions` (the only action its preemption helpers
+/// produce).
+fn send_preempts(at: At, actions: Vec<Action>, out: &mut Outbox<LkcsMsg>) {
+    for a in actions {
+        if let Action::Preempt(p) = a {
+            out.send(p, LkcsMsg::Preempt { at });
         }
     }
 }
