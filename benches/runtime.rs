@@ -421,15 +421,19 @@ fn bench_system<A: CsObject>(
     rt.shutdown();
 }
 
+/// Each process's closed neighbourhood, as indices (what the relays message).
+fn closed_indices(topo: &Topology) -> Vec<Vec<usize>> {
+    topo.processes()
+        .map(|p| topo.closed(p).iter().map(|q| q.index()).collect())
+        .collect()
+}
+
 /// LMUTIN on `spec` with l_i = `l`; the counter keeps at least n/2 workers in the CS (no
 /// upper bound), every worker starting in it, as LMUTIN's processes do.
 fn bench_lmutin(c: &mut Criterion, spec: &str, l: usize) {
     let topo = Topology::parse(spec).expect("topology");
     let n = topo.len();
-    let closed: Vec<Vec<usize>> = topo
-        .processes()
-        .map(|p| topo.closed(p).iter().map(|q| q.index()).collect())
-        .collect();
+    let closed = closed_indices(&topo);
     let rt = lmutin_runtime(&topo, l);
     let group = spec.replace(':', "_");
     bench_system(
@@ -468,10 +472,7 @@ fn bench_gcs(c: &mut Criterion, n: usize) {
 fn bench_lkcs(c: &mut Criterion, spec: &str, l: usize, k: usize) {
     let topo = Topology::parse(spec).expect("topology");
     let n = topo.len();
-    let closed: Vec<Vec<usize>> = topo
-        .processes()
-        .map(|p| topo.closed(p).iter().map(|q| q.index()).collect())
-        .collect();
+    let closed = closed_indices(&topo);
     let (rt, in_cs) = lkcs_runtime(&topo, l, k);
     let lk = (n / 4, 3 * n / 4);
     assert!(

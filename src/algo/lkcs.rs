@@ -1024,16 +1024,21 @@ impl Lkcs {
         if a.has_room() {
             return;
         }
-        let victim = a
-            .granted()
-            .iter()
-            .rev()
-            .take_while(|s| **s > best)
-            .find(|s| !a.sidetracked().contains_key(&s.id) && self.in_progress(at, s.id))
-            .map(|s| s.id);
-        if let Some(h) = victim {
+        if let Some(h) = self.youngest_normal_in_progress(at, Some(best)) {
             self.arbiters[at.index()].preempt(h, actions);
         }
+    }
+
+    /// The youngest holder of a normal permission of type `at` here whose sequence is in
+    /// progress, among those younger than `than` when given.
+    fn youngest_normal_in_progress(&self, at: At, than: Option<Stamp>) -> Option<ProcessId> {
+        let a = &self.arbiters[at.index()];
+        a.granted()
+            .iter()
+            .rev()
+            .take_while(|s| than.is_none_or(|t| **s > t))
+            .find(|s| !a.sidetracked().contains_key(&s.id) && self.in_progress(at, s.id))
+            .map(|s| s.id)
     }
 
     /// Deviation 9: the reserve goes to the oldest sidetrack request, and sidetrack requests
@@ -1069,13 +1074,7 @@ impl Lkcs {
             }
             Some(_) => {}
             None => {
-                let normal = a
-                    .granted()
-                    .iter()
-                    .rev()
-                    .find(|s| !a.sidetracked().contains_key(&s.id) && in_progress(s.id))
-                    .map(|s| s.id);
-                if let Some(h) = normal {
+                if let Some(h) = self.youngest_normal_in_progress(at, None) {
                     self.arbiters[at.index()].preempt(h, &mut actions);
                 }
             }
