@@ -74,6 +74,9 @@ pub struct Arbiter {
     parked: BTreeSet<Stamp>,
     /// Sidetrack requests set aside by their requester, likewise.
     parked_sidetrack: BTreeSet<Stamp>,
+    /// Whether one permission above the capacity is reserved for the sidetrack (LKCS: only
+    /// where the bounds are tightened); without it sidetrack requests wait for room.
+    reserve: bool,
     rules: ArbiterRules,
 }
 
@@ -95,8 +98,21 @@ impl Arbiter {
             preempting_sidetrack: None,
             parked: BTreeSet::new(),
             parked_sidetrack: BTreeSet::new(),
+            reserve: true,
             rules,
         }
+    }
+
+    /// Whether one permission above the capacity is reserved for the sidetrack.
+    pub fn has_reserve(&self) -> bool {
+        self.reserve
+    }
+
+    /// The same arbiter without the reserved sidetrack permission: sidetrack requests are
+    /// served first, but only within the capacity (LKCS, where the bounds are not tightened).
+    pub fn without_reserve(mut self) -> Arbiter {
+        self.reserve = false;
+        self
     }
 
     /// The capacity.
@@ -145,9 +161,10 @@ impl Arbiter {
         &self.parked_sidetrack
     }
 
-    /// Whether the reserved sidetrack permission is in use: a sidetrack request would wait.
+    /// Whether the reserved sidetrack permission is in use (without a reserve: whether the
+    /// arbiter is full): a sidetrack request would wait.
     pub fn reserve_used(&self) -> bool {
-        self.granted.len() > self.capacity
+        self.granted.len() >= self.capacity + usize::from(self.reserve)
     }
 
     /// The holders of a sidetrack permission, with their sidetrack requests' stamps (see
@@ -164,7 +181,7 @@ impl Arbiter {
     /// The cap invariant: at most `capacity` permissions granted, plus the one reserved for
     /// the sidetrack while a sidetrack permission is held.
     pub fn check(&self) -> Result<(), String> {
-        let reserve = usize::from(!self.sidetracked.is_empty());
+        let reserve = usize::from(self.reserve && !self.sidetracked.is_empty());
         if self.granted.len() > self.capacity + reserve {
             Err(format!(
                 "arbiter granted {} permissions with capacity {} ({} by the sidetrack)",
@@ -183,7 +200,7 @@ impl Arbiter {
         self.parked_sidetrack.retain(|x| x.id != s.id);
         self.pending.insert(s);
         if self.has_room() {
-            self.grant_best(out);
+            self.fill(out);
         } else if self.preempting.is_none() {
             if let Some(&worst) = self.granted.last() {
                 if s < worst {
@@ -203,15 +220,13 @@ impl Arbiter {
             self.preempting_sidetrack = None;
         }
         self.remove(p);
-        self.serve_sidetrack(out);
         if self.rules.uncapped_release {
+            self.serve_sidetrack(out);
             if !self.pending.is_empty() {
                 self.grant_best(out);
             }
         } else {
-            while self.has_room() && !self.pending.is_empty() {
-                self.grant_best(out);
-            }
+            self.fill(out);
         }
     }
 
@@ -224,10 +239,7 @@ impl Arbiter {
                 self.preempting_sidetrack = None;
                 self.remove(p);
                 self.sidetrack_queue.insert(s);
-                self.serve_sidetrack(out);
-                while self.has_room() && !self.pending.is_empty() {
-                    self.grant_best(out);
-                }
+                self.fill(out);
             }
             return;
         }
@@ -237,9 +249,11 @@ impl Arbiter {
                 self.pending.insert(s);
                 // the freed permission goes to a waiting sidetrack request first, then to the
                 // best pending request within the capacity (printed: whatever the count)
-                self.serve_sidetrack(out);
-                if self.rules.uncapped_release || self.has_room() {
+                if self.rules.uncapped_release {
+                    self.serve_sidetrack(out);
                     self.grant_best(out);
+                } else {
+                    self.fill(out);
                 }
             }
             None if self.rules.grant_on_unmatched_relinquish => {
@@ -279,10 +293,7 @@ impl Arbiter {
             } else {
                 self.parked.insert(s);
             }
-            self.serve_sidetrack(out);
-            while self.has_room() && !self.pending.is_empty() {
-                self.grant_best(out);
-            }
+            self.fill(out);
         }
     }
 
@@ -292,7 +303,7 @@ impl Arbiter {
         if let Some(s) = self.parked_sidetrack.iter().find(|s| s.id == p).copied() {
             self.parked_sidetrack.remove(&s);
             self.sidetrack_queue.insert(s);
-            self.serve_sidetrack(out);
+            self.fill(out);
         } else if let Some(s) = self.parked.iter().find(|s| s.id == p).copied() {
             self.request(s, out);
         }
@@ -319,7 +330,7 @@ impl Arbiter {
             self.preempting_sidetrack = None;
         }
         self.sidetrack_queue.insert(s);
-        self.serve_sidetrack(out);
+        self.fill(out);
     }
 
     /// Asks sidetrack holder `p` to give its permission back (with a [`Action::Preempt`]) for
@@ -355,15 +366,30 @@ impl Arbiter {
         self.preempting_sidetrack = None;
     }
 
-    /// Grants queued sidetrack requests while the reserve allows.
+    /// Grants queued sidetrack requests while the reserve allows; without a reserve, only
+    /// those older than every pending request (there they compete by stamp).
     fn serve_sidetrack(&mut self, out: &mut Vec<Action>) {
-        while !self.sidetrack_queue.is_empty()
-            && (self.rules.unreserved_sidetrack || self.granted.len() < self.capacity + 1)
-        {
-            let s = self.sidetrack_queue.pop_first().expect("non-empty");
+        while let Some(&s) = self.sidetrack_queue.first() {
+            let room = self.rules.unreserved_sidetrack || !self.reserve_used();
+            if !room || (!self.reserve && self.pending.first().is_some_and(|p| *p < s)) {
+                break;
+            }
+            self.sidetrack_queue.remove(&s);
             self.granted.insert(Stamp::new(0, s.id));
             self.sidetracked.insert(s.id, s);
             out.push(Action::SidetrackGrant(s.id));
+        }
+    }
+
+    /// Grants while the rules allow: sidetrack requests first (without a reserve, in stamp
+    /// order with the pending ones), then pending requests within the capacity.
+    fn fill(&mut self, out: &mut Vec<Action>) {
+        loop {
+            self.serve_sidetrack(out);
+            if !self.has_room() || self.pending.is_empty() {
+                break;
+            }
+            self.grant_best(out);
         }
     }
 
@@ -522,6 +548,33 @@ mod tests {
             vec![Action::SidetrackGrant(ProcessId(2))]
         );
         assert!(p.check().is_err());
+    }
+
+    #[test]
+    fn without_a_reserve_a_sidetrack_request_competes_by_stamp_within_the_capacity() {
+        let mut a = Arbiter::new(1, [st(1, 1)], ArbiterRules::CORRECTED).without_reserve();
+        assert!(!a.has_reserve() && a.reserve_used());
+        run(|o| a.request(st(3, 2), o));
+        // full: a sidetrack request waits for room instead of taking a reserve
+        assert_eq!(run(|o| a.sidetrack(st(5, 3), o)), vec![]);
+        a.check().unwrap();
+        // room again: the older normal request goes first
+        assert_eq!(
+            run(|o| a.release(ProcessId(1), o)),
+            vec![Action::Grant(ProcessId(2))]
+        );
+        assert_eq!(run(|o| a.request(st(9, 4), o)), vec![]);
+        // then the sidetrack request, older than the remaining normal one
+        assert_eq!(
+            run(|o| a.release(ProcessId(2), o)),
+            vec![Action::SidetrackGrant(ProcessId(3))]
+        );
+        assert_eq!(a.granted().len(), 1);
+        a.check().unwrap();
+        // a sidetrack permission beyond the capacity is a broken cap here
+        let mut b = Arbiter::new(1, [st(1, 1)], ArbiterRules::PRINTED).without_reserve();
+        run(|o| b.sidetrack(st(2, 2), o));
+        assert!(b.check().is_err());
     }
 
     #[test]
