@@ -56,8 +56,8 @@ struct SystemArgs {
     /// corrected (default) or printed: the pseudo-code as published.
     #[arg(long, default_value = "corrected")]
     variant: String,
-    /// lkcs: the leader's index, or `all` (every process that can lead does); default: one
-    /// chosen automatically, as in the paper.
+    /// lkcs: the leader's index (that leader alone), or `all` (every process that can lead
+    /// does); default: one chosen automatically, as in the paper, with watchers around it.
     #[arg(long)]
     leader: Option<String>,
     /// majority (default) or grid: the coterie of maekawa (and the global algorithms).

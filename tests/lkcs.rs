@@ -131,11 +131,94 @@ fn the_least_slack_is_safe_and_live_with_the_papers_single_leader() {
         for seed in 0..10 {
             let sys = Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::CORRECTED).unwrap();
             // the paper's leader, and watchers that tighten nothing more
-            let alone = Lkcs::operating_instance(&inst, &sys.leaders[..1]).unwrap();
+            let alone = Lkcs::operating_instance(&inst, &sys.tightening).unwrap();
+            assert_eq!(sys.tightening.len(), 1);
             assert_eq!(alone.all_bounds(), sys.operating.all_bounds(), "{spec}");
             let r = run(sys, seed, 3);
             assert!(r.ok(), "{spec} seed {seed}: {}", r.failure_text());
         }
+    }
+}
+
+#[test]
+fn the_least_slack_is_safe_and_live_on_dense_random_graphs() {
+    // k_i − l_i = 3 wherever the degree allows it, on seeded random graphs where the
+    // leader's two hops cover most processes: the watchers of deviation 10 let every
+    // tightened process be nominated, and arbiters outside the region keep no reserve
+    let mut runs = 0;
+    for (n, p) in [
+        (12, 0.5),
+        (16, 0.4),
+        (20, 0.35),
+        (24, 0.3),
+        (28, 0.3),
+        (32, 0.25),
+    ] {
+        for g in 1..=4 {
+            let t = Topology::random(n, p, 40 + g).expect("connected");
+            let uniform = (vec![1; n], vec![4; n]);
+            let per_process = (
+                t.processes()
+                    .map(|q| usize::from(t.degree(q) >= 3))
+                    .collect(),
+                t.processes()
+                    .map(|q| if t.degree(q) >= 3 { 4 } else { t.degree(q) + 1 })
+                    .collect(),
+            );
+            for (l, k) in [uniform, per_process] {
+                let Ok(inst) = Lkcs::instance(&t, &l, &k) else {
+                    continue; // (1, 4) needs degree >= 3 everywhere
+                };
+                let Ok(sys) = Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::CORRECTED) else {
+                    continue; // no leader or no tight start
+                };
+                for seed in 0..3 {
+                    let r = run(sys.clone(), seed, 3);
+                    assert!(r.ok(), "{} {l:?} {k:?}: {}", t.name(), r.failure_text());
+                    runs += 1;
+                }
+            }
+        }
+    }
+    assert!(runs >= 60, "only {runs} runs had a leader");
+}
+
+#[test]
+fn a_process_the_single_leader_cannot_nominate_starves_and_the_watchers_free_it() {
+    // deviation 10: with the paper's one leader, only its neighbours can be nominated; on
+    // this dense graph the sidetrack moves keep the arbiters around some of the other
+    // tightened processes at their reserve, and those never move (no bound breaks, no
+    // deadlock: the others keep cycling). The automatic watchers complete every pair.
+    let t = Topology::parse("random:24:0.35:1").unwrap();
+    let inst = Lkcs::instance(&t, &[1; 24], &[4; 24]).unwrap();
+    let auto = Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::CORRECTED).unwrap();
+    let leader = auto.tightening[0];
+    let one = Lkcs::build(
+        &inst,
+        &Leaders::One(leader.index()),
+        None,
+        LkcsRules::CORRECTED,
+    )
+    .unwrap();
+    assert_eq!(one.operating.all_bounds(), auto.operating.all_bounds());
+    for seed in 0..2 {
+        let cfg = lkcs::SimConfig {
+            max_events: 1_000_000,
+            ..concurrent(seed, 3)
+        };
+        let r = simulate(&one.instance, one.procs.clone(), &cfg);
+        assert!(
+            !r.ok() && !r.deadlock && r.safety_violations == 0,
+            "seed {seed}"
+        );
+        let done = |p: usize| r.pairs.iter().filter(|x| x.process.index() == p).count();
+        assert!(
+            t.processes()
+                .any(|p| done(p.index()) == 0 && !t.closed(p).contains(&leader)),
+            "seed {seed}: some process outside the leader's neighbourhood never completes"
+        );
+        let r = simulate(&auto.instance, auto.procs.clone(), &cfg);
+        assert!(r.ok(), "{}", r.failure_text());
     }
 }
 
@@ -145,13 +228,40 @@ fn the_automatic_leader_takes_watchers_only_inside_its_two_hops() {
         let t = Topology::parse(spec).unwrap();
         let n = t.len();
         let inst = Lkcs::instance(&t, &vec![1; n], &vec![4; n]).unwrap();
-        Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::CORRECTED).unwrap()
+        (
+            Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::CORRECTED).unwrap(),
+            inst,
+            t,
+        )
     };
     // every process of a complete graph is within one hop: every one watches
-    assert_eq!(build("complete:6").leaders.len(), 6);
-    // on a 5x5 torus no other two-hop neighbourhood fits inside the leader's
-    let torus = build("torus:5x5");
-    assert_eq!(torus.leaders.len(), 1);
+    assert_eq!(build("complete:6").0.leaders.len(), 6);
+    for spec in ["torus:5x5", "torus:4x6", "random:14:0.4:3"] {
+        let (sys, inst, t) = build(spec);
+        let leader = sys.tightening[0];
+        assert_eq!(sys.tightening.len(), 1);
+        let near = t.distances(leader);
+        // the watchers tighten nothing: the operating bounds are the single leader's
+        let alone = Lkcs::operating_instance(&inst, &[leader]).unwrap();
+        assert_eq!(alone.all_bounds(), sys.operating.all_bounds(), "{spec}");
+        for p in t.processes() {
+            let tightened = near[p.index()].is_some_and(|d| d <= 2);
+            let watches = sys.leaders.contains(&p);
+            // a watcher is a process of degree >= 4 within two hops of the leader
+            assert_eq!(
+                watches,
+                p == leader || (tightened && t.degree(p) >= 4),
+                "{spec} {p}"
+            );
+            // every tightened process can be nominated by a watcher of its neighbourhood
+            if tightened {
+                assert!(
+                    t.closed(p).iter().any(|q| sys.leaders.contains(q)),
+                    "{spec} {p}"
+                );
+            }
+        }
+    }
     // and the named leader stays alone
     let t = Topology::parse("complete:6").unwrap();
     let inst = Lkcs::instance(&t, &[1; 6], &[4; 6]).unwrap();
@@ -331,7 +441,18 @@ fn the_leader_preconditions_are_reported() {
 #[test]
 fn each_printed_rule_alone_has_its_counterexample() {
     let c = LkcsRules::CORRECTED;
-    let cases: [(&str, LkcsRules, &str, usize, usize, Leaders, u64); 8] = [
+    // (deviation, rules, topology, l, k, leaders (`None`: the paper's single leader, named,
+    // without watchers), seed)
+    type Case = (
+        &'static str,
+        LkcsRules,
+        &'static str,
+        usize,
+        usize,
+        Option<Leaders>,
+        u64,
+    );
+    let cases: [Case; 8] = [
         (
             "1 initial grants",
             LkcsRules {
@@ -341,7 +462,7 @@ fn each_printed_rule_alone_has_its_counterexample() {
             "torus:4x4",
             0,
             4,
-            Leaders::Auto,
+            None,
             0,
         ),
         (
@@ -353,7 +474,7 @@ fn each_printed_rule_alone_has_its_counterexample() {
             "torus:4x4",
             1,
             4,
-            Leaders::Auto,
+            None,
             0,
         ),
         (
@@ -365,7 +486,7 @@ fn each_printed_rule_alone_has_its_counterexample() {
             "complete:6",
             1,
             5,
-            Leaders::Auto,
+            Some(Leaders::Auto),
             0,
         ),
         (
@@ -377,7 +498,7 @@ fn each_printed_rule_alone_has_its_counterexample() {
             "torus:4x4",
             1,
             4,
-            Leaders::Auto,
+            None,
             0,
         ),
         (
@@ -389,7 +510,7 @@ fn each_printed_rule_alone_has_its_counterexample() {
             "complete:5",
             1,
             4,
-            Leaders::All,
+            Some(Leaders::All),
             0,
         ),
         (
@@ -401,7 +522,7 @@ fn each_printed_rule_alone_has_its_counterexample() {
             "torus:4x4",
             1,
             4,
-            Leaders::All,
+            Some(Leaders::All),
             0,
         ),
         (
@@ -413,7 +534,7 @@ fn each_printed_rule_alone_has_its_counterexample() {
             "torus:5x5",
             1,
             4,
-            Leaders::All,
+            Some(Leaders::All),
             3,
         ),
         (
@@ -425,7 +546,7 @@ fn each_printed_rule_alone_has_its_counterexample() {
             "torus:5x5",
             1,
             4,
-            Leaders::Auto,
+            None,
             0,
         ),
     ];
@@ -436,13 +557,18 @@ fn each_printed_rule_alone_has_its_counterexample() {
             max_events: 1_000_000,
             ..concurrent(seed, 3)
         };
-        let printed = led(&t, &vec![l; n], &vec![k; n], who, rules);
+        let (l, k) = (vec![l; n], vec![k; n]);
+        let who = who.unwrap_or_else(|| {
+            let paper = led(&t, &l, &k, Leaders::Auto, c).tightening[0];
+            Leaders::One(paper.index())
+        });
+        let printed = led(&t, &l, &k, who, rules);
         let r = simulate(&printed.instance, printed.procs, &cfg);
         assert!(
             !r.ok(),
             "deviation {name}: the printed rule passed {spec} seed {seed}"
         );
-        let corrected = led(&t, &vec![l; n], &vec![k; n], who, c);
+        let corrected = led(&t, &l, &k, who, c);
         let r = simulate(&corrected.instance, corrected.procs, &cfg);
         assert!(r.ok(), "deviation {name}: {}", r.failure_text());
     }

@@ -345,7 +345,7 @@ fn objects_out_of_order_are_refused() {
 }
 
 /// LKCS on torus:4x4 with l = 0, k = 4 (the bench's instance): k − l = 4 everywhere, so the
-/// tightened range near the paper's single leader is 1..=3, wide enough for normal moves
+/// tightened range near the paper's leader is 1..=3, wide enough for normal moves
 /// (the simulator completes every seed of its sweeps on it). `cycle_pairs` keeps every
 /// process, the leader included, cycling until all are done, and is called twice, as the
 /// bench calls it once per iteration: the second call resumes the sequences the first left
@@ -357,7 +357,8 @@ fn lkcs_torus_4x4_l0_k4_is_safe_and_live_with_cycle_pairs() {
     let n = topo.len();
     let inst = Lkcs::instance(&topo, &vec![0; n], &vec![4; n]).expect("instance");
     let sys = Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::CORRECTED).expect("system");
-    assert_eq!(sys.leaders.len(), 1);
+    // the paper's single leader tightens the bounds, its watchers nothing more
+    assert_eq!(sys.tightening.len(), 1);
     let mut rt = Runtime::start(
         sys.procs,
         RuntimeConfig {
