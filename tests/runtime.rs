@@ -386,6 +386,45 @@ fn lkcs_torus_4x4_l0_k4_is_safe_and_live_with_cycle_pairs() {
     assert!(report.messages >= (best * 2 * LKCS_PAIRS) as u64);
 }
 
+/// LKCS at the least slack (l = 1, k = 4 everywhere) on a dense seeded random graph, on the
+/// thread runtime: almost every move is a trigger, and the watchers of deviation 10 must
+/// let every process complete its pairs under the monitor.
+#[test]
+fn lkcs_least_slack_on_a_dense_random_graph_is_safe_and_live_on_threads() {
+    const PAIRS: usize = 20;
+    // the first seeded graph on which (1, 4) is valid everywhere and a leader exists
+    let (topo, sys) = (0..50)
+        .find_map(|seed| {
+            let topo = Topology::random(16, 0.4, seed).ok()?;
+            let inst = Lkcs::instance(&topo, &[1; 16], &[4; 16]).ok()?;
+            let sys = Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::CORRECTED).ok()?;
+            Some((topo, sys))
+        })
+        .expect("a graph with a leader");
+    // more watchers than the one leader: the point of the test
+    assert!(sys.leaders.len() > 1, "{}", topo.name());
+    let mut rt = Runtime::start(
+        sys.procs,
+        RuntimeConfig {
+            monitor: Some(sys.instance),
+        },
+    )
+    .expect("start");
+    let handles = rt.take_handles().expect("handles");
+    // a hang would be a liveness failure: give up (and fail) after two minutes instead
+    let done = cycle_pairs(&handles, PAIRS, Some(Duration::from_secs(120)));
+    rt.shutdown();
+    let done = done.expect("every process completed its pairs");
+    assert!(
+        done.iter().all(|&d| d >= PAIRS),
+        "{}: {done:?}",
+        topo.name()
+    );
+    let report = rt.report();
+    assert!(report.monitored);
+    assert_eq!(report.violations, 0, "{:?}", report.first_violations);
+}
+
 /// path:2, l = 1, P0 in and P1 out: P0 can only exit while P1 is in. A client of P1 that
 /// stopped after its pairs (ending out of the CS) could leave P0's exit waiting for ever;
 /// `cycle_pairs` keeps P1 cycling until P0 is done too.
