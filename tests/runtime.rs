@@ -344,6 +344,19 @@ fn objects_out_of_order_are_refused() {
     ));
 }
 
+/// An LKCS system started on the thread runtime under the monitor, with its handles.
+fn monitored(sys: lkcs::LkcsSystem) -> (Runtime<Lkcs>, Vec<Handle<Lkcs>>) {
+    let mut rt = Runtime::start(
+        sys.procs,
+        RuntimeConfig {
+            monitor: Some(sys.instance),
+        },
+    )
+    .expect("start");
+    let handles = rt.take_handles().expect("handles");
+    (rt, handles)
+}
+
 /// LKCS on torus:4x4 with l = 0, k = 4 (the bench's instance): k − l = 4 everywhere, so the
 /// tightened range near the paper's leader is 1..=3, wide enough for normal moves
 /// (the simulator completes every seed of its sweeps on it). `cycle_pairs` keeps every
@@ -359,14 +372,7 @@ fn lkcs_torus_4x4_l0_k4_is_safe_and_live_with_cycle_pairs() {
     let sys = Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::CORRECTED).expect("system");
     // the paper's single leader tightens the bounds, its watchers nothing more
     assert_eq!(sys.tightening.len(), 1);
-    let mut rt = Runtime::start(
-        sys.procs,
-        RuntimeConfig {
-            monitor: Some(sys.instance),
-        },
-    )
-    .expect("start");
-    let handles = rt.take_handles().expect("handles");
+    let (mut rt, handles) = monitored(sys);
     let mut total = 0;
     for round in 0..2 {
         let done = cycle_pairs(&handles, LKCS_PAIRS, None).expect("every client ran");
@@ -403,14 +409,7 @@ fn lkcs_least_slack_on_a_dense_random_graph_is_safe_and_live_on_threads() {
         .expect("a graph with a leader");
     // more watchers than the one leader: the point of the test
     assert!(sys.leaders.len() > 1, "{}", topo.name());
-    let mut rt = Runtime::start(
-        sys.procs,
-        RuntimeConfig {
-            monitor: Some(sys.instance),
-        },
-    )
-    .expect("start");
-    let handles = rt.take_handles().expect("handles");
+    let (mut rt, handles) = monitored(sys);
     // a hang would be a liveness failure: give up (and fail) after two minutes instead
     let done = cycle_pairs(&handles, PAIRS, Some(Duration::from_secs(120)));
     rt.shutdown();
