@@ -200,7 +200,7 @@ impl Arbiter {
         self.parked_sidetrack.retain(|x| x.id != s.id);
         self.pending.insert(s);
         if self.has_room() {
-            self.fill(out);
+            self.grant_best(out);
         } else if self.preempting.is_none() {
             if let Some(&worst) = self.granted.last() {
                 if s < worst {
