@@ -65,7 +65,8 @@ pub struct Arbiter {
     /// Holders whose permission was granted through the sidetrack (LKCS's trigger), with the
     /// stamp of the sidetrack request: the one reserved permission above the capacity.
     sidetracked: BTreeMap<ProcessId, Stamp>,
-    /// Sidetrack requests waiting for the reserved permission, best (lowest stamp) first.
+    /// Sidetrack requests waiting for the reserved permission (without a reserve: for room,
+    /// in stamp order with the pending requests), best (lowest stamp) first.
     sidetrack_queue: BTreeSet<Stamp>,
     /// The sidetrack holder asked to give its permission back to an older sidetrack request.
     preempting_sidetrack: Option<ProcessId>,
@@ -109,7 +110,8 @@ impl Arbiter {
     }
 
     /// The same arbiter without the reserved sidetrack permission: sidetrack requests are
-    /// served first, but only within the capacity (LKCS, where the bounds are not tightened).
+    /// granted only within the capacity, in stamp order with the pending requests (LKCS,
+    /// where the bounds are not tightened).
     pub fn without_reserve(mut self) -> Arbiter {
         self.reserve = false;
         self
@@ -146,7 +148,7 @@ impl Arbiter {
         self.granted.len() < self.capacity
     }
 
-    /// The sidetrack requests waiting for the reserved permission.
+    /// The sidetrack requests waiting (see [`Arbiter::sidetrack`]).
     pub fn sidetrack_queue(&self) -> &BTreeSet<Stamp> {
         &self.sidetrack_queue
     }
@@ -314,8 +316,10 @@ impl Arbiter {
     /// the holder appears in [`Arbiter::granted`] stamped (0, `s.id`)) while at most
     /// `capacity` + 1 permissions are granted with it: one permission above the capacity is
     /// reserved for the sidetrack. Otherwise it waits for that reserve, served before any
-    /// pending request, best stamp first (see [`Arbiter::preempt_sidetrack`]). (The printed
-    /// rules grant it whatever the count.) A preemption of `s.id` in progress is dropped.
+    /// pending request, best stamp first (see [`Arbiter::preempt_sidetrack`]). Without a
+    /// reserve ([`Arbiter::without_reserve`]) it is granted only within the capacity, in stamp
+    /// order with the pending requests. (The printed rules grant it whatever the count.) A
+    /// preemption of `s.id` in progress is dropped.
     pub fn sidetrack(&mut self, s: Stamp, out: &mut Vec<Action>) {
         let p = s.id;
         self.pending.retain(|x| x.id != p);
@@ -346,7 +350,7 @@ impl Arbiter {
 
     /// Asks holder `p` of a normal permission to give it back (with a [`Action::Preempt`]),
     /// as a better request would; LKCS does so for a waiting sidetrack request, which comes
-    /// before every normal one. Does nothing while another preemption is in progress or when
+    /// before every normal one where there is a reserve, and before younger ones elsewhere. Does nothing while another preemption is in progress or when
     /// `p` holds no normal permission.
     pub fn preempt(&mut self, p: ProcessId, out: &mut Vec<Action>) {
         if self.preempting.is_none() && !self.sidetracked.contains_key(&p) && self.holds(p) {

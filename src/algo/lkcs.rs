@@ -173,14 +173,17 @@
 //!     behind sidetrack holders for ever while the leader's neighbours keep cycling (no bound
 //!     breaks, no deadlock: starvation). Corrected:
 //!     - [`Leaders::Auto`] takes as watchers every process of degree ≥ 4 within two hops of
-//!       the leader (it tightens nothing more), so every tightened process has a watcher in
-//!       its closed neighbourhood;
+//!       the leader (it tightens nothing more), so every tightened process of degree ≥ 4, and
+//!       every one with such a neighbour, has a watcher in its closed neighbourhood (a
+//!       tightened process of degree 3 without one can remain);
 //!     - a watcher may nominate any member of its closed neighbourhood, so a RequestByTrigger
 //!       can reach an arbiter outside the tightened region; such an arbiter keeps no reserve
 //!       ([`Arbiter::without_reserve`]): it grants a sidetrack request only within its
-//!       capacity, ordered by stamp with the normal requests. Safety stays local: a tightened
-//!       arbiter grants at most capacity + 1 (|N_i|+1−l_i, k_i), any other at most its
-//!       capacity.
+//!       capacity, ordered by stamp with the normal requests, and an older normal request
+//!       takes a slot back from the youngest younger sidetrack holder still in progress (a
+//!       review found the deadlock without it: torus:4x4 with mixed bounds, seed 6). Safety
+//!       stays local: a tightened arbiter grants at most capacity + 1 (|N_i|+1−l_i, k_i), any
+//!       other at most its capacity. The printed arbiter keeps granting whatever the count.
 //!
 //!     With the paper's single leader, `random:24:0.35:1` with (1, 4) leaves processes
 //!     outside the leader's neighbourhood without a single completed pair on every seed tried
@@ -712,8 +715,8 @@ impl Lkcs {
     /// `leader` and, as extra watchers, every other process of degree at least
     /// [`MIN_LEADER_DEGREE`] within two hops of it (deviation 10). They tighten no bound the
     /// leader does not, so the operating bounds (and the sequential workload) are the
-    /// leader's alone, but every process whose bounds are tightened has a watcher in its
-    /// closed neighbourhood that can nominate it.
+    /// leader's alone, but a tightened process of degree ≥ 4, or with a tightened neighbour of
+    /// degree ≥ 4, has a watcher in its closed neighbourhood that can nominate it.
     fn with_watchers(t: &Topology, leader: ProcessId) -> Vec<ProcessId> {
         let region = tightened_region(t, &[leader]);
         t.processes()
@@ -749,16 +752,18 @@ impl Lkcs {
     }
 
     /// Process `id` with the operating bounds of `operating` (tightened within two hops of
-    /// every one of `leaders`), starting in `initial`. Does not validate: see
-    /// [`Lkcs::build`].
+    /// every one of `tightening`: [`LkcsSystem::tightening`]), watching its neighbourhood if
+    /// it is one of `leaders` ([`LkcsSystem::leaders`]), starting in `initial`. Does not
+    /// validate: see [`Lkcs::build`].
     pub fn new(
         operating: &Instance,
         id: ProcessId,
+        tightening: &[ProcessId],
         leaders: &[ProcessId],
         initial: &[CsState],
         rules: LkcsRules,
     ) -> Lkcs {
-        let region = tightened_region(operating.topology(), leaders);
+        let region = tightened_region(operating.topology(), tightening);
         Lkcs::in_region(operating, id, leaders, &region, initial, rules)
     }
 
@@ -786,9 +791,10 @@ impl Lkcs {
         } else {
             (CsState::OutCs, CsState::InCs)
         };
-        // the reserve exists only where the bounds are tightened
+        // the reserve exists only where the bounds are tightened (the printed arbiter grants
+        // a sidetrack request whatever the count, everywhere)
         let reserve = |a: Arbiter| {
-            if region.contains(&id) {
+            if region.contains(&id) || rules.arbiter.unreserved_sidetrack {
                 a
             } else {
                 a.without_reserve()
@@ -1077,6 +1083,19 @@ impl Lkcs {
         }
         if let Some(h) = self.youngest_normal_in_progress(at, Some(best)) {
             self.arbiters[at.index()].preempt(h, actions);
+        } else if !a.has_reserve() {
+            // without a reserve a sidetrack grant took an ordinary slot, and the requests
+            // compete by stamp: an older normal request takes it back from the youngest
+            // sidetrack holder still in progress
+            let victim = a
+                .sidetracked()
+                .iter()
+                .filter(|&(&h, &st)| st > best && self.in_progress(at, h))
+                .max_by_key(|&(_, &st)| st)
+                .map(|(&h, _)| h);
+            if let Some(h) = victim {
+                self.arbiters[at.index()].preempt_sidetrack(h, actions);
+            }
         }
     }
 
@@ -1096,7 +1115,8 @@ impl Lkcs {
     /// come before normal ones. When the best waiting sidetrack request is older than a
     /// sidetrack holder whose sequence is still in progress, the youngest such holder is asked
     /// to give the reserve back; failing that, the youngest normal holder whose sequence is in
-    /// progress is asked to give its permission back, which frees the reserve.
+    /// progress (without a reserve: the youngest younger than the request) is asked to give
+    /// its permission back, which frees the reserve (or a slot).
     fn preempt_for_sidetrack(&mut self, at: At, out: &mut Outbox<LkcsMsg>) {
         if let Some(h) = self.arbiters[at.index()].preempting_sidetrack() {
             // its sequence completed before the Preempt arrived: it keeps the permission
