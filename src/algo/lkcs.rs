@@ -589,8 +589,12 @@ impl Lkcs {
         inst: &Instance,
         leaders: &[ProcessId],
     ) -> Result<Instance, ConfigError> {
+        Lkcs::tightened(inst, &tightened_region(inst.topology(), leaders))
+    }
+
+    /// The problem's bounds, tightened to (l_i+1, k_i−1) on the processes of `region`.
+    fn tightened(inst: &Instance, region: &BTreeSet<ProcessId>) -> Result<Instance, ConfigError> {
         let t = inst.topology();
-        let region = tightened_region(t, leaders);
         let bounds = t
             .processes()
             .map(|p| {
@@ -735,8 +739,8 @@ impl Lkcs {
         rules: LkcsRules,
     ) -> Result<LkcsSystem, ConfigError> {
         ConfigError::check(inst.violations(&initial))?;
-        let operating = Lkcs::operating_instance(inst, tighteners)?;
         let region = tightened_region(inst.topology(), tighteners);
+        let operating = Lkcs::tightened(inst, &region)?;
         let procs = inst
             .topology()
             .processes()
@@ -1088,16 +1092,21 @@ impl Lkcs {
             // without a reserve a sidetrack grant took an ordinary slot, and the requests
             // compete by stamp: an older normal request takes it back from the youngest
             // sidetrack holder still in progress
-            let victim = a
-                .sidetracked()
-                .iter()
-                .filter(|&(&h, &st)| st > best && self.in_progress(at, h))
-                .max_by_key(|&(_, &st)| st)
-                .map(|(&h, _)| h);
-            if let Some(h) = victim {
+            if let Some(h) = self.youngest_sidetrack_in_progress(at, best) {
                 self.arbiters[at.index()].preempt_sidetrack(h, actions);
             }
         }
+    }
+
+    /// The youngest holder of a sidetrack permission of type `at` here whose sequence is in
+    /// progress, among those whose sidetrack request is younger than `than`.
+    fn youngest_sidetrack_in_progress(&self, at: At, than: Stamp) -> Option<ProcessId> {
+        self.arbiters[at.index()]
+            .sidetracked()
+            .iter()
+            .filter(|&(&h, &st)| st > than && self.in_progress(at, h))
+            .max_by_key(|&(_, &st)| st)
+            .map(|(&h, _)| h)
     }
 
     /// The youngest holder of a normal permission of type `at` here whose sequence is in
@@ -1132,15 +1141,8 @@ impl Lkcs {
         if !a.reserve_used() {
             return;
         }
-        let in_progress = |h: ProcessId| self.in_progress(at, h);
         let mut actions = Vec::new();
-        let victim = a
-            .sidetracked()
-            .iter()
-            .filter(|&(&h, &st)| st > best && in_progress(h))
-            .max_by_key(|&(_, &st)| st)
-            .map(|(&h, _)| h);
-        match victim {
+        match self.youngest_sidetrack_in_progress(at, best) {
             Some(h) if a.preempting_sidetrack().is_none() => {
                 self.arbiters[at.index()].preempt_sidetrack(h, &mut actions)
             }
