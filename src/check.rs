@@ -147,6 +147,13 @@ pub struct CheckConfig {
     /// bounded check; with [`Search::Reduced`] only the successors along the selected
     /// actions are generated); `None` explores everything.
     pub max_states: Option<usize>,
+    /// Stop before the explorer's tables would grow past this many bytes (the result is then
+    /// a bounded check, [`Limit::Memory`]): the visited fingerprints, the arena of local
+    /// states and its remembered steps, the memos and the stack, counted as they would be
+    /// after their next growth (heap memory inside local states is not counted). `None`: no
+    /// limit. Enforced by the own explorer ([`Search::Reduced`], [`Search::Full`]), not by
+    /// [`Search::Stateright`].
+    pub max_memory: Option<usize>,
     /// Worker threads of the [`Search::Stateright`] search (the own explorer runs on the
     /// calling thread; run several checks in parallel instead).
     pub threads: usize,
@@ -176,6 +183,7 @@ impl Default for CheckConfig {
         CheckConfig {
             pairs: 1,
             max_states: None,
+            max_memory: None,
             threads: std::thread::available_parallelism().map_or(1, usize::from),
             search: Search::default(),
         }
@@ -187,8 +195,9 @@ impl Default for CheckConfig {
 pub enum Verdict {
     /// Every reachable state satisfies every property.
     Proved,
-    /// The state budget ran out first: no violation among the states explored (a depth-first
-    /// exploration, so the unexplored part lies off the explored paths).
+    /// A budget ran out first ([`CheckReport::stopped_by`] says which): no violation among
+    /// the states explored (a depth-first exploration, so the unexplored part lies off the
+    /// explored paths).
     Bounded,
     /// A property fails; the counterexample leads to it.
     Violated {
@@ -210,6 +219,17 @@ pub struct CheckReport {
     pub elapsed: Duration,
     /// For a violation: the steps from the initial state, one line each.
     pub counterexample: Vec<String>,
+    /// For a bounded check: the budget that ran out.
+    pub stopped_by: Option<Limit>,
+}
+
+/// A budget that stops a search before it is complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Limit {
+    /// [`CheckConfig::max_states`]: the states generated.
+    States,
+    /// [`CheckConfig::max_memory`]: the bytes of the explorer's tables.
+    Memory,
 }
 
 impl CheckReport {
@@ -241,8 +261,8 @@ enum PathStep {
 enum Outcome {
     /// Every state was explored.
     Complete,
-    /// The state budget ran out.
-    Bounded,
+    /// A budget ran out.
+    Bounded(Limit),
     /// A property fails at the end of the path.
     Violated { property: &'static str, path: Path },
 }
@@ -289,6 +309,7 @@ pub fn check<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &CheckConfig)
             max_depth: 0,
             elapsed: Duration::ZERO,
             counterexample: Vec::new(),
+            stopped_by: None,
         };
     }
     let sequences = 2 * cfg.pairs;
@@ -302,15 +323,20 @@ pub fn check<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &CheckConfig)
                 cfg.search == Search::Reduced,
                 cfg.max_states.map(|m| m.max(1)),
                 None,
-            );
+            )
+            .with_memory_budget(cfg.max_memory);
             let (outcome, stats) = explorer.run(procs);
             (outcome, stats.unique, stats.max_depth)
         }
     };
     let elapsed = start.elapsed();
+    let stopped_by = match outcome {
+        Outcome::Bounded(limit) => Some(limit),
+        _ => None,
+    };
     let (verdict, counterexample) = match outcome {
         Outcome::Complete => (Verdict::Proved, Vec::new()),
-        Outcome::Bounded => (Verdict::Bounded, Vec::new()),
+        Outcome::Bounded(_) => (Verdict::Bounded, Vec::new()),
         Outcome::Violated { property, path } => (
             Verdict::Violated {
                 property: property.to_string(),
@@ -324,6 +350,7 @@ pub fn check<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &CheckConfig)
         max_depth,
         elapsed,
         counterexample,
+        stopped_by,
     }
 }
 
@@ -527,7 +554,7 @@ fn stateright_search<A: CsObject>(
         .max_states
         .is_some_and(|max| checker.state_count() >= max);
     let outcome = if bounded {
-        Outcome::Bounded
+        Outcome::Bounded(Limit::States)
     } else {
         Outcome::Complete
     };
@@ -655,5 +682,50 @@ mod tests {
             assert_eq!(sr.verdict, Verdict::Proved, "{spec} l={l}");
             assert_eq!(full.states, sr.states, "{spec} l={l}");
         }
+    }
+
+    /// A memory budget below what the search needs stops it with a bounded verdict that names
+    /// the budget, after fewer states; a budget above it changes nothing.
+    #[test]
+    fn a_memory_budget_bounds_the_search_and_a_generous_one_changes_nothing() {
+        let t = Topology::complete(3).unwrap();
+        let init = [CsState::InCs, CsState::OutCs, CsState::OutCs];
+        let (inst, procs) = Lmutin::system(&t, &[1; 3], &init, LmutinRules::CORRECTED).unwrap();
+        let run = |search, max_memory| {
+            let cfg = CheckConfig {
+                search,
+                max_memory,
+                ..CheckConfig::default()
+            };
+            check(&inst, procs.clone(), &cfg)
+        };
+        for search in [Search::Reduced, Search::Full] {
+            let free = run(search, None);
+            assert_eq!((&free.verdict, free.stopped_by), (&Verdict::Proved, None));
+            let roomy = run(search, Some(1 << 30));
+            assert_eq!((&roomy.verdict, roomy.stopped_by), (&Verdict::Proved, None));
+            assert_eq!(roomy.states, free.states);
+            let tight = run(search, Some(4 << 20));
+            assert_eq!(
+                (&tight.verdict, tight.stopped_by),
+                (&Verdict::Bounded, Some(Limit::Memory)),
+                "{search:?}"
+            );
+            assert!(
+                tight.states > 10_000 && tight.states < free.states / 2,
+                "{search:?}: {} of {}",
+                tight.states,
+                free.states
+            );
+        }
+        let bounded = check(
+            &inst,
+            procs.clone(),
+            &CheckConfig {
+                max_states: Some(1000),
+                ..CheckConfig::default()
+            },
+        );
+        assert_eq!(bounded.stopped_by, Some(Limit::States));
     }
 }

@@ -7,8 +7,8 @@
 use clap::{Args, Parser, Subcommand};
 use lkcs::{
     check, format_initial, parse_initial, simulate, Algorithm, BoundsFile, CheckConfig,
-    CheckReport, ConfigError, CsObject, CsState, Delay, Instance, Problem, Search, SimConfig,
-    SimReport, SystemSpec, SystemVisitor, Topology, Variant, Verdict, Workload,
+    CheckReport, ConfigError, CsObject, CsState, Delay, Instance, Limit, Problem, Search,
+    SimConfig, SimReport, SystemSpec, SystemVisitor, Topology, Variant, Verdict, Workload,
     MAX_CHECK_PROCESSES, MAX_DELAY,
 };
 use std::process::ExitCode;
@@ -88,6 +88,12 @@ struct CheckArgs {
     /// Stop after generating this many states, duplicates included (a bounded check).
     #[arg(long)]
     max_states: Option<usize>,
+    /// Stop before the checker's tables would grow past this many GiB (a bounded check);
+    /// default: three quarters of the memory available when the check starts (Linux's
+    /// MemAvailable), no limit where that cannot be read. Not enforced with --search
+    /// stateright.
+    #[arg(long, value_name = "GIB")]
+    max_memory: Option<f64>,
     /// reduced (default: the partial-order reduction), full (every reachable state) or
     /// stateright (every reachable state, stateright's multi-threaded checker).
     #[arg(long, default_value = "reduced", value_parser = ["reduced", "full", "stateright"])]
@@ -148,6 +154,15 @@ fn main() -> ExitCode {
         Command::Simulate(args) => run_simulate(&args),
         Command::Check(args) => run_check(&args),
     }
+}
+
+/// Bytes of memory available to a new process, from Linux's `/proc/meminfo` (`None`
+/// elsewhere).
+fn available_memory() -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 fn bad_input(e: &ConfigError) -> ExitCode {
@@ -291,9 +306,21 @@ fn run_check(args: &CheckArgs) -> ExitCode {
             spec.topology.len()
         ))));
     }
+    let max_memory = match args.max_memory {
+        None => available_memory().map(|b| b / 4 * 3),
+        Some(gib) if gib.is_finite() && gib > 0.0 && gib < 1e9 => {
+            Some((gib * f64::from(1u32 << 30)) as usize)
+        }
+        Some(gib) => {
+            return bad_input(&ConfigError::one(Problem::Invalid(format!(
+                "--max-memory must be a positive number of GiB, not {gib}"
+            ))))
+        }
+    };
     let cfg = CheckConfig {
         pairs: args.system.pairs,
         max_states: args.max_states,
+        max_memory,
         search: match args.search.as_str() {
             "full" => Search::Full,
             "stateright" => Search::Stateright,
@@ -307,11 +334,19 @@ fn run_check(args: &CheckArgs) -> ExitCode {
     };
     let verdict = match &report.verdict {
         Verdict::Proved => "proved".to_string(),
-        Verdict::Bounded => format!(
-            "no violation in {} states (bounded by --max-states {})",
-            report.states,
-            args.max_states.unwrap_or_default()
-        ),
+        Verdict::Bounded => match report.stopped_by {
+            Some(Limit::Memory) => format!(
+                "no violation in {} states (bounded by the memory budget of {:.2} GiB; \
+                 --max-memory raises it)",
+                report.states,
+                max_memory.unwrap_or_default() as f64 / f64::from(1u32 << 30)
+            ),
+            _ => format!(
+                "no violation in {} states (bounded by --max-states {})",
+                report.states,
+                args.max_states.unwrap_or_default()
+            ),
+        },
         Verdict::Violated { property } => format!("violated: {property}"),
     };
     if args.json {
@@ -327,6 +362,10 @@ fn run_check(args: &CheckArgs) -> ExitCode {
             "seconds": report.elapsed.as_secs_f64(),
             "states_per_second": report.states_per_second(),
             "counterexample": report.counterexample,
+            "stopped_by": report.stopped_by.map(|l| match l {
+                Limit::States => "max_states",
+                Limit::Memory => "max_memory",
+            }),
         });
         println!("{v}");
     } else {

@@ -903,3 +903,65 @@ fn check_search_option_picks_the_search() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn check_stops_at_the_memory_budget_with_a_bounded_verdict() {
+    let args = |budget: &'static str| {
+        [
+            "check",
+            "--algorithm",
+            "lmutin",
+            "--topology",
+            "complete:4",
+            "--l",
+            "1",
+            "--initial",
+            "in:0",
+            "--max-memory",
+            budget,
+            "--json",
+        ]
+    };
+    // complete:4 from in:0 has tens of millions of states: 32 MiB stops it early
+    let out = lkcs(&args("0.03125"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert_eq!(v["stopped_by"], "max_memory", "{v}");
+    let verdict = v["verdict"].as_str().unwrap();
+    assert!(
+        verdict.starts_with("no violation") && verdict.contains("memory budget of 0.03 GiB"),
+        "{verdict}"
+    );
+    let states = v["states"].as_u64().unwrap();
+    assert!((100_000..4_000_000).contains(&states), "{v}");
+    // a proof reports no budget
+    let out = lkcs(&[
+        "check",
+        "--algorithm",
+        "lmutin",
+        "--topology",
+        "path:3",
+        "--max-memory",
+        "0.5",
+        "--json",
+    ]);
+    let v = json(&out);
+    assert_eq!(
+        (v["verdict"].as_str(), v["stopped_by"].is_null()),
+        (Some("proved"), true)
+    );
+    for bad in ["0", "NaN", "inf", "lots"] {
+        let out = lkcs(&args(bad));
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let lines = stderr_lines(&out);
+        assert!(
+            lines.len() == 1 && lines[0].starts_with("error: ") && lines[0].contains("max-memory"),
+            "{bad}: {lines:?}"
+        );
+    }
+}

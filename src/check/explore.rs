@@ -9,7 +9,7 @@
 //! computed once per local state and input and remembered: the search mostly replays
 //! remembered steps instead of cloning and running objects.
 
-use super::{deadlocked, Outcome, Path, PathStep, MAX_CHECK_PROCESSES};
+use super::{deadlocked, Limit, Outcome, Path, PathStep, MAX_CHECK_PROCESSES};
 use crate::config::Instance;
 use crate::cs::{CsObject, CsState, Outbox, Sequence};
 use crate::error::CallError;
@@ -147,6 +147,21 @@ impl<A: CsObject> World<A> {
     fn sends(&self, st: Step) -> &[(u8, A::Msg)] {
         &self.sends[st.from as usize..(st.from + st.len) as usize]
     }
+
+    /// Bytes its tables hold: the arena, its index, the remembered steps and their sends
+    /// (what a local state allocates on the heap is not counted).
+    fn bytes(&self) -> usize {
+        self.locals.capacity() * std::mem::size_of::<Local<A>>()
+            + table_bytes::<(u128, u32)>(self.ids.capacity())
+            + table_bytes::<(StepKey<A>, Step)>(self.steps.capacity())
+            + self.sends.capacity() * std::mem::size_of::<(u8, A::Msg)>()
+    }
+}
+
+/// Bytes of a hash table holding up to `capacity` entries of type `T` without growing: its
+/// buckets (the table keeps at most 7 of every 8 full) with one control byte each.
+fn table_bytes<T>(capacity: usize) -> usize {
+    (capacity * 8 / 7 + 1) * (std::mem::size_of::<T>() + 1)
 }
 
 /// How far one process can go on its own (see [`Explorer::solo`]).
@@ -509,6 +524,8 @@ pub(super) struct Explorer<'a, A: CsObject> {
     sequences: usize,
     reduce: bool,
     max_states: Option<usize>,
+    /// Stop before the tables would grow past this many bytes.
+    max_memory: Option<usize>,
     visit: Option<Visit<'a, A>>,
     /// Per process: the processes it may send to (its closed neighbourhood), a bit set.
     peers: Vec<u64>,
@@ -555,6 +572,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
             sequences,
             reduce,
             max_states,
+            max_memory: None,
             visit,
             peers,
             solo_memo: Default::default(),
@@ -564,6 +582,32 @@ impl<'a, A: CsObject> Explorer<'a, A> {
                 .collect(),
             deadlock_mask: vec![None; configs],
         }
+    }
+
+    /// Stops the search (a bounded check) before its tables would hold more than `bytes`
+    /// bytes; see [`Explorer::over_budget`].
+    pub(super) fn with_memory_budget(mut self, bytes: Option<usize>) -> Self {
+        self.max_memory = bytes;
+        self
+    }
+
+    /// Whether the next growth of the tables could pass the memory budget. The tables are
+    /// the visited and on-stack fingerprint sets, the arena with its remembered steps, and
+    /// the solo memo; the visited set, by far the largest, doubles when it is full, and
+    /// while it moves the old and the new table are both held, so a full one counts three
+    /// times. Checked before a new state enters a full visited set and every 2^14 new states.
+    fn over_budget(&self, w: &World<A>, visited: &FpSet, on_stack: &FpSet, depth: usize) -> bool {
+        let Some(budget) = self.max_memory else {
+            return false;
+        };
+        let full = visited.len() >= visited.capacity();
+        let visited_bytes = table_bytes::<u128>(visited.capacity()) * if full { 3 } else { 1 };
+        let bytes = visited_bytes
+            + table_bytes::<u128>(on_stack.capacity())
+            + table_bytes::<(u128, Solo)>(self.solo_memo.capacity())
+            + depth * std::mem::size_of::<Frame<A>>()
+            + w.bytes();
+        bytes > budget
     }
 
     /// Whether a step of process `p` from local state `before` (in a state where every
@@ -861,6 +905,13 @@ impl<'a, A: CsObject> Explorer<'a, A> {
                 continue;
             };
             stats.generated += 1;
+            // a new state would make a full visited set grow
+            if visited.len() >= visited.capacity()
+                && !visited.contains(&fp)
+                && self.over_budget(&w, &visited, &on_stack, stats.max_depth)
+            {
+                return (Outcome::Bounded(Limit::Memory), stats);
+            }
             if !visited.insert(fp) {
                 continue;
             }
@@ -884,7 +935,12 @@ impl<'a, A: CsObject> Explorer<'a, A> {
                 return (Outcome::Violated { property, path }, stats);
             }
             if self.max_states.is_some_and(|m| stats.generated >= m) {
-                return (Outcome::Bounded, stats);
+                return (Outcome::Bounded(Limit::States), stats);
+            }
+            if stats.unique % (1 << 14) == 0
+                && self.over_budget(&w, &visited, &on_stack, stats.max_depth)
+            {
+                return (Outcome::Bounded(Limit::Memory), stats);
             }
             on_stack.insert(fp);
             let todo = self.expand(&mut w, &next, &on_stack);
