@@ -223,6 +223,20 @@ pub struct CheckReport {
     pub stopped_by: Option<Limit>,
 }
 
+/// How far a running search has got (see [`check_with_progress`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Progress {
+    /// Unique states explored so far.
+    pub states: usize,
+    /// States generated so far, duplicates included (what [`CheckConfig::max_states`]
+    /// counts).
+    pub generated: usize,
+    /// The longest path so far.
+    pub max_depth: usize,
+    /// Bytes of the explorer's tables, as [`CheckConfig::max_memory`] counts them.
+    pub memory: usize,
+}
+
 /// A budget that stops a search before it is complete.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum Limit {
@@ -293,6 +307,17 @@ fn deadlocked(instance: &Instance, states: &[CsState]) -> bool {
 /// [`MAX_CHECK_PROCESSES`] processes is not explored: the verdict is `Violated` with property
 /// `setup: ...`.
 pub fn check<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &CheckConfig) -> CheckReport {
+    check_with_progress(instance, procs, cfg, &mut |_| {})
+}
+
+/// [`check`], calling `progress` every 2^16 generated states of the own explorer
+/// ([`Search::Reduced`], [`Search::Full`]; [`Search::Stateright`] never calls it).
+pub fn check_with_progress<A: CsObject>(
+    instance: &Instance,
+    procs: Vec<A>,
+    cfg: &CheckConfig,
+    progress: &mut dyn FnMut(&Progress),
+) -> CheckReport {
     let setup = crate::cs::check_system(instance, &procs).and_then(|()| {
         if procs.len() > MAX_CHECK_PROCESSES {
             Err(format!("more than {MAX_CHECK_PROCESSES} processes"))
@@ -324,7 +349,8 @@ pub fn check<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &CheckConfig)
                 cfg.max_states.map(|m| m.max(1)),
                 None,
             )
-            .with_memory_budget(cfg.max_memory);
+            .with_memory_budget(cfg.max_memory)
+            .with_progress(Some(progress));
             let (outcome, stats) = explorer.run(procs);
             (outcome, stats.unique, stats.max_depth)
         }
@@ -727,5 +753,33 @@ mod tests {
             },
         );
         assert_eq!(bounded.stopped_by, Some(Limit::States));
+    }
+
+    /// The progress callback sees every 2^16-th generated state of the own explorer, with
+    /// unique-state counts that only grow and end at most at the report's, and tables of at
+    /// least 16 bytes per state.
+    #[test]
+    fn progress_reports_grow_and_stay_within_the_final_counts() {
+        let t = Topology::complete(3).unwrap();
+        let init = [CsState::InCs, CsState::OutCs, CsState::OutCs];
+        let (inst, procs) = Lmutin::system(&t, &[1; 3], &init, LmutinRules::CORRECTED).unwrap();
+        let mut seen: Vec<Progress> = Vec::new();
+        let report = check_with_progress(&inst, procs, &CheckConfig::default(), &mut |p| {
+            seen.push(*p)
+        });
+        assert_eq!(report.verdict, Verdict::Proved);
+        assert!(seen.len() >= 4, "{}", seen.len());
+        for (i, p) in seen.iter().enumerate() {
+            assert_eq!(p.generated, (i + 1) << 16);
+            assert!(
+                p.states <= p.generated && p.states <= report.states,
+                "{p:?}"
+            );
+            assert!(
+                p.memory > 16 * p.states && p.max_depth <= report.max_depth,
+                "{p:?}"
+            );
+        }
+        assert!(seen.windows(2).all(|w| w[0].states <= w[1].states));
     }
 }

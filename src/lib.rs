@@ -103,7 +103,10 @@ pub use algo::mutin::{
 };
 pub use arbiter::{Action, Arbiter, ArbiterRules};
 pub use catalog::{Algorithm, BoundsFile, SystemSpec, SystemVisitor, DEFAULT_COTERIE, DEFAULT_MX};
-pub use check::{check, CheckConfig, CheckReport, Limit, Search, Verdict, MAX_CHECK_PROCESSES};
+pub use check::{
+    check, check_with_progress, CheckConfig, CheckReport, Limit, Progress, Search, Verdict,
+    MAX_CHECK_PROCESSES,
+};
 pub use config::{format_initial, parse_initial, Bounds, Instance, Observed};
 pub use cs::{
     check_call, check_system, Complement, CsObject, CsState, Gcs, GcsMsg, GcsStage, Message,

@@ -6,10 +6,10 @@
 
 use clap::{Args, Parser, Subcommand};
 use lkcs::{
-    check, format_initial, parse_initial, simulate, Algorithm, BoundsFile, CheckConfig,
-    CheckReport, ConfigError, CsObject, CsState, Delay, Instance, Limit, Problem, Search,
-    SimConfig, SimReport, SystemSpec, SystemVisitor, Topology, Variant, Verdict, Workload,
-    MAX_CHECK_PROCESSES, MAX_DELAY,
+    check_with_progress, format_initial, parse_initial, simulate, Algorithm, BoundsFile,
+    CheckConfig, CheckReport, ConfigError, CsObject, CsState, Delay, Instance, Limit, Problem,
+    Progress, Search, SimConfig, SimReport, SystemSpec, SystemVisitor, Topology, Variant, Verdict,
+    Workload, MAX_CHECK_PROCESSES, MAX_DELAY,
 };
 use std::process::ExitCode;
 
@@ -94,6 +94,9 @@ struct CheckArgs {
     /// stateright.
     #[arg(long, value_name = "GIB")]
     max_memory: Option<f64>,
+    /// Report the states explored so far on stderr every 10 seconds.
+    #[arg(long)]
+    progress: bool,
     /// reduced (default: the partial-order reduction), full (every reachable state) or
     /// stateright (every reachable state, stateright's multi-threaded checker).
     #[arg(long, default_value = "reduced", value_parser = ["reduced", "full", "stateright"])]
@@ -328,7 +331,28 @@ fn run_check(args: &CheckArgs) -> ExitCode {
         },
         ..CheckConfig::default()
     };
-    let (report, initial) = match spec.build(Check { cfg: &cfg }) {
+    let started = std::time::Instant::now();
+    let mut last = started;
+    let mut report_progress = |p: &Progress| {
+        if args.progress && last.elapsed().as_secs() >= 10 {
+            last = std::time::Instant::now();
+            let secs = started.elapsed().as_secs_f64();
+            eprintln!(
+                "  ... {} states ({} generated, max depth {}) in {secs:.0}s, {:.0} states/s, \
+                 tables {:.2} GiB",
+                p.states,
+                p.generated,
+                p.max_depth,
+                p.states as f64 / secs,
+                p.memory as f64 / f64::from(1u32 << 30)
+            );
+        }
+    };
+    let check = Check {
+        cfg: &cfg,
+        progress: &mut report_progress,
+    };
+    let (report, initial) = match spec.build(check) {
         Ok(r) => r,
         Err(e) => return bad_input(&e),
     };
@@ -397,6 +421,7 @@ fn run_check(args: &CheckArgs) -> ExitCode {
 
 struct Check<'a> {
     cfg: &'a CheckConfig,
+    progress: &'a mut dyn FnMut(&Progress),
 }
 
 impl SystemVisitor for Check<'_> {
@@ -407,7 +432,8 @@ impl SystemVisitor for Check<'_> {
         initial: &[CsState],
         procs: Vec<A>,
     ) -> Self::Output {
-        (check(instance, procs, self.cfg), initial.to_vec())
+        let report = check_with_progress(instance, procs, self.cfg, self.progress);
+        (report, initial.to_vec())
     }
 }
 

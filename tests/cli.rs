@@ -939,7 +939,7 @@ fn check_stops_at_the_memory_budget_with_a_bounded_verdict() {
     );
     let states = v["states"].as_u64().unwrap();
     assert!((100_000..4_000_000).contains(&states), "{v}");
-    // a proof reports no budget
+    // a proof reports no budget (and --progress changes nothing on stdout)
     let out = lkcs(&[
         "check",
         "--algorithm",
@@ -948,6 +948,7 @@ fn check_stops_at_the_memory_budget_with_a_bounded_verdict() {
         "path:3",
         "--max-memory",
         "0.5",
+        "--progress",
         "--json",
     ]);
     let v = json(&out);

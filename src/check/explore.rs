@@ -9,7 +9,7 @@
 //! computed once per local state and input and remembered: the search mostly replays
 //! remembered steps instead of cloning and running objects.
 
-use super::{deadlocked, Limit, Outcome, Path, PathStep, MAX_CHECK_PROCESSES};
+use super::{deadlocked, Limit, Outcome, Path, PathStep, Progress, MAX_CHECK_PROCESSES};
 use crate::config::Instance;
 use crate::cs::{CsObject, CsState, Outbox, Sequence};
 use crate::error::CallError;
@@ -511,6 +511,9 @@ pub(super) struct Stats {
     pub(super) max_depth: usize,
 }
 
+/// A callback that receives a progress report every 2^16 generated states.
+pub(super) type ProgressFn<'a> = &'a mut dyn FnMut(&Progress);
+
 /// A callback that sees every state a search reaches.
 pub(super) type Visit<'a, A> = &'a mut dyn FnMut(&View<'_, A>);
 
@@ -526,6 +529,7 @@ pub(super) struct Explorer<'a, A: CsObject> {
     max_states: Option<usize>,
     /// Stop before the tables would grow past this many bytes.
     max_memory: Option<usize>,
+    progress: Option<ProgressFn<'a>>,
     visit: Option<Visit<'a, A>>,
     /// Per process: the processes it may send to (its closed neighbourhood), a bit set.
     peers: Vec<u64>,
@@ -573,6 +577,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
             reduce,
             max_states,
             max_memory: None,
+            progress: None,
             visit,
             peers,
             solo_memo: Default::default(),
@@ -591,23 +596,31 @@ impl<'a, A: CsObject> Explorer<'a, A> {
         self
     }
 
-    /// Whether the next growth of the tables could pass the memory budget. The tables are
-    /// the visited and on-stack fingerprint sets, the arena with its remembered steps, and
-    /// the solo memo; the visited set, by far the largest, doubles when it is full, and
-    /// while it moves the old and the new table are both held, so a full one counts three
-    /// times. Checked before a new state enters a full visited set and every 2^14 new states.
-    fn over_budget(&self, w: &World<A>, visited: &FpSet, on_stack: &FpSet, depth: usize) -> bool {
-        let Some(budget) = self.max_memory else {
-            return false;
-        };
+    /// Sends a progress report to the callback, if any.
+    pub(super) fn with_progress(mut self, progress: Option<ProgressFn<'a>>) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// Bytes the tables hold: the visited and on-stack fingerprint sets, the arena with its
+    /// remembered steps, the solo memo and the stack, as they will be if a full visited set
+    /// grows: it doubles, and while it moves the old and the new table
+    /// are both held, so it counts three times.
+    fn bytes(&self, w: &World<A>, visited: &FpSet, on_stack: &FpSet, depth: usize) -> usize {
         let full = visited.len() >= visited.capacity();
-        let visited_bytes = table_bytes::<u128>(visited.capacity()) * if full { 3 } else { 1 };
-        let bytes = visited_bytes
+        table_bytes::<u128>(visited.capacity()) * if full { 3 } else { 1 }
             + table_bytes::<u128>(on_stack.capacity())
             + table_bytes::<(u128, Solo)>(self.solo_memo.capacity())
             + depth * std::mem::size_of::<Frame<A>>()
-            + w.bytes();
-        bytes > budget
+            + w.bytes()
+    }
+
+    /// Whether the next growth of the tables could pass the memory budget (see
+    /// [`Explorer::bytes`]). Checked before a new state enters a full visited set and every
+    /// 2^14 new states.
+    fn over_budget(&self, w: &World<A>, visited: &FpSet, on_stack: &FpSet, depth: usize) -> bool {
+        self.max_memory
+            .is_some_and(|budget| self.bytes(w, visited, on_stack, depth) > budget)
     }
 
     /// Whether a step of process `p` from local state `before` (in a state where every
@@ -905,6 +918,17 @@ impl<'a, A: CsObject> Explorer<'a, A> {
                 continue;
             };
             stats.generated += 1;
+            if stats.generated % (1 << 16) == 0 && self.progress.is_some() {
+                let memory = self.bytes(&w, &visited, &on_stack, stats.max_depth);
+                if let Some(report) = self.progress.as_mut() {
+                    report(&Progress {
+                        states: stats.unique,
+                        generated: stats.generated,
+                        max_depth: stats.max_depth,
+                        memory,
+                    });
+                }
+            }
             // a new state would make a full visited set grow
             if visited.len() >= visited.capacity()
                 && !visited.contains(&fp)
