@@ -149,9 +149,10 @@ pub struct CheckConfig {
     pub max_states: Option<usize>,
     /// Stop before the explorer's tables would grow past this many bytes (the result is then
     /// a bounded check, [`Limit::Memory`]): the visited fingerprints, the arena of local
-    /// states and its remembered steps, the memos and the stack, counted as they would be
-    /// after their next growth (heap memory inside local states is not counted). `None`: no
-    /// limit. Enforced by the own explorer ([`Search::Reduced`], [`Search::Full`]), not by
+    /// states and its remembered steps, the memos and the stack, counted at the peak of the
+    /// visited table's next growth (heap memory inside local states and the program are not
+    /// counted: the process's peak passed small budgets by up to 25 MiB). `None`: no limit.
+    /// Enforced by the own explorer ([`Search::Reduced`], [`Search::Full`]), not by
     /// [`Search::Stateright`].
     pub max_memory: Option<usize>,
     /// Worker threads of the [`Search::Stateright`] search (the own explorer runs on the

@@ -494,6 +494,56 @@ impl Hasher for IdHasher {
 
 type FpSet = HashSet<u128, BuildHasherDefault<IdHasher>>;
 
+/// Tables the visited set is split into.
+const SHARDS: usize = 256;
+
+/// The visited fingerprints, split by their top 8 bits into [`SHARDS`] tables. A table
+/// doubles when it is full and holds its old and new buckets while it moves; split, one
+/// growth holds one table three times over instead of the whole set, so the peak stays
+/// within a few percent of the set's size.
+struct Visited {
+    shards: Vec<FpSet>,
+    len: usize,
+}
+
+impl Visited {
+    fn new() -> Self {
+        Visited {
+            shards: (0..SHARDS).map(|_| FpSet::default()).collect(),
+            len: 0,
+        }
+    }
+
+    fn shard(fp: u128) -> usize {
+        (fp >> 120) as usize
+    }
+
+    /// Inserts `fp`; `false` if it was there.
+    fn insert(&mut self, fp: u128) -> bool {
+        let new = self.shards[Self::shard(fp)].insert(fp);
+        self.len += usize::from(new);
+        new
+    }
+
+    /// Whether inserting `fp` would make its table grow (it is new and its table full).
+    fn grows_with(&self, fp: u128) -> bool {
+        let t = &self.shards[Self::shard(fp)];
+        t.len() >= t.capacity() && !t.contains(&fp)
+    }
+
+    /// Bytes of the tables; with `growing`, at the peak of that fingerprint's table growth.
+    fn bytes(&self, growing: Option<u128>) -> usize {
+        let all: usize = self
+            .shards
+            .iter()
+            .map(|t| table_bytes::<u128>(t.capacity()))
+            .sum();
+        all + growing.map_or(0, |fp| {
+            2 * table_bytes::<u128>(self.shards[Self::shard(fp)].capacity())
+        })
+    }
+}
+
 /// One state on the depth-first stack, with the successors still to visit.
 struct Frame<A: CsObject> {
     state: Sys<A>,
@@ -603,24 +653,35 @@ impl<'a, A: CsObject> Explorer<'a, A> {
     }
 
     /// Bytes the tables hold: the visited and on-stack fingerprint sets, the arena with its
-    /// remembered steps, the solo memo and the stack, as they will be if a full visited set
-    /// grows: it doubles, and while it moves the old and the new table
-    /// are both held, so it counts three times.
-    fn bytes(&self, w: &World<A>, visited: &FpSet, on_stack: &FpSet, depth: usize) -> usize {
-        let full = visited.len() >= visited.capacity();
-        table_bytes::<u128>(visited.capacity()) * if full { 3 } else { 1 }
+    /// remembered steps, the solo memo and the stack; with `growing`, at the peak of the
+    /// growth of the visited table that fingerprint enters (see [`Visited`]).
+    fn bytes(
+        &self,
+        w: &World<A>,
+        visited: &Visited,
+        growing: Option<u128>,
+        on_stack: &FpSet,
+        depth: usize,
+    ) -> usize {
+        visited.bytes(growing)
             + table_bytes::<u128>(on_stack.capacity())
             + table_bytes::<(u128, Solo)>(self.solo_memo.capacity())
             + depth * std::mem::size_of::<Frame<A>>()
             + w.bytes()
     }
 
-    /// Whether the next growth of the tables could pass the memory budget (see
-    /// [`Explorer::bytes`]). Checked before a new state enters a full visited set and every
-    /// 2^14 new states.
-    fn over_budget(&self, w: &World<A>, visited: &FpSet, on_stack: &FpSet, depth: usize) -> bool {
+    /// Whether the tables could pass the memory budget (see [`Explorer::bytes`]). Checked
+    /// before a new state makes its visited table grow and every 2^14 new states.
+    fn over_budget(
+        &self,
+        w: &World<A>,
+        visited: &Visited,
+        growing: Option<u128>,
+        on_stack: &FpSet,
+        depth: usize,
+    ) -> bool {
         self.max_memory
-            .is_some_and(|budget| self.bytes(w, visited, on_stack, depth) > budget)
+            .is_some_and(|budget| self.bytes(w, visited, growing, on_stack, depth) > budget)
     }
 
     /// Whether a step of process `p` from local state `before` (in a state where every
@@ -884,7 +945,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
             n: n as u8,
             msgs: Vec::new(),
         };
-        let mut visited = FpSet::default();
+        let mut visited = Visited::new();
         let mut on_stack = FpSet::default();
         let mut stats = Stats {
             unique: 1,
@@ -919,7 +980,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
             };
             stats.generated += 1;
             if stats.generated % (1 << 16) == 0 && self.progress.is_some() {
-                let memory = self.bytes(&w, &visited, &on_stack, stats.max_depth);
+                let memory = self.bytes(&w, &visited, None, &on_stack, stats.max_depth);
                 if let Some(report) = self.progress.as_mut() {
                     report(&Progress {
                         states: stats.unique,
@@ -929,10 +990,8 @@ impl<'a, A: CsObject> Explorer<'a, A> {
                     });
                 }
             }
-            // a new state would make a full visited set grow
-            if visited.len() >= visited.capacity()
-                && !visited.contains(&fp)
-                && self.over_budget(&w, &visited, &on_stack, stats.max_depth)
+            if visited.grows_with(fp)
+                && self.over_budget(&w, &visited, Some(fp), &on_stack, stats.max_depth)
             {
                 return (Outcome::Bounded(Limit::Memory), stats);
             }
@@ -962,7 +1021,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
                 return (Outcome::Bounded(Limit::States), stats);
             }
             if stats.unique % (1 << 14) == 0
-                && self.over_budget(&w, &visited, &on_stack, stats.max_depth)
+                && self.over_budget(&w, &visited, None, &on_stack, stats.max_depth)
             {
                 return (Outcome::Bounded(Limit::Memory), stats);
             }
