@@ -2,8 +2,9 @@
 //! LMUTEX on one topology: one line per instance (verdict, states, seconds, states/s).
 //!
 //! `cargo run --release --example check_sweep -- TOPOLOGY [PAIRS] [MAX_STATES|-] [THREADS]
-//! [SEARCH] [ONLY]`, e.g. `-- ring:4 1 - 2`; SEARCH is reduced (default) or full; ONLY
-//! keeps the instances whose name contains it (e.g. `lmutin` or `l=1`).
+//! [SEARCH] [ONLY] [MAX_GIB]`, e.g. `-- ring:4 1 - 2`; SEARCH is reduced (default) or full;
+//! ONLY keeps the instances whose name contains it (e.g. `lmutin` or `l=1`); MAX_GIB is each
+//! check's memory budget in GiB (default: none; THREADS checks run at once).
 
 use lkcs::{
     check, lmutex_instance, lmutex_system, CheckConfig, Lmutin, LmutinRules, Search, Topology,
@@ -22,6 +23,10 @@ fn main() {
         _ => Search::Reduced,
     };
     let only = args.get(5).cloned().unwrap_or_default();
+    let max_memory = args
+        .get(6)
+        .and_then(|a| a.parse::<f64>().ok())
+        .map(|gib| (gib * f64::from(1u32 << 30)) as usize);
     let t = Topology::parse(spec).unwrap();
     let n = t.len();
     let min_degree = t.processes().map(|p| t.degree(p)).min().unwrap_or(0);
@@ -49,6 +54,7 @@ fn main() {
     let cfg = CheckConfig {
         pairs,
         max_states,
+        max_memory,
         search,
         ..CheckConfig::default()
     };
@@ -72,9 +78,10 @@ fn main() {
                 };
                 let cpu = thread_cpu_seconds() - cpu0;
                 println!(
-                    "{spec} {:<24} {:?} {:>10} states {:>8.2} s {:>8.2} s cpu {:>10.0}/s cpu",
+                    "{spec} {:<24} {:?}{} {:>10} states {:>8.2} s {:>8.2} s cpu {:>10.0}/s cpu",
                     name(&job),
                     r.verdict,
+                    r.stopped_by.map_or(String::new(), |l| format!(" by {l:?}")),
                     r.states,
                     r.elapsed.as_secs_f64(),
                     cpu,
