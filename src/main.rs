@@ -159,6 +159,9 @@ fn main() -> ExitCode {
     }
 }
 
+/// Bytes in a GiB.
+const GIB: f64 = (1u64 << 30) as f64;
+
 /// Bytes of memory available to a new process, from Linux's `/proc/meminfo` (`None`
 /// elsewhere).
 fn available_memory() -> Option<usize> {
@@ -311,9 +314,7 @@ fn run_check(args: &CheckArgs) -> ExitCode {
     }
     let max_memory = match args.max_memory {
         None => available_memory().map(|b| b / 4 * 3),
-        Some(gib) if gib.is_finite() && gib > 0.0 && gib < 1e9 => {
-            Some((gib * f64::from(1u32 << 30)) as usize)
-        }
+        Some(gib) if gib.is_finite() && gib > 0.0 && gib < 1e9 => Some((gib * GIB) as usize),
         Some(gib) => {
             return bad_input(&ConfigError::one(Problem::Invalid(format!(
                 "--max-memory must be a positive number of GiB, not {gib}"
@@ -344,7 +345,7 @@ fn run_check(args: &CheckArgs) -> ExitCode {
                 p.generated,
                 p.max_depth,
                 p.states as f64 / secs,
-                p.memory as f64 / f64::from(1u32 << 30)
+                p.memory as f64 / GIB
             );
         }
     };
@@ -363,7 +364,7 @@ fn run_check(args: &CheckArgs) -> ExitCode {
                 "no violation in {} states (bounded by the memory budget of {:.2} GiB; \
                  --max-memory raises it)",
                 report.states,
-                max_memory.unwrap_or_default() as f64 / f64::from(1u32 << 30)
+                max_memory.unwrap_or_default() as f64 / GIB
             ),
             _ => format!(
                 "no violation in {} states (bounded by --max-states {})",

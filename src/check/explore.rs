@@ -503,14 +503,12 @@ const SHARDS: usize = 256;
 /// within a few percent of the set's size.
 struct Visited {
     shards: Vec<FpSet>,
-    len: usize,
 }
 
 impl Visited {
     fn new() -> Self {
         Visited {
             shards: (0..SHARDS).map(|_| FpSet::default()).collect(),
-            len: 0,
         }
     }
 
@@ -520,9 +518,7 @@ impl Visited {
 
     /// Inserts `fp`; `false` if it was there.
     fn insert(&mut self, fp: u128) -> bool {
-        let new = self.shards[Self::shard(fp)].insert(fp);
-        self.len += usize::from(new);
-        new
+        self.shards[Self::shard(fp)].insert(fp)
     }
 
     /// Whether inserting `fp` would make its table grow (it is new and its table full).
