@@ -13,6 +13,23 @@ use lkcs::{
 };
 use std::process::ExitCode;
 
+/// `println!` that never panics: a closed stdout (e.g. `lkcs simulate ... | head`) drops the
+/// rest of the output, and the exit code still tells the verdict.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that never panics on a closed stderr (see [`say!`]).
+macro_rules! warn {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 #[derive(Parser)]
 #[command(
     name = "lkcs",
@@ -149,7 +166,7 @@ fn main() -> ExitCode {
                 .take_while(|l| !l.trim().is_empty())
                 .map(str::trim)
                 .collect();
-            eprintln!("{}", first.join(" "));
+            warn!("{}", first.join(" "));
             return ExitCode::from(2);
         }
     };
@@ -173,7 +190,7 @@ fn available_memory() -> Option<usize> {
 
 fn bad_input(e: &ConfigError) -> ExitCode {
     for p in &e.problems {
-        eprintln!("error: {p}");
+        warn!("error: {p}");
     }
     ExitCode::from(2)
 }
@@ -288,14 +305,15 @@ fn run_simulate(args: &SimulateArgs) -> ExitCode {
         Err(e) => return bad_input(&e),
     };
     if args.json {
-        println!("{}", json_report(&spec, &cfg, &report, &initial));
+        say!("{}", json_report(&spec, &cfg, &report, &initial));
     } else {
         print_summary(&spec, &cfg, &report, &initial);
     }
     if report.ok() {
         ExitCode::SUCCESS
     } else {
-        eprint!("{}", report.failure_text());
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr().lock(), "{}", report.failure_text());
         ExitCode::from(1)
     }
 }
@@ -338,7 +356,7 @@ fn run_check(args: &CheckArgs) -> ExitCode {
         if args.progress && last.elapsed().as_secs() >= 10 {
             last = std::time::Instant::now();
             let secs = started.elapsed().as_secs_f64();
-            eprintln!(
+            warn!(
                 "  ... {} states ({} generated, max depth {}) in {secs:.0}s, {:.0} states/s, \
                  tables {:.2} GiB",
                 p.states,
@@ -392,16 +410,16 @@ fn run_check(args: &CheckArgs) -> ExitCode {
                 Limit::Memory => "max_memory",
             }),
         });
-        println!("{v}");
+        say!("{v}");
     } else {
-        println!(
+        say!(
             "{} on {} from {}, {} pair(s) per process: {verdict}",
             spec.algorithm,
             spec.topology.name(),
             format_initial(&initial),
             cfg.pairs
         );
-        println!(
+        say!(
             "  states explored  {} (max depth {}) in {:.2}s, {:.0} states/s",
             report.states,
             report.max_depth,
@@ -412,9 +430,9 @@ fn run_check(args: &CheckArgs) -> ExitCode {
     if report.ok() {
         ExitCode::SUCCESS
     } else {
-        eprintln!("counterexample:");
+        warn!("counterexample:");
         for line in &report.counterexample {
-            eprintln!("{line}");
+            warn!("{line}");
         }
         ExitCode::from(1)
     }
@@ -476,7 +494,7 @@ fn json_report(spec: &SystemSpec, cfg: &SimConfig, r: &SimReport, initial: &[CsS
 
 fn print_summary(spec: &SystemSpec, cfg: &SimConfig, r: &SimReport, initial: &[CsState]) {
     let verdict = if r.ok() { "OK" } else { "FAILED" };
-    println!(
+    say!(
         "{} on {} ({} processes), {} workload, {} delays, seed {}: {verdict}",
         spec.algorithm,
         spec.topology.name(),
@@ -485,40 +503,49 @@ fn print_summary(spec: &SystemSpec, cfg: &SimConfig, r: &SimReport, initial: &[C
         cfg.delay,
         r.seed
     );
-    println!("  initial configuration   {}", format_initial(initial));
-    println!(
+    say!("  initial configuration   {}", format_initial(initial));
+    say!(
         "  pairs completed         {} of {} requested",
-        r.pairs_completed, r.pairs_requested
+        r.pairs_completed,
+        r.pairs_requested
     );
-    println!("  safety violations       {}", r.safety_violations);
-    println!(
+    say!("  safety violations       {}", r.safety_violations);
+    say!(
         "  deadlock                {}",
         if r.deadlock { "yes" } else { "no" }
     );
-    println!("  messages                {}", r.messages);
+    say!("  messages                {}", r.messages);
     let s = r.messages_per_pair;
-    println!(
+    say!(
         "  messages per pair       min {} / mean {:.2} / max {}",
-        s.min, s.mean, s.max
+        s.min,
+        s.mean,
+        s.max
     );
     let s = r.remote_messages_per_pair;
-    println!(
+    say!(
         "  remote per pair         min {} / mean {:.2} / max {}",
-        s.min, s.mean, s.max
+        s.min,
+        s.mean,
+        s.max
     );
     let kinds: Vec<String> = r
         .messages_by_kind
         .iter()
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
-    println!("  by kind                 {}", kinds.join(", "));
+    say!("  by kind                 {}", kinds.join(", "));
     let w = r.waiting_time;
-    println!(
+    say!(
         "  waiting time            exit max {} / mean {:.2}; entry max {} / mean {:.2}",
-        w.exit_max, w.exit_mean, w.entry_max, w.entry_mean
+        w.exit_max,
+        w.exit_mean,
+        w.entry_max,
+        w.entry_mean
     );
-    println!(
+    say!(
         "  simulated time          {} ({} events)",
-        r.end_time, r.events
+        r.end_time,
+        r.events
     );
 }

@@ -966,3 +966,61 @@ fn check_stops_at_the_memory_budget_with_a_bounded_verdict() {
         );
     }
 }
+
+/// Runs `args` with stdout or stderr a pipe whose reading end is already closed (as in
+/// `lkcs ... | head -1` once `head` has quit), capturing the other stream.
+fn lkcs_into_closed_pipe(args: &[&str], close_stdout: bool) -> Output {
+    use std::process::Stdio;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lkcs"));
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("the binary runs");
+    // dropping the pipe's reading end closes it: every later write fails with EPIPE
+    if close_stdout {
+        drop(child.stdout.take());
+    } else {
+        drop(child.stderr.take());
+    }
+    child.wait_with_output().expect("the binary ends")
+}
+
+#[test]
+fn a_closed_output_pipe_neither_panics_nor_changes_the_exit_code() {
+    let sim = [
+        "simulate",
+        "--algorithm",
+        "lmutin",
+        "--topology",
+        "complete:3",
+        "--l",
+        "1",
+    ];
+    let out = lkcs_into_closed_pipe(&sim, true);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // a failing check writes its counterexample to the closed stderr: still exit 1
+    let check = [
+        "check",
+        "--algorithm",
+        "lmutin",
+        "--variant",
+        "printed",
+        "--topology",
+        "complete:3",
+        "--l",
+        "1",
+        "--initial",
+        "in:0",
+    ];
+    let out = lkcs_into_closed_pipe(&check, false);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("violated: "));
+}
