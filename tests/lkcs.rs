@@ -259,6 +259,34 @@ fn a_tightened_process_without_a_strong_neighbour_watches_itself() {
 }
 
 #[test]
+fn a_watcher_falls_back_on_a_normal_request_when_every_usual_candidate_is_sidetracked() {
+    // deviation 11: in the first run every watcher's saturated type had only candidates
+    // already on the sidetrack, while the one process that could move (P2's Entry) waited
+    // with a normal request at arbiters at their capacity with the reserve free: every
+    // process blocked at t = 1102 until such a request could be nominated; the second run
+    // stalled (50 M events) the same way
+    let l = [0, 2, 1, 0, 2, 2, 1, 0, 1, 0, 0, 1];
+    let k = [3, 5, 4, 3, 5, 5, 2, 3, 4, 3, 3, 4];
+    let t = Topology::parse("random:12:0.3:115").unwrap();
+    let r = run(lkcs(&t, &l, &k, LkcsRules::CORRECTED), 0, 5);
+    assert!(r.ok(), "random:12:0.3:115: {}", r.failure_text());
+    let l = [
+        0, 0, 5, 1, 1, 0, 1, 2, 2, 1, 0, 0, 0, 0, 3, 0, 2, 1, 1, 0, 0, 1, 2, 1,
+    ];
+    let k: Vec<usize> = l.iter().map(|l| l + 3).collect();
+    let t = Topology::parse("random:24:0.22:46").unwrap();
+    let sys = lkcs(&t, &l, &k, LkcsRules::CORRECTED);
+    let cfg = lkcs::SimConfig {
+        delay: lkcs::Delay::Unit,
+        think_max: 4,
+        max_events: 5_000_000,
+        ..concurrent(1, 5)
+    };
+    let r = simulate(&sys.instance, sys.procs, &cfg);
+    assert!(r.ok(), "random:24:0.22:46: {}", r.failure_text());
+}
+
+#[test]
 fn a_process_the_single_leader_cannot_nominate_starves_and_the_watchers_free_it() {
     // deviation 10: with the paper's one leader, only its neighbours can be nominated; on
     // this dense graph the sidetrack moves keep the arbiters around some of the other
