@@ -359,6 +359,17 @@ impl Arbiter {
         }
     }
 
+    /// LKCS: grants the best pending request from the reserve while the reserve is free and
+    /// a sidetrack permission takes an ordinary slot (the owner does so only for a request
+    /// older than a sidetrack holder still in progress: as if that holder gave its slot back
+    /// and moved to the reserve). At most `capacity` normal permissions and `capacity` + 1 in
+    /// all stay granted, so [`Arbiter::check`] holds. Does nothing otherwise.
+    pub fn grant_from_reserve(&mut self, out: &mut Vec<Action>) {
+        if self.reserve && !self.reserve_used() && !self.sidetracked.is_empty() {
+            self.grant_best(out);
+        }
+    }
+
     /// Forgets the preemption in progress (LKCS: its holder keeps the permission for its
     /// current state and will not relinquish it, so the Preempt will go unanswered).
     pub fn cancel_preempt(&mut self) {
