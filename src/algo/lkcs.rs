@@ -1169,7 +1169,8 @@ impl Lkcs {
             // with the reserve free, a sidetrack grant took an ordinary slot: an older normal
             // request takes that slot, as if the younger sidetrack holder still in progress
             // gave it back and moved to the reserve
-            if !a.reserve_used() && self.youngest_sidetrack_in_progress(at, best).is_some() {
+            // (grant_from_reserve itself checks that the reserve is free)
+            if self.youngest_sidetrack_in_progress(at, best).is_some() {
                 self.arbiters[at.index()].grant_from_reserve(actions);
             }
         } else {
