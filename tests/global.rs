@@ -7,10 +7,11 @@
 mod common;
 
 use common::*;
+#[cfg(feature = "check")]
+use lkcs::{check, CheckConfig, Verdict};
 use lkcs::{
-    check, gcs_system, global_instance, kmex_system, lmutex_system, quorums_of, CheckConfig,
-    Coterie, CsObject, CsState, Instance, LmutinRules, Maekawa, Mutin, MutinRules, ProcessId,
-    SimConfig, Topology, Verdict,
+    gcs_system, global_instance, kmex_system, lmutex_system, quorums_of, Coterie, CsObject,
+    CsState, Instance, LmutinRules, Maekawa, Mutin, MutinRules, ProcessId, SimConfig, Topology,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -321,6 +322,7 @@ fn builders_report_every_problem() {
 /// no violation for the corrected rule within the same bound (a bounded check: the whole space
 /// of two pairs is larger). Uniform random delays never produce it: the stale Release must be
 /// slower than a chain of about eight other messages.
+#[cfg(feature = "check")]
 #[test]
 fn printed_one_shot_response2_deadlocks() {
     let p = |v: &[u32]| v.iter().map(|&i| ProcessId(i)).collect::<Vec<_>>();

@@ -7,10 +7,12 @@
 mod common;
 
 use common::run_ok;
+#[cfg(feature = "check")]
+use lkcs::{check, CheckConfig, Verdict};
 use lkcs::{
-    check, simulate, Cdc, CdcTransfer, CheckConfig, CsObject, CsState, Ddc, Delay, Instance,
-    MigratingMsg, MigratingRules, MigrationCondition, Outbox, ProcessId, Runtime, RuntimeConfig,
-    Sequence, SimConfig, SimReport, Topology, Verdict, Workload,
+    simulate, Cdc, CdcTransfer, CsObject, CsState, Ddc, Delay, Instance, MigratingMsg,
+    MigratingRules, MigrationCondition, Outbox, ProcessId, Runtime, RuntimeConfig, Sequence,
+    SimConfig, SimReport, Topology, Workload,
 };
 use std::time::Duration;
 
@@ -342,22 +344,26 @@ fn deviation_3_wake_up_grants_only_when_free() {
     let r = cdc_run(printed, MigrationCondition::Never, &sweep_cfg(0));
     assert!(r.safety_violations > 0, "{}", r.failure_text());
     assert!(cdc_run(OK, MigrationCondition::Never, &sweep_cfg(0)).ok());
-    // and exhaustively on three processes
-    let t = Topology::complete(3).unwrap();
-    let cfg = CheckConfig {
-        pairs: 1,
-        ..CheckConfig::default()
-    };
-    let (inst, procs) = Ddc::system(&t, &all_out(3), MigrationCondition::Never, printed).unwrap();
-    let r = check(&inst, procs, &cfg);
-    assert_eq!(
-        r.verdict,
-        Verdict::Violated {
-            property: "safety".into()
-        }
-    );
-    let (inst, procs) = Ddc::system(&t, &all_out(3), MigrationCondition::Never, OK).unwrap();
-    assert_eq!(check(&inst, procs, &cfg).verdict, Verdict::Proved);
+    #[cfg(feature = "check")]
+    {
+        // and exhaustively on three processes
+        let t = Topology::complete(3).unwrap();
+        let cfg = CheckConfig {
+            pairs: 1,
+            ..CheckConfig::default()
+        };
+        let (inst, procs) =
+            Ddc::system(&t, &all_out(3), MigrationCondition::Never, printed).unwrap();
+        let r = check(&inst, procs, &cfg);
+        assert_eq!(
+            r.verdict,
+            Verdict::Violated {
+                property: "safety".into()
+            }
+        );
+        let (inst, procs) = Ddc::system(&t, &all_out(3), MigrationCondition::Never, OK).unwrap();
+        assert_eq!(check(&inst, procs, &cfg).verdict, Verdict::Proved);
+    }
 }
 
 #[test]
@@ -379,23 +385,26 @@ fn deviation_6_a_late_next_requestor_is_handed_back() {
         kind(&r, "Orphan") > 0,
         "the corrected run hands the successor back"
     );
-    // exhaustively: complete:3, maxreq 2, 2 pairs
-    let t = Topology::complete(3).unwrap();
-    let cfg = CheckConfig {
-        pairs: 2,
-        ..CheckConfig::default()
-    };
-    let c = MigrationCondition::Counter { maxreq: 2 };
-    let (inst, procs) = Ddc::system(&t, &all_out(3), c, printed).unwrap();
-    let r = check(&inst, procs, &cfg);
-    assert_eq!(
-        r.verdict,
-        Verdict::Violated {
-            property: "no deadlock".into()
-        }
-    );
-    let (inst, procs) = Ddc::system(&t, &all_out(3), c, OK).unwrap();
-    assert_eq!(check(&inst, procs, &cfg).verdict, Verdict::Proved);
+    #[cfg(feature = "check")]
+    {
+        // exhaustively: complete:3, maxreq 2, 2 pairs
+        let t = Topology::complete(3).unwrap();
+        let cfg = CheckConfig {
+            pairs: 2,
+            ..CheckConfig::default()
+        };
+        let c = MigrationCondition::Counter { maxreq: 2 };
+        let (inst, procs) = Ddc::system(&t, &all_out(3), c, printed).unwrap();
+        let r = check(&inst, procs, &cfg);
+        assert_eq!(
+            r.verdict,
+            Verdict::Violated {
+                property: "no deadlock".into()
+            }
+        );
+        let (inst, procs) = Ddc::system(&t, &all_out(3), c, OK).unwrap();
+        assert_eq!(check(&inst, procs, &cfg).verdict, Verdict::Proved);
+    }
 }
 
 #[test]
@@ -539,8 +548,9 @@ fn deviation_4_controller_pointers_never_go_back() {
     assert!(net.in_cs(4));
 }
 
-// ---- the command line ----
+// ---- the command line (the `cli` feature builds the binary) ----
 
+#[cfg(feature = "cli")]
 fn lkcs(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_lkcs"))
         .args(args)
@@ -548,6 +558,7 @@ fn lkcs(args: &[&str]) -> std::process::Output {
         .expect("the binary runs")
 }
 
+#[cfg(feature = "cli")]
 fn json(out: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
 }
@@ -555,6 +566,7 @@ fn json(out: &std::process::Output) -> serde_json::Value {
 /// Sequential, unit delays, complete:N: per pair 3 + (n−1)/maxreq remote messages, less at
 /// most 3/maxreq for the controller's own (local) pairs (one per tenure of maxreq ≤ n
 /// consecutive round-robin pairs).
+#[cfg(feature = "cli")]
 #[test]
 fn cli_sequential_cdc_and_ddc_cost_about_3_plus_n_minus_1_over_maxreq() {
     for (algo, n, maxreq) in [("cdc", 9, 4), ("ddc", 9, 4), ("cdc", 7, 2), ("ddc", 12, 3)] {
@@ -590,6 +602,7 @@ fn cli_sequential_cdc_and_ddc_cost_about_3_plus_n_minus_1_over_maxreq() {
     }
 }
 
+#[cfg(feature = "cli")]
 #[test]
 fn cli_checks_and_simulates_cdc_and_ddc() {
     let out = lkcs(&[
@@ -678,6 +691,7 @@ fn cli_checks_and_simulates_cdc_and_ddc() {
     assert_eq!(out.status.code(), Some(1));
 }
 
+#[cfg(feature = "cli")]
 #[test]
 fn cli_refuses_bad_migrating_options() {
     for (args, needle) in [
@@ -801,6 +815,7 @@ fn gcs_mutin_and_kmex_are_safe_and_live_with_cdc_and_ddc_inside() {
     assert_eq!(runs, 2 * 4 * 4 * 4 * 2 * 3);
 }
 
+#[cfg(feature = "check")]
 #[test]
 fn gcs_with_a_migrating_mx_passes_a_bounded_check_on_three_processes() {
     struct Check;
@@ -834,6 +849,7 @@ fn gcs_with_a_migrating_mx_passes_a_bounded_check_on_three_processes() {
     }
 }
 
+#[cfg(feature = "cli")]
 #[test]
 fn cli_gcs_with_mx_cdc_and_ddc() {
     for mx in ["cdc", "ddc"] {
