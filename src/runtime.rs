@@ -34,6 +34,7 @@ mod handle;
 mod mailbox;
 mod monitor;
 mod process;
+mod stall;
 
 #[cfg(not(loom))]
 pub use cycle::cycle_pairs;
@@ -44,6 +45,7 @@ pub use mailbox::{
     Mailbox,
 };
 pub use monitor::MonitorViolation;
+pub use stall::StallSnapshot;
 
 use crate::config::Instance;
 use crate::cs::{CsObject, CsState};
@@ -84,6 +86,7 @@ pub struct Runtime<A: CsObject, M: Mailbox = CrossbeamMailbox> {
     senders: Vec<M::Sender<Envelope<A::Msg>>>,
     threads: Vec<thread::JoinHandle<()>>,
     handles: Option<Vec<Handle<A, M>>>,
+    watchdog: Option<thread::JoinHandle<()>>,
 }
 
 impl<A: CsObject, M: Mailbox> std::fmt::Debug for Runtime<A, M> {
@@ -117,11 +120,13 @@ impl<A: CsObject, M: Mailbox> Runtime<A, M> {
             counters: (0..n)
                 .map(|_| Counters {
                     sent: AtomicU64::new(0),
+                    handled: AtomicU64::new(0),
                     changes: AtomicU64::new(0),
                 })
                 .collect(),
             monitor: config.monitor.map(|inst| Monitor::new(inst, initial)),
             epoch: std::time::Instant::now(),
+            watch: stall::Watch::default(),
         });
         let (senders, receivers): (Vec<_>, Vec<_>) = (0..n).map(|_| M::channel()).unzip();
         let mut rt = Runtime {
@@ -129,6 +134,7 @@ impl<A: CsObject, M: Mailbox> Runtime<A, M> {
             senders: senders.clone(),
             threads: Vec::with_capacity(n),
             handles: None,
+            watchdog: None,
         };
         for (obj, rx) in objects.into_iter().zip(receivers) {
             let name = format!("lkcs-{}", obj.id());
@@ -148,6 +154,23 @@ impl<A: CsObject, M: Mailbox> Runtime<A, M> {
             .collect();
         rt.handles = Some(handles);
         Ok(rt)
+    }
+
+    /// Turns on stall detection: a watchdog thread reads the system twice `interval` apart
+    /// while a call is blocked. When nothing is in flight and every process whose handle is
+    /// alive has its client blocked waiting for a pending sequence, every such call returns
+    /// [`RuntimeError::Stalled`] (see [`StallSnapshot`]); an idle client, or any message in
+    /// flight, means no stall. Calling it again changes nothing.
+    pub fn detect_stalls(&mut self, interval: std::time::Duration) -> Result<(), RuntimeError> {
+        if self.watchdog.is_some() || self.threads.is_empty() {
+            return Ok(());
+        }
+        let shared = self.shared.clone();
+        let name = "lkcs-watchdog".to_string();
+        let t = thread::spawn_named(name, move || stall::watchdog(shared, interval))
+            .map_err(|e| RuntimeError::Spawn(e.to_string()))?;
+        self.watchdog = Some(t);
+        Ok(())
     }
 
     /// The number of processes.
@@ -202,6 +225,10 @@ impl<A: CsObject, M: Mailbox> Runtime<A, M> {
         }
         for t in self.threads.drain(..) {
             // A panicked thread already marked every slot (its drop guard).
+            let _ = t.join();
+        }
+        self.shared.watch.halt();
+        if let Some(t) = self.watchdog.take() {
             let _ = t.join();
         }
     }

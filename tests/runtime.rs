@@ -497,3 +497,36 @@ fn cycle_pairs_with_a_timeout_returns_instead_of_hanging() {
     );
     rt.shutdown();
 }
+
+/// Two threads calling `entry()` on one handle: before, both got `Ok` (two callers "inside"
+/// one process); now the second call is refused while the first is in progress.
+#[test]
+fn a_second_concurrent_call_on_one_handle_is_refused() {
+    let complete = Topology::complete(3).expect("k3");
+    let k = vec![1; 3];
+    let initial = vec![CsState::InCs, CsState::OutCs, CsState::OutCs];
+    let (inst, procs) =
+        lmutex_system(&complete, &k, &initial, LmutinRules::CORRECTED).expect("lmutex");
+    let mut rt = Runtime::start(
+        procs,
+        RuntimeConfig {
+            monitor: Some(inst),
+        },
+    )
+    .expect("start");
+    let handles = rt.take_handles().expect("handles");
+    let h = &handles[1];
+    let results: Vec<Result<(), RuntimeError>> = std::thread::scope(|s| {
+        // P0 holds the only slot: P1's entry waits, so the two calls overlap
+        let first = s.spawn(|| h.entry_timeout(Duration::from_secs(2)));
+        std::thread::sleep(Duration::from_millis(100));
+        let second = s.spawn(|| h.entry_timeout(Duration::from_secs(2)));
+        let second = second.join().expect("no panic");
+        handles[0].exit().expect("P0 leaves");
+        vec![first.join().expect("no panic"), second]
+    });
+    assert_eq!(results[0], Ok(()));
+    assert_eq!(results[1], Err(RuntimeError::Call(CallError::Busy)));
+    rt.shutdown();
+    assert_eq!(rt.report().violations, 0);
+}

@@ -1,11 +1,14 @@
 //! The runtime's error type.
 
+use super::stall::StallSnapshot;
 use crate::error::{CallError, ConfigError};
 use crate::id::ProcessId;
 use std::fmt;
+use std::sync::Arc;
 
 /// Why a runtime operation did not complete.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RuntimeError {
     /// The call broke the calling convention (exit while out of the CS, entry while in it, or
     /// the other operation while a sequence is still in progress); nothing was started.
@@ -15,6 +18,10 @@ pub enum RuntimeError {
     Timeout,
     /// The runtime has shut down.
     Shutdown,
+    /// The system is stalled (nothing in flight, every live process's client blocked in a
+    /// call): this call would wait for ever. The sequence stays pending. Reported only with
+    /// stall detection on ([`Runtime::detect_stalls`](super::Runtime::detect_stalls)).
+    Stalled(Arc<StallSnapshot>),
     /// A process thread died (its handler panicked); the algorithm can no longer make
     /// progress, so every handle reports it.
     ProcessDied(ProcessId),
@@ -30,6 +37,7 @@ impl fmt::Display for RuntimeError {
             RuntimeError::Call(e) => write!(f, "{e}"),
             RuntimeError::Timeout => f.write_str("the sequence did not complete in time"),
             RuntimeError::Shutdown => f.write_str("the runtime has shut down"),
+            RuntimeError::Stalled(s) => write!(f, "{s}"),
             RuntimeError::ProcessDied(p) => write!(f, "the thread of {p} died"),
             RuntimeError::Config(e) => write!(f, "{e}"),
             RuntimeError::Spawn(e) => write!(f, "could not spawn a process thread: {e}"),

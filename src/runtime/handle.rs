@@ -1,17 +1,22 @@
 //! The client side: one [`Handle`] per process, and the slot it shares with the process thread.
 //!
-//! The slot holds what the process published (its state), the sequence the client started and
-//! has not yet seen complete (`awaiting`), and the runtime-wide flags (shut down, a process
-//! died). The client waits on the slot's condition variable; the process thread notifies it
-//! when the sequence completes; shutdown and a dying thread notify every slot.
+//! The slot holds what the process published (its state and the sequence it runs), the
+//! sequence the client started and has not yet seen complete (`awaiting`), the client's call
+//! (one at a time; whether it is blocked, for the stall watchdog; an async caller's waker) and
+//! the runtime-wide flags (shut down, a process died, a stall found). The client waits on the
+//! slot's condition variable (or its waker); the process thread notifies it when the sequence
+//! completes; shutdown, a dying thread and the watchdog notify every slot.
 
 use super::error::RuntimeError;
 use super::mailbox::{CrossbeamMailbox, MailSender, Mailbox};
 use super::process::{Envelope, Shared};
+use super::stall::StallSnapshot;
 use crate::cs::{check_call, CsObject, CsState, Sequence};
 use crate::error::CallError;
 use crate::id::ProcessId;
-use crate::sync::{Arc, Condvar, Mutex};
+use crate::sync::atomic::Ordering;
+use crate::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
 /// What one process publishes to its client, under the slot's lock.
@@ -19,7 +24,8 @@ use std::time::{Duration, Instant};
 pub(crate) struct SlotState {
     /// The published state.
     pub(crate) state: CsState,
-    /// The sequence running in the process thread, started by the client.
+    /// The sequence running in the process thread, started by the client (or by the process
+    /// itself when its client is gone and it leaves the CS).
     pub(crate) pending: Option<Sequence>,
     /// The sequence the client started and has not yet seen complete.
     pub(crate) awaiting: Option<Sequence>,
@@ -29,6 +35,17 @@ pub(crate) struct SlotState {
     pub(crate) shutdown: bool,
     /// A process thread died.
     pub(crate) died: Option<ProcessId>,
+    /// A blocking call is in progress on this handle (one caller at a time).
+    pub(crate) in_call: bool,
+    /// The caller is blocked waiting for a pending sequence: the id of its wait, counted in
+    /// the watchdog's blocked count while `Some`.
+    pub(crate) blocked: Option<u64>,
+    /// The waker of an async caller waiting here.
+    pub(crate) waker: Option<Waker>,
+    /// The watchdog found the system stalled while this caller was blocked.
+    pub(crate) stalled: Option<std::sync::Arc<StallSnapshot>>,
+    /// The handle was dropped: its process never moves again on a client's behalf.
+    pub(crate) dropped: bool,
 }
 
 /// One process's slot: its published state and the condition variable its client waits on.
@@ -48,15 +65,27 @@ impl Slot {
                 refused: None,
                 shutdown: false,
                 died: None,
+                in_call: false,
+                blocked: None,
+                waker: None,
+                stalled: None,
+                dropped: false,
             }),
             changed: Condvar::new(),
         }
     }
 
-    /// Sets a runtime-wide flag and wakes the client.
+    /// Changes the slot and wakes its client (a blocked thread or an async waker).
     pub(crate) fn mark(&self, f: impl FnOnce(&mut SlotState)) {
-        f(&mut self.inner.lock());
+        let waker = {
+            let mut st = self.inner.lock();
+            f(&mut st);
+            st.waker.take()
+        };
         self.changed.notify_all();
+        if let Some(w) = waker {
+            w.wake();
+        }
     }
 }
 
@@ -66,14 +95,19 @@ impl Slot {
 /// Every call returns when the process's published state has changed (the sequence
 /// completed), or with an error:
 /// - a misuse (`exit` while out of the CS, `entry` while in it, the other operation while a
-///   sequence runs) returns [`RuntimeError::Call`] at once and starts nothing;
+///   sequence runs, or a second call while one is in progress on the same handle from another
+///   thread) returns [`RuntimeError::Call`] at once and starts nothing;
 /// - a timeout returns [`RuntimeError::Timeout`] and leaves the sequence running (the
 ///   algorithms cannot cancel a request): calling the same operation again resumes waiting for
 ///   it (and returns `Ok` at once if it completed meanwhile); calling the other one returns
 ///   `Call(Busy)` while it runs;
-/// - after [`Runtime::shutdown`](crate::Runtime::shutdown), every call returns
+/// - with stall detection on ([`Runtime::detect_stalls`](crate::runtime::Runtime::detect_stalls)),
+///   a call blocked while the whole system is stalled returns [`RuntimeError::Stalled`];
+/// - after [`Runtime::shutdown`](crate::runtime::Runtime::shutdown), every call returns
 ///   [`RuntimeError::Shutdown`], including calls blocked at that moment;
 /// - if a process thread died, calls return [`RuntimeError::ProcessDied`].
+///
+/// Dropping a handle tells the stall watchdog that its process will never move again.
 pub struct Handle<A: CsObject, M: Mailbox = CrossbeamMailbox> {
     id: ProcessId,
     shared: Arc<Shared>,
@@ -85,6 +119,12 @@ impl<A: CsObject, M: Mailbox> std::fmt::Debug for Handle<A, M> {
         f.debug_struct("Handle")
             .field("id", &self.id)
             .finish_non_exhaustive()
+    }
+}
+
+impl<A: CsObject, M: Mailbox> Drop for Handle<A, M> {
+    fn drop(&mut self) {
+        self.slot().mark(|st| st.dropped = true);
     }
 }
 
@@ -101,6 +141,12 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
     /// The state the process published last.
     pub fn state(&self) -> CsState {
         self.slot().inner.lock().state
+    }
+
+    /// The published state and the sequence in progress, if any, read together.
+    pub fn progress(&self) -> (CsState, Option<Sequence>) {
+        let st = self.slot().inner.lock();
+        (st.state, st.pending)
     }
 
     /// Runs the Entry-Sequence and blocks until the process is in the CS.
@@ -140,47 +186,102 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
         deadline: Option<Instant>,
         stop: &dyn Fn() -> bool,
     ) -> Result<bool, RuntimeError> {
-        let slot = self.slot();
-        let mut st = slot.inner.lock();
-        flags(&st)?;
-        match st.awaiting {
-            Some(s) if s == seq => {}
-            Some(_) if st.pending.is_some() => return Err(RuntimeError::Call(CallError::Busy)),
-            _ => {
-                // Nothing runs (an earlier sequence may have completed unobserved).
-                st.awaiting = None;
-                st.refused = None;
-                check_call(st.state, st.pending, seq)?;
-                st.pending = Some(seq);
-                st.awaiting = Some(seq);
-                drop(st);
-                // A failed send means the process thread is gone: the flags below say why.
-                let _ = self.tx.send(Envelope::Begin(seq));
-                st = slot.inner.lock();
-            }
-        }
-        loop {
-            flags(&st)?;
-            if st.pending != Some(seq) {
-                st.awaiting = None;
-                return match st.refused.take() {
-                    Some(e) => Err(RuntimeError::Call(e)),
-                    None => Ok(true),
-                };
-            }
-            if stop() {
-                return Ok(false);
-            }
-            match deadline {
-                None => slot.changed.wait(&mut st),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return Err(RuntimeError::Timeout);
-                    }
-                    slot.changed.wait_for(&mut st, d - now);
+        let mut st = self.begin_call()?;
+        let result = (|| {
+            match st.awaiting {
+                Some(s) if s == seq => {}
+                Some(_) if st.pending.is_some() => return Err(RuntimeError::Call(CallError::Busy)),
+                _ => {
+                    // Nothing runs (an earlier sequence may have completed unobserved).
+                    st.awaiting = None;
+                    st.refused = None;
+                    check_call(st.state, st.pending, seq)?;
+                    self.start(&mut st, seq);
                 }
             }
+            loop {
+                flags(&mut st)?;
+                if st.pending != Some(seq) {
+                    st.awaiting = None;
+                    return match st.refused.take() {
+                        Some(e) => Err(RuntimeError::Call(e)),
+                        None => Ok(true),
+                    };
+                }
+                if stop() {
+                    return Ok(false);
+                }
+                self.block(&mut st, deadline)?;
+            }
+        })();
+        self.end_call(&mut st);
+        result
+    }
+
+    /// Brings the process to `target`, whatever it runs now: a sequence in progress (toward
+    /// `target` or away from it) is waited for, then the sequence toward `target` is started
+    /// if the process is not there. `Ok` at once when it is there with nothing pending.
+    /// On a timeout the sequence in progress keeps running.
+    pub(crate) fn reach(
+        &self,
+        target: CsState,
+        deadline: Option<Instant>,
+    ) -> Result<(), RuntimeError> {
+        let mut st = self.begin_call()?;
+        let result = loop {
+            match self.advance(&mut st, target) {
+                Ok(true) => break Ok(()),
+                Ok(false) => {}
+                Err(e) => break Err(e),
+            }
+            if let Err(e) = self.block(&mut st, deadline) {
+                break Err(e);
+            }
+        };
+        self.end_call(&mut st);
+        result
+    }
+
+    /// [`Handle::reach`] for a future: `Ready` when the process is at `target` or on an
+    /// error; `Pending` after registering `waker`, to be woken when the slot changes.
+    pub(crate) fn poll_reach(
+        &self,
+        target: CsState,
+        waker: &Waker,
+    ) -> Poll<Result<(), RuntimeError>> {
+        let mut st = self.slot().inner.lock();
+        match self.advance(&mut st, target) {
+            Ok(false) => {
+                if !st.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
+                    st.waker = Some(waker.clone());
+                }
+                self.mark_blocked(&mut st);
+                Poll::Pending
+            }
+            done => {
+                self.unblock(&mut st);
+                st.waker = None;
+                Poll::Ready(done.map(|_| ()))
+            }
+        }
+    }
+
+    /// Forgets an async wait (its future was dropped); a sequence in progress keeps running.
+    pub(crate) fn cancel_poll(&self) {
+        let mut st = self.slot().inner.lock();
+        self.unblock(&mut st);
+        st.waker = None;
+    }
+
+    /// The client is gone for good: the process leaves the CS as soon as the algorithm lets it
+    /// (after the sequence in progress, if any) and never moves again.
+    pub(crate) fn retire(&self) {
+        let slot = self.slot();
+        let mut st = slot.inner.lock();
+        st.dropped = true;
+        if !st.shutdown {
+            self.shared.watch.begins.fetch_add(1, Ordering::SeqCst);
+            let _ = self.tx.send(Envelope::Retire);
         }
     }
 
@@ -193,14 +294,96 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
     fn slot(&self) -> &Slot {
         &self.shared.slots[self.id.index()]
     }
+
+    /// Locks the slot for a blocking call: refused while another call is in progress.
+    fn begin_call(&self) -> Result<MutexGuard<'_, SlotState>, RuntimeError> {
+        let mut st = self.slot().inner.lock();
+        flags(&mut st)?;
+        if st.in_call {
+            return Err(RuntimeError::Call(CallError::Busy));
+        }
+        st.in_call = true;
+        Ok(st)
+    }
+
+    fn end_call(&self, st: &mut SlotState) {
+        self.unblock(st);
+        st.in_call = false;
+    }
+
+    /// One step toward `target`: `Ok(true)` when there, `Ok(false)` when a sequence runs.
+    fn advance(&self, st: &mut SlotState, target: CsState) -> Result<bool, RuntimeError> {
+        flags(st)?;
+        if st.pending.is_some() {
+            return Ok(false);
+        }
+        st.awaiting = None;
+        if let Some(e) = st.refused.take() {
+            return Err(RuntimeError::Call(e));
+        }
+        if st.state == target {
+            return Ok(true);
+        }
+        self.start(st, Sequence::leaving(st.state));
+        Ok(false)
+    }
+
+    /// Starts `seq` in the process thread (the caller checked the calling convention).
+    fn start(&self, st: &mut SlotState, seq: Sequence) {
+        st.pending = Some(seq);
+        st.awaiting = Some(seq);
+        // counted before it is queued, so the watchdog never sees it neither sent nor handled
+        self.shared.watch.begins.fetch_add(1, Ordering::SeqCst);
+        // A failed send means the process thread is gone: the flags say why.
+        let _ = self.tx.send(Envelope::Begin(seq));
+    }
+
+    /// Waits once for the slot to change; `Err(Timeout)` once `deadline` has passed.
+    fn block(
+        &self,
+        st: &mut MutexGuard<'_, SlotState>,
+        deadline: Option<Instant>,
+    ) -> Result<(), RuntimeError> {
+        self.mark_blocked(st);
+        let slot = self.slot();
+        match deadline {
+            None => slot.changed.wait(st),
+            Some(d) => {
+                let now = Instant::now();
+                if now >= d {
+                    return Err(RuntimeError::Timeout);
+                }
+                slot.changed.wait_for(st, d - now);
+            }
+        }
+        Ok(())
+    }
+
+    fn mark_blocked(&self, st: &mut SlotState) {
+        if st.blocked.is_none() {
+            st.blocked = Some(self.shared.watch.block());
+        }
+    }
+
+    fn unblock(&self, st: &mut SlotState) {
+        if st.blocked.take().is_some() {
+            self.shared.watch.unblock();
+        }
+        st.stalled = None;
+    }
 }
 
-fn flags(st: &SlotState) -> Result<(), RuntimeError> {
+/// The runtime-wide conditions that end every call: shutdown, a dead process thread, and a
+/// stall the watchdog found while this caller was blocked.
+fn flags(st: &mut SlotState) -> Result<(), RuntimeError> {
     if st.shutdown {
         return Err(RuntimeError::Shutdown);
     }
     if let Some(p) = st.died {
         return Err(RuntimeError::ProcessDied(p));
+    }
+    if let Some(s) = st.stalled.take() {
+        return Err(RuntimeError::Stalled(s));
     }
     Ok(())
 }

@@ -4,7 +4,8 @@
 use super::handle::Slot;
 use super::mailbox::{MailReceiver, MailSender, Mailbox};
 use super::monitor::Monitor;
-use crate::cs::{CsObject, Outbox, Sequence};
+use super::stall::Watch;
+use crate::cs::{CsObject, CsState, Outbox, Sequence};
 use crate::id::ProcessId;
 use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::{thread, Arc};
@@ -16,6 +17,8 @@ pub(crate) enum Envelope<M> {
     Peer(ProcessId, M),
     /// The client starts a sequence.
     Begin(Sequence),
+    /// The client is gone: leave the CS as soon as possible, then never move again.
+    Retire,
     /// The runtime shuts down.
     Stop,
 }
@@ -24,7 +27,10 @@ pub(crate) enum Envelope<M> {
 #[derive(Debug)]
 #[repr(align(128))]
 pub(crate) struct Counters {
+    /// Messages sent, counted before they are queued.
     pub(crate) sent: AtomicU64,
+    /// Envelopes other than `Stop` handled, counted after the handler's sends are queued.
+    pub(crate) handled: AtomicU64,
     pub(crate) changes: AtomicU64,
 }
 
@@ -36,6 +42,8 @@ pub(crate) struct Shared {
     pub(crate) monitor: Option<Monitor>,
     /// The runtime's start: handlers see the time elapsed since it (`CsObject::set_time`).
     pub(crate) epoch: std::time::Instant,
+    /// What the stall watchdog reads beside the counters.
+    pub(crate) watch: Watch,
 }
 
 /// Marks the runtime broken when the process thread unwinds, so no client waits forever.
@@ -75,6 +83,8 @@ pub(crate) fn run<A: CsObject, M: Mailbox>(
     let counters = &guard.shared.counters[id.index()];
     let mut out = Outbox::new();
     let mut last = obj.state();
+    // the client is gone: the process leaves the CS once it can and never moves again
+    let mut retired = false;
     while let Some(env) = rx.recv() {
         let micros = guard.shared.epoch.elapsed().as_micros();
         obj.set_time(u64::try_from(micros).unwrap_or(u64::MAX));
@@ -88,28 +98,23 @@ pub(crate) fn run<A: CsObject, M: Mailbox>(
                     });
                 }
             }
+            Envelope::Retire => retired = true,
             Envelope::Stop => break,
         }
-        let now = obj.state();
-        let changed = now != last;
-        if changed {
-            last = now;
-            counters.changes.fetch_add(1, Ordering::Relaxed);
-            if let Some(m) = &guard.shared.monitor {
-                m.apply(id, now);
-            }
+        publish(&obj, &mut out, &mut last, slot, counters, guard.shared);
+        if retired && obj.state() == CsState::InCs && obj.pending().is_none() {
+            // the calling convention holds (in the CS, nothing pending), so it cannot fail
+            let _ = obj.begin_exit(&mut out);
+            let pending = obj.pending();
+            slot.mark(|st| st.pending = pending);
+            publish(&obj, &mut out, &mut last, slot, counters, guard.shared);
         }
-        if out.take_completed() || changed {
-            slot.mark(|st| {
-                st.state = now;
-                if obj.pending().is_none() {
-                    st.pending = None;
-                }
-            });
+        let sends = out.sends().len() as u64;
+        if sends > 0 {
+            // counted before they are queued: a receiver never handles an uncounted message
+            counters.sent.fetch_add(sends, Ordering::SeqCst);
         }
-        let mut sent = 0;
         for (to, msg) in out.drain() {
-            sent += 1;
             match peers.get(to.index()) {
                 // A closed mailbox means the runtime is stopping: the message no longer matters.
                 Some(tx) => {
@@ -118,8 +123,35 @@ pub(crate) fn run<A: CsObject, M: Mailbox>(
                 None => panic!("{id} sent a message to {to}, which does not exist"),
             }
         }
-        if sent > 0 {
-            counters.sent.fetch_add(sent, Ordering::Relaxed);
+        counters.handled.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Publishes what the last handler changed: a new state goes to the monitor first, then to the
+/// client's slot with the end of the sequence.
+fn publish<A: CsObject>(
+    obj: &A,
+    out: &mut Outbox<A::Msg>,
+    last: &mut CsState,
+    slot: &Slot,
+    counters: &Counters,
+    shared: &Shared,
+) {
+    let now = obj.state();
+    let changed = now != *last;
+    if changed {
+        *last = now;
+        counters.changes.fetch_add(1, Ordering::Relaxed);
+        if let Some(m) = &shared.monitor {
+            m.apply(obj.id(), now);
         }
+    }
+    if out.take_completed() || changed {
+        slot.mark(|st| {
+            st.state = now;
+            if obj.pending().is_none() {
+                st.pending = None;
+            }
+        });
     }
 }
