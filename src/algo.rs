@@ -2,8 +2,8 @@
 //! its per-process variables, its complexity, its assumptions, the paper section it follows
 //! and its deviations from the printed pseudo-code.
 
-pub(crate) mod lkcs;
-pub(crate) mod lmutin;
-pub(crate) mod maekawa;
-pub(crate) mod migrating;
-pub(crate) mod mutin;
+pub mod lkcs;
+pub mod lmutin;
+pub mod maekawa;
+pub mod migrating;
+pub mod mutin;

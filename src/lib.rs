@@ -1,8 +1,32 @@
-//! # lkcs — distributed critical sections, runnable, measured and checked
+//! # lkcs — keep between l and k of your workers active
 //!
+//! A **quota** for threads: at least `l` and at most `k` of `n` members active at any time,
+//! among all of them ([`Quota::global`]) or among each member's neighbours on a graph
+//! ([`Quota::local`]). Entering blocks while it would exceed an upper bound, like a
+//! semaphore; unlike any semaphore, **leaving blocks while it would drop below a lower
+//! bound** ("minAvailable" for threads). No central lock: each member is a thread running a
+//! published distributed critical-section algorithm, chosen from the bounds.
+//!
+//! ```
+//! use lkcs::Quota;
+//!
+//! let quota = Quota::global(4).between(1, 2).build()?; // (1,2)-GCS, picked for these bounds
+//! let mut members = quota.members(); // one per worker; each is Send
+//! members[0].enter()?; // member 0 started active (the default start): Ok at once
+//! members[1].enter()?; // two active: the upper bound
+//! members[0].exit()?; // one stays: the lower bound holds
+//! assert!(members[1].is_active() && !members[0].is_active());
+//! quota.shutdown(); // every blocked or later call returns QuotaError::Shutdown
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The [`quota`] module documents the choice of algorithm, the costs, and the failure
+//! semantics (timeouts, dropped or panicking workers, stalls, shutdown).
+//!
+//! ## Underneath: the algorithms, a simulator, a checker, a runtime
 //! The critical-section (CS) family of distributed algorithms as sans-IO state machines, with
 //! three drivers of the very same machines: a deterministic simulator ([`simulate`]), an
-//! exhaustive checker ([`check`]) and a thread runtime ([`Runtime`]).
+//! exhaustive checker ([`check()`](check())) and a thread runtime ([`Runtime`]).
 //!
 //! | problem | safety at all times | local algorithm (graph) | global algorithm |
 //! |---|---|---|---|
@@ -27,9 +51,9 @@
 //! - [`Topology`], [`Instance`] (a graph with per-process [`Bounds`]) and safe initial
 //!   configurations ([`Instance::find_safe_initial`]).
 //!
-//! ## A quota for worker threads
-//! Keep at least one of every three neighbouring workers active (l-mutual inclusion on a
-//! ring): a worker's `exit()` blocks while leaving would break the bound of its neighbourhood.
+//! ## The runtime underneath a quota
+//! The same as `Quota::local(ring).at_least(1)`, assembled by hand: keep at least one of
+//! every three neighbouring workers active (l-mutual inclusion on a ring).
 //!
 //! ```
 //! use lkcs::{CsState, Lmutin, LmutinRules, Runtime, RuntimeConfig, Topology};
@@ -74,20 +98,23 @@
 //! ```
 #![warn(missing_docs, unreachable_pub, rust_2018_idioms)]
 
-mod algo;
-mod arbiter;
+pub mod algo;
+pub mod arbiter;
 mod catalog;
-mod check;
+#[cfg(feature = "check")]
+pub mod check;
 mod config;
-mod cs;
+pub mod cs;
 mod error;
 mod id;
 mod metrics;
-mod quorum;
-mod runtime;
-mod sim;
+pub mod quorum;
+#[cfg(not(loom))]
+pub mod quota;
+pub mod runtime;
+pub mod sim;
 mod sync;
-mod topology;
+pub mod topology;
 
 pub use algo::lkcs::{At, Leaders, Lkcs, LkcsMsg, LkcsRules, LkcsSystem, MIN_LEADER_DEGREE};
 pub use algo::lmutin::{lmutex_instance, lmutex_system, Lmutex, Lmutin, LmutinMsg, LmutinRules};
@@ -103,6 +130,7 @@ pub use algo::mutin::{
 };
 pub use arbiter::{Action, Arbiter, ArbiterRules};
 pub use catalog::{Algorithm, BoundsFile, SystemSpec, SystemVisitor, DEFAULT_COTERIE, DEFAULT_MX};
+#[cfg(feature = "check")]
 pub use check::{
     check, check_with_progress, CheckConfig, CheckReport, Limit, Progress, Search, Verdict,
     MAX_CHECK_PROCESSES,
@@ -117,10 +145,13 @@ pub use id::{ProcessId, Stamp};
 pub use metrics::{PairRecord, Stats, Waiting};
 pub use quorum::Coterie;
 #[cfg(not(loom))]
+pub use quota::{Member, MemberState, Quota, QuotaBuilder, QuotaError};
+#[cfg(not(loom))]
 pub use runtime::cycle_pairs;
 pub use runtime::{
     CondvarMailbox, CondvarReceiver, CondvarSender, CrossbeamMailbox, Handle, MailReceiver,
     MailSender, Mailbox, MonitorViolation, Runtime, RuntimeConfig, RuntimeError, RuntimeReport,
+    StallSnapshot,
 };
 pub use sim::{simulate, Delay, SimConfig, SimReport, Violation, Workload, MAX_DELAY};
 pub use topology::{Topology, MAX_EDGES, MAX_PROCESSES};

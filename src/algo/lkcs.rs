@@ -113,8 +113,8 @@
 //!    of deviation 10 on none); the printed
 //!    arbiter (the unreserved sidetrack, with deviation 8's arbiter side) breaks a bound on
 //!    every run of every instance (complete:6 (1, 5) seed 0).
-//! 5. **"Saturated" means "at the cap".** TriggerNomination tests |grantedTo[MUTIN]| =
-//!    |N_LDR| − L_LDR and |grantedTo[MUTEX]| = K_LDR − 1, one below the capacities
+//! 5. **"Saturated" means "at the cap".** TriggerNomination tests |grantedTo\[MUTIN\]| =
+//!    |N_LDR| − L_LDR and |grantedTo\[MUTEX\]| = K_LDR − 1, one below the capacities
 //!    |N_LDR|+1−L_LDR and K_LDR; a deadlocked leader is *at* its cap, and the printed test
 //!    nominates nobody: torus:4x4 (1, 4) with the single leader deadlocks on all 100 seeds
 //!    (seed 0). Corrected: ≥ the capacity.
@@ -216,7 +216,7 @@
 //!     process that could move waits with a *normal* request at arbiters at their capacity
 //!     whose reserve is free (deviation 4 keeps the reserve for the sidetrack). Nobody is
 //!     nominated and the system deadlocks: `random:12:0.3:115` with l = [0,2,1,0,2,2,1,0,1,0,
-//!     0,1], k = [3,5,4,3,5,5,2,3,4,3,3,4], seed 0, 5 pairs, `uniform:1:12`, think 8, every
+//!     0,1], k = \[3,5,4,3,5,5,2,3,4,3,3,4\], seed 0, 5 pairs, `uniform:1:12`, think 8, every
 //!     process blocked at t = 1102 (P2's Entry was the only legal move, pending at P0 and P9,
 //!     both watchers with MUTEX at its cap). Corrected: when the usual rule finds nobody, a
 //!     watcher nominates the oldest normal request pending at one of its arbiters that is

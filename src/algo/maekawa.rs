@@ -1,5 +1,5 @@
 //! Maekawa's quorum mutual exclusion (Maekawa 1985, the `mx` object of Kamei & Kakugawa 2019,
-//! §4 and [14]), in its deadlock-free form (DESIGN §3 "Maekawa").
+//! §4 and \[14\]), in its deadlock-free form (DESIGN §3 "Maekawa").
 //!
 //! **Problem.** Mutual exclusion on n processes: at most one process in the CS at any time
 //! (the global (0, 1)-CS problem). P_i enters after every member of its quorum Q_i has
@@ -61,7 +61,7 @@
 //! # Deviations from the notes
 //!
 //! None: the code follows DESIGN §3 rule by rule. The 2019 paper prints no code for `mx`
-//! (it cites Maekawa [14]). Two readings the notes leave open, settled here:
+//! (it cites Maekawa \[14\]). Two readings the notes leave open, settled here:
 //! - a holder that relinquishes is not sent a `Failed` when its request is queued again: its
 //!   own yield is recorded as outstanding, which is what a `Failed` would tell it, and saves
 //!   a message per yield;
