@@ -7,6 +7,8 @@
 //! slot's condition variable (or its waker); the process thread notifies it when the sequence
 //! completes; shutdown, a dying thread and the watchdog notify every slot.
 
+#![cfg_attr(loom, allow(dead_code))] // the quota, which calls them, is not built under loom
+
 use super::error::RuntimeError;
 use super::mailbox::{CrossbeamMailbox, MailSender, Mailbox};
 use super::process::{Envelope, Shared};

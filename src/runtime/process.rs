@@ -1,6 +1,8 @@
 //! The process thread: receives from its mailbox, runs one handler per item, publishes state
 //! changes (monitor first, then the client's slot), then sends the handler's messages.
 
+#![cfg_attr(loom, allow(dead_code))] // the quota, which calls them, is not built under loom
+
 use super::handle::Slot;
 use super::mailbox::{MailReceiver, MailSender, Mailbox};
 use super::monitor::Monitor;

@@ -61,7 +61,7 @@ impl fmt::Display for StallSnapshot {
 }
 
 /// The watchdog's shared part: the counts clients and process threads keep for it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Watch {
     /// Client commands (Begin, Retire) queued so far; each is handled once.
     pub(crate) begins: AtomicU64,
@@ -72,6 +72,18 @@ pub(crate) struct Watch {
     /// Set to stop the watchdog.
     stop: Mutex<bool>,
     wake: Condvar,
+}
+
+impl Default for Watch {
+    fn default() -> Watch {
+        Watch {
+            begins: AtomicU64::new(0),
+            blocked: AtomicUsize::new(0),
+            waits: AtomicU64::new(0),
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+        }
+    }
 }
 
 impl Watch {
