@@ -25,7 +25,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                         .is_err()
                     {
                         timeouts += 1;
-                        assert_eq!(m.state(), MemberState::Entering);
+                        // the entry is still running, or completed since the timeout fired
+                        assert!(matches!(
+                            m.state(),
+                            MemberState::Entering | MemberState::Active
+                        ));
                         m.enter_async().await?;
                     }
                     tokio::task::yield_now().await; // the work
