@@ -19,6 +19,9 @@
 //!   semaphore cannot hold a lower bound), 8 tasks on a 2-worker multi-thread runtime,
 //!   acquire then drop.
 //!
+//! A second group, `quota_stall_report`, times how long a stalled call takes to return
+//! `QuotaError::Stalled` (see `stall_bench`).
+//!
 //! Then, outside criterion, the quota's **utilization under saturation**: 8 workers that
 //! always want to be active, each staying active for a fixed hold (0, 100 µs, 1 ms: a sleep)
 //! and re-entering at once after leaving; a sampler reads every ~100 µs how many are active
@@ -565,5 +568,39 @@ fn utilization() {
     }
 }
 
-criterion_group!(benches, quota_bench);
+/// How long a stalled call takes to return [`QuotaError::Stalled`]: `Quota::global(2)
+/// .between(1, 2)` (MUTIN(1); member 0 starts active), member 1 dropped (it never moves
+/// again), then member 0's `exit`, which the lower bound holds for ever. Timed from the call
+/// to its return, for the default watchdog interval and a shorter one.
+fn stall_bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("quota_stall_report");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(8));
+    for interval_ms in [200u64, 50] {
+        let interval = Duration::from_millis(interval_ms);
+        g.bench_function(format!("stall_check_{interval_ms}ms"), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let quota = Quota::global(2)
+                        .between(1, 2)
+                        .stall_check(interval)
+                        .build()
+                        .expect("a valid quota");
+                    let mut members = quota.members();
+                    drop(members.pop()); // member 1
+                    let start = Instant::now();
+                    let r = members[0].exit();
+                    total += start.elapsed();
+                    assert!(matches!(r, Err(QuotaError::Stalled(_))), "{r:?}");
+                }
+                total
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, quota_bench, stall_bench);
 criterion_main!(benches);

@@ -183,6 +183,21 @@ pub trait CsObject: Clone + Debug + Eq + Hash + Send + Sync + 'static {
         Ok(())
     }
 
+    /// The processes whose permission the pending sequence has asked for and not received,
+    /// when the algorithm works by permissions (empty when nothing is pending, and the
+    /// default: the algorithm does not say). For diagnostics: a quota's
+    /// [`waiting`](crate::Quota::waiting) report names them.
+    fn awaiting(&self) -> Vec<ProcessId> {
+        Vec::new()
+    }
+
+    /// The processes holding a permission this process granted and that is not yet back (its
+    /// arbiter's grants); empty (the default) when the algorithm does not say. For
+    /// diagnostics, with [`CsObject::awaiting`].
+    fn lent_to(&self) -> Vec<ProcessId> {
+        Vec::new()
+    }
+
     /// Starts the sequence that leaves the current state.
     fn begin(&mut self, seq: Sequence, out: &mut Outbox<Self::Msg>) -> Result<(), CallError> {
         match seq {

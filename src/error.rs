@@ -4,7 +4,10 @@ use crate::id::ProcessId;
 use std::fmt;
 
 /// One thing wrong with a requested configuration. Each displays as one line.
+///
+/// Match on it with a wildcard arm: new variants may come.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Problem {
     /// The system would have no process.
     ZeroProcesses,
@@ -64,6 +67,7 @@ pub enum Problem {
 /// One way a coterie breaks Definition 3 of the 2019 paper (or the one-quorum-per-process
 /// convention of this crate).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CoterieProblem {
     /// The number of quorums is not the number of processes.
     WrongCount {
@@ -211,6 +215,7 @@ impl std::error::Error for ConfigError {}
 /// A call that breaks the calling convention (Entry only when OutCS, Exit only when InCS,
 /// one sequence at a time).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CallError {
     /// `entry` was called while the process is already in the CS.
     AlreadyInCs,

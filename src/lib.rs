@@ -116,42 +116,61 @@ pub mod sim;
 mod sync;
 pub mod topology;
 
+// The crate root shows the quota and the types the public modules share; every other item
+// lives in its module (`lkcs::sim::simulate`, `lkcs::runtime::Runtime`, ...). The flat paths
+// below keep working for programs written against them, hidden from the rendered root.
+#[cfg(not(loom))]
+pub use quota::{Member, MemberState, Quota, QuotaBuilder, QuotaError};
+
+pub use catalog::{Algorithm, BoundsFile, SystemSpec, SystemVisitor, DEFAULT_COTERIE, DEFAULT_MX};
+pub use config::{format_initial, parse_initial, Bounds, Instance, Observed};
+pub use error::{CallError, ConfigError, CoterieProblem, Problem};
+pub use id::{ProcessId, Stamp};
+pub use metrics::{PairRecord, Stats, Waiting};
+pub use topology::Topology;
+
+#[doc(hidden)]
 pub use algo::lkcs::{At, Leaders, Lkcs, LkcsMsg, LkcsRules, LkcsSystem, MIN_LEADER_DEGREE};
+#[doc(hidden)]
 pub use algo::lmutin::{lmutex_instance, lmutex_system, Lmutex, Lmutin, LmutinMsg, LmutinRules};
+#[doc(hidden)]
 pub use algo::maekawa::{Maekawa, MaekawaMsg, MaekawaRules};
+#[doc(hidden)]
 pub use algo::migrating::{
     mutex_instance, Cdc, CdcTransfer, CentralQueue, Ddc, DdcTransfer, DistributedQueue, Migrating,
     MigratingMsg, MigratingRules, Migration, MigrationCondition, MigrationInfo, NextHint,
     NextRequestorNotice, RequestsInfo,
 };
+#[doc(hidden)]
 pub use algo::mutin::{
     check_global_initial, check_quorums, gcs_system, global_instance, kmex_system, quorums_of,
     reporters, Kmex, Mutin, MutinGcs, MutinMsg, MutinPhase, MutinRules,
 };
+#[doc(hidden)]
 pub use arbiter::{Action, Arbiter, ArbiterRules};
-pub use catalog::{Algorithm, BoundsFile, SystemSpec, SystemVisitor, DEFAULT_COTERIE, DEFAULT_MX};
 #[cfg(feature = "check")]
+#[doc(hidden)]
 pub use check::{
     check, check_with_progress, CheckConfig, CheckReport, Limit, Progress, Search, Verdict,
     MAX_CHECK_PROCESSES,
 };
-pub use config::{format_initial, parse_initial, Bounds, Instance, Observed};
+#[doc(hidden)]
 pub use cs::{
     check_call, check_system, Complement, CsObject, CsState, Gcs, GcsMsg, GcsStage, Message,
     Outbox, Sequence, Variant,
 };
-pub use error::{CallError, ConfigError, CoterieProblem, Problem};
-pub use id::{ProcessId, Stamp};
-pub use metrics::{PairRecord, Stats, Waiting};
+#[doc(hidden)]
 pub use quorum::Coterie;
 #[cfg(not(loom))]
-pub use quota::{Member, MemberState, Quota, QuotaBuilder, QuotaError};
-#[cfg(not(loom))]
+#[doc(hidden)]
 pub use runtime::cycle_pairs;
+#[doc(hidden)]
 pub use runtime::{
     CondvarMailbox, CondvarReceiver, CondvarSender, CrossbeamMailbox, Handle, MailReceiver,
     MailSender, Mailbox, MonitorViolation, Runtime, RuntimeConfig, RuntimeError, RuntimeReport,
     StallSnapshot,
 };
+#[doc(hidden)]
 pub use sim::{simulate, Delay, SimConfig, SimReport, Violation, Workload, MAX_DELAY};
-pub use topology::{Topology, MAX_EDGES, MAX_PROCESSES};
+#[doc(hidden)]
+pub use topology::{MAX_EDGES, MAX_PROCESSES};

@@ -60,6 +60,12 @@
 //!   blocked members, the bound that holds each and the members they wait on (dropped ones
 //!   included). A member merely idle is live: no stall is reported while one could still
 //!   move.
+//! - **Slow or stuck without a stall**: a member that stays active (idle, in no call) is live,
+//!   so members waiting behind it wait for as long as it stays. With the local algorithms a
+//!   waiting member keeps the permissions it already has (hold-and-wait), so the wait can
+//!   reach members whom no bound holds, several hops away. [`Quota::waiting`] reports it:
+//!   every waiting member, the bound that holds it, or the permissions it still needs and
+//!   who holds them.
 //! - **Shutdown**: [`Quota::shutdown`] (or dropping the quota) wakes every blocked call with
 //!   [`QuotaError::Shutdown`]; every later call returns it too.
 
@@ -67,7 +73,7 @@ mod error;
 mod member;
 
 pub use crate::catalog::Algorithm;
-pub use error::{Blocked, Limit, QuotaError, Stall};
+pub use error::{Blocked, Limit, QuotaError, Stall, Waits};
 pub use member::{Member, MemberState, Move};
 
 /// The error type of [`Member`] calls ([`QuotaError`]).
@@ -78,7 +84,7 @@ use crate::config::{Bounds, Instance};
 use crate::cs::{CsObject, CsState, Variant};
 use crate::error::{ConfigError, Problem};
 use crate::id::ProcessId;
-use crate::runtime::{Handle, Runtime, RuntimeConfig, RuntimeError, RuntimeReport};
+use crate::runtime::{Handle, Inspector, Runtime, RuntimeConfig, RuntimeError, RuntimeReport};
 use crate::topology::Topology;
 use member::MemberEngine;
 use std::borrow::Borrow;
@@ -89,12 +95,26 @@ use std::time::Duration;
 /// How often the stall watchdog looks while a call is blocked, unless told otherwise.
 pub const DEFAULT_STALL_CHECK: Duration = Duration::from_millis(200);
 
-/// What the members share: the bounds, for explaining a stall.
+/// How long a wait report waits for the process threads' answers.
+const INSPECT_PATIENCE: Duration = Duration::from_secs(1);
+
+/// What the members share: the bounds and an inspector, for explaining a wait.
 #[derive(Debug)]
 pub(crate) struct Shared {
     instance: Instance,
     operating: Vec<Bounds>,
     global: bool,
+    inspector: Inspector,
+}
+
+impl Shared {
+    fn context(&self) -> error::Context<'_> {
+        error::Context {
+            instance: &self.instance,
+            operating: &self.operating,
+            global: self.global,
+        }
+    }
 }
 
 /// The quorum system of the global algorithms ([`QuotaBuilder::coterie`]).
@@ -166,6 +186,7 @@ pub struct Quota {
     global: bool,
     engine: Box<dyn QuotaEngine>,
     members: parking_lot::Mutex<Option<Vec<Member>>>,
+    shared: Arc<Shared>,
 }
 
 impl fmt::Debug for Quota {
@@ -230,6 +251,31 @@ impl Quota {
     /// violations the monitor found (0 unless lkcs has a bug).
     pub fn report(&self) -> RuntimeReport {
         self.engine.report()
+    }
+
+    /// Who waits now, and on whom: every member with a move in progress (blocked in a call, or
+    /// left pending by a timeout), the bound that holds it, or, when no bound does, the
+    /// permissions it still needs and who holds them. For a quota that is slow or stuck
+    /// without being [stalled](Stall): a member that stays active can hold up others far
+    /// away, since a waiting member keeps the permissions it has (hold-and-wait).
+    ///
+    /// The picture is taken while the quota runs; [`Waits::in_flight`] says whether it may
+    /// mix moments.
+    ///
+    /// ```
+    /// use lkcs::{Quota, Topology};
+    ///
+    /// let quota = Quota::local(Topology::ring(6)?).at_most(1).build()?;
+    /// let mut members = quota.members();
+    /// members[0].enter()?;
+    /// let waits = quota.waiting();
+    /// assert!(waits.waiting.is_empty());
+    /// assert_eq!(waits.active, [0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn waiting(&self) -> Waits {
+        let look = self.shared.inspector.look(INSPECT_PATIENCE);
+        self.shared.context().waits(&look)
     }
 
     /// Stops every member's thread. Every blocked call returns [`QuotaError::Shutdown`], and
@@ -362,6 +408,7 @@ impl QuotaBuilder {
             .enumerate()
             .map(|(i, h)| Member::new(i, h, shared.clone()))
             .collect();
+        let shared = shared.clone();
         Ok(Quota {
             algorithm: plan.spec.algorithm,
             n,
@@ -370,6 +417,7 @@ impl QuotaBuilder {
             global: plan.global,
             engine,
             members: parking_lot::Mutex::new(Some(members)),
+            shared,
         })
     }
 
@@ -803,6 +851,7 @@ impl SystemVisitor for Start {
         };
         let mut rt = Runtime::start(procs, config)?;
         rt.detect_stalls(self.stall_check)?;
+        let inspector = rt.inspector();
         let handles = rt
             .take_handles()
             .unwrap_or_default()
@@ -816,6 +865,7 @@ impl SystemVisitor for Start {
                 instance: instance.clone(),
                 operating,
                 global: self.global,
+                inspector,
             }),
             initial: (0..initial.len())
                 .filter(|&i| initial[i] == CsState::InCs)

@@ -45,7 +45,8 @@ pub use mailbox::{
     Mailbox,
 };
 pub use monitor::MonitorViolation;
-pub use stall::StallSnapshot;
+pub(crate) use stall::Inspector;
+pub use stall::{Look, StallSnapshot, WaitView};
 
 use crate::config::Instance;
 use crate::cs::{CsObject, CsState};
@@ -181,6 +182,26 @@ impl<A: CsObject, M: Mailbox> Runtime<A, M> {
     /// Always false: a runtime has at least one process.
     pub fn is_empty(&self) -> bool {
         self.shared.slots.is_empty()
+    }
+
+    /// A picture of the running system taken now: every client's slot (state, pending
+    /// sequence, blocked or not, dropped or not), whether anything was in flight, and what each
+    /// process's algorithm says it waits for ([`CsObject::awaiting`], [`CsObject::lent_to`]),
+    /// asked between handlers and waited for at most `patience`. For diagnostics.
+    pub fn look(&self, patience: std::time::Duration) -> Look {
+        self.inspector().look(patience)
+    }
+
+    /// An inspector of this runtime: takes on-demand pictures of the slots and of what each
+    /// process's algorithm waits for (`Envelope::Inspect`, answered between handlers).
+    pub(crate) fn inspector(&self) -> stall::Inspector {
+        let senders = parking_lot::Mutex::new(self.senders.clone());
+        stall::Inspector::new(self.shared.clone(), move |reply| {
+            for tx in senders.lock().iter() {
+                // a closed mailbox belongs to a stopped process: it does not answer
+                let _ = tx.send(Envelope::Inspect(reply.clone()));
+            }
+        })
     }
 
     /// The client handles, one per process in id order; `Some` on the first call only.

@@ -479,3 +479,75 @@ fn a_dropped_holder_releases_its_neighbours_in_a_local_quota() {
     });
     assert_eq!(entered, Ok(()));
 }
+
+/// LMUTEX on ring:12 with at most 1 active per neighbourhood: member 0 stays active (idle,
+/// not in a call), and members 2, 4 and 6 try to enter. Member 2 is held by the bound around
+/// member 1; members 4 and 6 are held by no bound at all, only by the permissions the member
+/// before them keeps while it waits (hold-and-wait). The quota is not stalled (member 0 could
+/// exit at any time), so no call fails; `waiting` names the chain.
+#[test]
+fn a_wait_chain_behind_an_idle_active_member_is_reported_by_waiting() {
+    let quota = Quota::local(Topology::ring(12).unwrap())
+        .at_most(1)
+        .build()
+        .unwrap();
+    assert_eq!(quota.algorithm(), Algorithm::Lmutex);
+    let mut members: Vec<Option<lkcs::Member>> = quota.members().into_iter().map(Some).collect();
+    members[0].as_mut().unwrap().enter().unwrap();
+    // one at a time, so each finds the permissions of the one before it taken
+    let waiting_for = |id: usize, need: usize| {
+        let deadline = std::time::Instant::now() + PATIENCE;
+        loop {
+            let w = quota.waiting();
+            let found = w
+                .waiting
+                .iter()
+                .any(|b| b.member == id && b.needs == [need]);
+            if (found && !w.in_flight) || std::time::Instant::now() > deadline {
+                return w;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    let mut workers = Vec::new();
+    let mut waits = None;
+    for (id, need) in [(2, 1), (4, 3), (6, 5)] {
+        let mut m = members[id].take().unwrap();
+        workers.push(std::thread::spawn(move || m.enter()));
+        waits = Some(waiting_for(id, need));
+    }
+    let waits = waits.unwrap();
+    let find = |id: usize| waits.waiting.iter().find(|b| b.member == id);
+    let (b2, b4, b6) = (find(2), find(4), find(6));
+    let chained = |b: Option<&lkcs::quota::Blocked>, need: usize, holder: usize| {
+        b.is_some_and(|b| {
+            b.entering && b.limits.is_empty() && b.needs == [need] && b.held_by == [holder]
+        })
+    };
+    assert!(
+        !waits.in_flight
+            && waits.waiting.len() == 3
+            && waits.active == [0]
+            && b2.is_some_and(|b| b.limits.len() == 1
+                && b.limits[0].around == Some(1)
+                && b.waits_on == [0]
+                && b.needs == [1]
+                && b.held_by == [0])
+            && chained(b4, 3, 2)
+            && chained(b6, 5, 4),
+        "{waits:?}"
+    );
+    let text = waits.to_string();
+    assert!(
+        text.contains(
+            "member 6 waits to enter although no bound forbids it: it needs the permission of \
+             member 5, held by member 4"
+        ),
+        "{text}"
+    );
+    // not a stall: member 0 is idle and could exit; the blocked calls end only at shutdown
+    quota.shutdown();
+    for w in workers {
+        assert_eq!(w.join().unwrap(), Err(QuotaError::Shutdown));
+    }
+}

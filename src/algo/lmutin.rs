@@ -337,6 +337,19 @@ impl CsObject for Lmutin {
     fn check_invariants(&self) -> Result<(), String> {
         self.arbiter.check()
     }
+
+    fn awaiting(&self) -> Vec<ProcessId> {
+        if self.pending != Some(Sequence::Exit) || self.rules.counted_grants {
+            // the printed counting rule does not know who granted
+            return Vec::new();
+        }
+        let missing = |q: &&ProcessId| !self.granters.contains(q);
+        self.closed.iter().filter(missing).copied().collect()
+    }
+
+    fn lent_to(&self) -> Vec<ProcessId> {
+        self.arbiter.granted().iter().map(|s| s.id).collect()
+    }
 }
 
 /// Builds k_i-LMUTEX = Complement(l'_i-LMUTIN), l'_i = |N_i|+1−k_i: at most k_i processes of

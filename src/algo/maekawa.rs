@@ -464,6 +464,18 @@ impl CsObject for Maekawa {
     fn check_invariants(&self) -> Result<(), String> {
         self.arbiter.check()
     }
+
+    fn awaiting(&self) -> Vec<ProcessId> {
+        if self.pending != Some(Sequence::Entry) {
+            return Vec::new();
+        }
+        let missing = |q: &&ProcessId| !self.locked.contains(q);
+        self.quorum.iter().filter(missing).copied().collect()
+    }
+
+    fn lent_to(&self) -> Vec<ProcessId> {
+        self.arbiter.granted().iter().map(|s| s.id).collect()
+    }
 }
 
 #[cfg(test)]

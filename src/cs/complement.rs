@@ -51,6 +51,14 @@ impl<A: CsObject> CsObject for Complement<A> {
     fn check_invariants(&self) -> Result<(), String> {
         self.0.check_invariants()
     }
+
+    fn awaiting(&self) -> Vec<ProcessId> {
+        self.0.awaiting()
+    }
+
+    fn lent_to(&self) -> Vec<ProcessId> {
+        self.0.lent_to()
+    }
 }
 
 fn flip_error(e: CallError) -> CallError {

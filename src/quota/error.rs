@@ -3,7 +3,9 @@
 
 use crate::config::{Bounds, Instance};
 use crate::cs::{CsState, Sequence};
-use crate::runtime::StallSnapshot;
+use crate::id::ProcessId;
+use crate::runtime::{Look, StallSnapshot, WaitView};
+use std::collections::BTreeSet;
 use std::fmt;
 
 /// Why a [`Member`](super::Member) call did not bring the member where it asked.
@@ -74,7 +76,25 @@ pub struct Stall {
     pub active: Vec<usize>,
 }
 
-/// One member blocked in a stalled quota.
+/// Who waits in a running quota, and on whom ([`Quota::waiting`](super::Quota::waiting)):
+/// the report for a quota that is slow or stuck although it is not [stalled](Stall), e.g.
+/// because a member stays active and others wait behind it, some of them far away.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Waits {
+    /// Every member with a move in progress (blocked in a call, or left pending by a
+    /// timeout), by id.
+    pub waiting: Vec<Blocked>,
+    /// The active members, by id.
+    pub active: Vec<usize>,
+    /// The members that were dropped (or whose worker panicked).
+    pub dropped: Vec<usize>,
+    /// Whether a message was in flight when the picture was taken: then it may mix moments,
+    /// and a second look may differ.
+    pub in_flight: bool,
+}
+
+/// One member waiting to move: the bound that holds it, or the algorithm's permissions.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Blocked {
@@ -84,11 +104,17 @@ pub struct Blocked {
     pub entering: bool,
     /// The bounds its move would break, one per neighbourhood (one in a global quota).
     /// Empty when no bound holds it: the algorithm itself does (a known limit of LKCS,
-    /// or a wait chain of the algorithm's permissions).
+    /// or a wait chain of the algorithm's permissions: see [`Blocked::needs`]).
     pub limits: Vec<Limit>,
     /// The members one of whom must move first: inactive ones that must enter (for an
     /// exit), active ones that must exit (for an entry).
     pub waits_on: Vec<usize>,
+    /// The members whose permission the move still needs, when the algorithm works by
+    /// permissions (LMUTIN, LMUTEX, Maekawa); empty when it does not say.
+    pub needs: Vec<usize>,
+    /// The other members holding the permissions in [`Blocked::needs`] now: the move waits
+    /// until they give them back.
+    pub held_by: Vec<usize>,
 }
 
 /// A bound that holds a blocked member.
@@ -107,74 +133,124 @@ pub struct Limit {
     pub tightened: bool,
 }
 
-impl Stall {
-    /// Explains `s` with the bounds the algorithm keeps (`operating`) and the quota's own.
-    pub(crate) fn explain(
-        s: &StallSnapshot,
-        inst: &Instance,
-        operating: &[Bounds],
-        global: bool,
-    ) -> Stall {
-        let states = &s.states;
-        let active: Vec<usize> = (0..states.len())
-            .filter(|&i| states[i] == CsState::InCs)
+/// What explains a wait: the quota's bounds and the algorithm's own.
+pub(crate) struct Context<'a> {
+    pub(crate) instance: &'a Instance,
+    pub(crate) operating: &'a [Bounds],
+    pub(crate) global: bool,
+}
+
+impl Context<'_> {
+    /// Explains the wait of `p`, whose move is `seq`, in the configuration `states`; `views`
+    /// are what the processes' algorithms say (empty when unknown).
+    fn blocked(
+        &self,
+        p: ProcessId,
+        seq: Sequence,
+        states: &[CsState],
+        views: &[WaitView],
+    ) -> Blocked {
+        let entering = seq == Sequence::Entry;
+        let t = self.instance.topology();
+        let mut limits = Vec::new();
+        let mut waits_on = BTreeSet::new();
+        let around: Vec<_> = if self.global {
+            vec![p]
+        } else {
+            t.closed(p).into_iter().collect()
+        };
+        for q in around {
+            let count = self.instance.in_cs_around(states, q);
+            let (own, op) = (self.instance.bounds(q), self.operating[q.index()]);
+            let (holds, bound, tightened) = if entering {
+                (count >= op.k, op.k, op.k != own.k)
+            } else {
+                (count <= op.l, op.l, op.l != own.l)
+            };
+            if !holds {
+                continue;
+            }
+            limits.push(Limit {
+                around: (!self.global).then_some(q.index()),
+                active: count,
+                bound,
+                tightened,
+            });
+            let wanted = if entering {
+                CsState::InCs
+            } else {
+                CsState::OutCs
+            };
+            let others = if self.global {
+                (0..states.len()).map(ProcessId::from).collect()
+            } else {
+                t.closed(q)
+            };
+            waits_on.extend(
+                others
+                    .into_iter()
+                    .filter(|&r| r != p && states[r.index()] == wanted)
+                    .map(|r| r.index()),
+            );
+        }
+        let view = views.get(p.index()).cloned().unwrap_or_default();
+        let held_by: BTreeSet<usize> = view
+            .awaiting
+            .iter()
+            .filter_map(|q| views.get(q.index()))
+            .flat_map(|v| v.lent_to.iter())
+            .filter(|&&r| r != p)
+            .map(|r| r.index())
             .collect();
-        let t = inst.topology();
+        Blocked {
+            member: p.index(),
+            entering,
+            limits,
+            waits_on: waits_on.into_iter().collect(),
+            needs: view.awaiting.iter().map(|q| q.index()).collect(),
+            held_by: held_by.into_iter().collect(),
+        }
+    }
+
+    /// Explains a stall the watchdog found.
+    pub(crate) fn stall(&self, s: &StallSnapshot, views: &[WaitView]) -> Stall {
         let blocked = s
             .blocked
             .iter()
             .map(|&p| {
-                let entering = s.pending[p.index()] == Some(Sequence::Entry);
-                let mut limits = Vec::new();
-                let mut waits_on = std::collections::BTreeSet::new();
-                let around: Vec<_> = if global {
-                    vec![p]
-                } else {
-                    t.closed(p).into_iter().collect()
-                };
-                for q in around {
-                    let count = inst.in_cs_around(states, q);
-                    let (own, op) = (inst.bounds(q), operating[q.index()]);
-                    let (holds, bound, tightened) = if entering {
-                        (count >= op.k, op.k, op.k != own.k)
-                    } else {
-                        (count <= op.l, op.l, op.l != own.l)
-                    };
-                    if !holds {
-                        continue;
-                    }
-                    limits.push(Limit {
-                        around: (!global).then_some(q.index()),
-                        active: count,
-                        bound,
-                        tightened,
-                    });
-                    let wanted = if entering {
-                        CsState::InCs
-                    } else {
-                        CsState::OutCs
-                    };
-                    waits_on.extend(
-                        t.closed(q)
-                            .into_iter()
-                            .filter(|&r| r != p && states[r.index()] == wanted)
-                            .map(|r| r.index()),
-                    );
-                }
-                Blocked {
-                    member: p.index(),
-                    entering,
-                    limits,
-                    waits_on: waits_on.into_iter().collect(),
-                }
+                let seq = s.pending[p.index()].unwrap_or(Sequence::Entry);
+                self.blocked(p, seq, &s.states, views)
             })
             .collect();
         Stall {
             blocked,
             dropped: s.dropped.iter().map(|p| p.index()).collect(),
-            active,
+            active: active(&s.states),
         }
     }
+
+    /// Explains a picture taken on demand.
+    pub(crate) fn waits(&self, look: &Look) -> Waits {
+        let s = &look.snapshot;
+        let waiting = (0..s.states.len())
+            .filter_map(|i| {
+                let seq = s.pending[i]?;
+                Some(self.blocked(ProcessId::from(i), seq, &s.states, &look.views))
+            })
+            .collect();
+        Waits {
+            waiting,
+            active: active(&s.states),
+            dropped: s.dropped.iter().map(|p| p.index()).collect(),
+            in_flight: look.in_flight,
+        }
+    }
+}
+
+fn active(states: &[CsState]) -> Vec<usize> {
+    (0..states.len())
+        .filter(|&i| states[i] == CsState::InCs)
+        .collect()
 }
 
 /// Writes at most eight ids, then how many more.
@@ -188,47 +264,95 @@ fn ids(f: &mut fmt::Formatter<'_>, ids: &[usize]) -> fmt::Result {
     Ok(())
 }
 
+/// "member 3" or "members 3, 4".
+fn members(f: &mut fmt::Formatter<'_>, list: &[usize]) -> fmt::Result {
+    f.write_str(if list.len() == 1 {
+        "member "
+    } else {
+        "members "
+    })?;
+    ids(f, list)
+}
+
+impl fmt::Display for Blocked {
+    /// One clause: "member 4 waits to enter: at most 1 active around member 3, 1 are, until
+    /// member 2 exits".
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verb = if self.entering { "enter" } else { "exit" };
+        write!(f, "member {} waits to {verb}", self.member)?;
+        if self.limits.is_empty() {
+            f.write_str(" although no bound forbids it")?;
+            if self.needs.is_empty() {
+                return f.write_str(" (the algorithm holds it)");
+            }
+            f.write_str(": it needs the permission of ")?;
+            members(f, &self.needs)?;
+            if !self.held_by.is_empty() {
+                f.write_str(", held by ")?;
+                members(f, &self.held_by)?;
+                f.write_str(" (a wait chain of the algorithm's permissions)")?;
+            }
+            return Ok(());
+        }
+        for lim in &self.limits {
+            let most = if self.entering { "at most" } else { "at least" };
+            let place = match lim.around {
+                None => "among all members".to_string(),
+                Some(q) => format!("around member {q}"),
+            };
+            let tight = if lim.tightened {
+                " (kept one tighter by the algorithm)"
+            } else {
+                ""
+            };
+            write!(
+                f,
+                ": {most} {} active {place}{tight}, {} are",
+                lim.bound, lim.active
+            )?;
+        }
+        if !self.waits_on.is_empty() {
+            let need = if self.entering { "exit" } else { "enter" };
+            f.write_str(", until one of ")?;
+            members(f, &self.waits_on)?;
+            write!(f, " {need}s")?;
+        }
+        Ok(())
+    }
+}
+
+fn clauses(f: &mut fmt::Formatter<'_>, blocked: &[Blocked], dropped: &[usize]) -> fmt::Result {
+    for b in blocked {
+        write!(f, "; {b}")?;
+    }
+    if !dropped.is_empty() {
+        f.write_str("; dropped (never move again): ")?;
+        members(f, dropped)?;
+    }
+    Ok(())
+}
+
 impl fmt::Display for Stall {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("the quota is stalled (nothing in flight, every live member blocked)")?;
-        for b in &self.blocked {
-            let verb = if b.entering { "enter" } else { "exit" };
-            write!(f, "; member {} waits to {verb}", b.member)?;
-            if b.limits.is_empty() {
-                f.write_str(" although no bound forbids it (the algorithm holds it)")?;
-                continue;
-            }
-            for lim in &b.limits {
-                let (most, word) = if b.entering {
-                    ("at most", "are")
-                } else {
-                    ("at least", "are")
-                };
-                let place = match lim.around {
-                    None => "among all members".to_string(),
-                    Some(q) => format!("around member {q}"),
-                };
-                let tight = if lim.tightened {
-                    " (kept one tighter by the algorithm)"
-                } else {
-                    ""
-                };
-                write!(
-                    f,
-                    ": {most} {} active {place}{tight}, {} {word}",
-                    lim.bound, lim.active
-                )?;
-            }
-            if !b.waits_on.is_empty() {
-                let need = if b.entering { "exit" } else { "enter" };
-                f.write_str(", until one of members ")?;
-                ids(f, &b.waits_on)?;
-                write!(f, " {need}s")?;
-            }
+        clauses(f, &self.blocked, &self.dropped)
+    }
+}
+
+impl fmt::Display for Waits {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.waiting.is_empty() {
+            f.write_str("no member is waiting")?;
+        } else {
+            write!(f, "{} waiting", self.waiting.len())?;
         }
-        if !self.dropped.is_empty() {
-            f.write_str("; dropped members (never move again): ")?;
-            ids(f, &self.dropped)?;
+        if !self.active.is_empty() {
+            f.write_str("; active: ")?;
+            ids(f, &self.active)?;
+        }
+        clauses(f, &self.waiting, &self.dropped)?;
+        if self.in_flight {
+            f.write_str(" (messages were in flight: a second look may differ)")?;
         }
         Ok(())
     }

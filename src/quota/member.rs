@@ -1,7 +1,7 @@
 //! [`Member`]: one worker's side of a [`Quota`](super::Quota).
 
-use super::error::{QuotaError, Stall};
-use super::Shared;
+use super::error::QuotaError;
+use super::{Shared, INSPECT_PATIENCE};
 use crate::cs::{CsObject, CsState, Sequence};
 use crate::runtime::{Handle, RuntimeError};
 use std::future::Future;
@@ -228,12 +228,11 @@ impl Shared {
         match e {
             RuntimeError::Timeout => QuotaError::Timeout,
             RuntimeError::Shutdown => QuotaError::Shutdown,
-            RuntimeError::Stalled(s) => QuotaError::Stalled(Stall::explain(
-                &s,
-                &self.instance,
-                &self.operating,
-                self.global,
-            )),
+            RuntimeError::Stalled(s) => {
+                // the process threads are idle in a stall: they answer at once
+                let views = self.inspector.look(INSPECT_PATIENCE).views;
+                QuotaError::Stalled(self.context().stall(&s, &views))
+            }
             other => QuotaError::Internal(other.to_string()),
         }
     }

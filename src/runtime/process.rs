@@ -6,7 +6,7 @@
 use super::handle::Slot;
 use super::mailbox::{MailReceiver, MailSender, Mailbox};
 use super::monitor::Monitor;
-use super::stall::Watch;
+use super::stall::{WaitView, Watch};
 use crate::cs::{CsObject, CsState, Outbox, Sequence};
 use crate::id::ProcessId;
 use crate::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +23,8 @@ pub(crate) enum Envelope<M> {
     Retire,
     /// The runtime shuts down.
     Stop,
+    /// Tell what the algorithm waits for (a diagnostic; not counted, changes nothing).
+    Inspect(crossbeam_channel::Sender<(ProcessId, WaitView)>),
 }
 
 /// One process's counters, on their own cache line (only its thread writes them).
@@ -88,6 +90,17 @@ pub(crate) fn run<A: CsObject, M: Mailbox>(
     // the client is gone: the process leaves the CS once it can and never moves again
     let mut retired = false;
     while let Some(env) = rx.recv() {
+        let env = match env {
+            Envelope::Inspect(reply) => {
+                let view = WaitView {
+                    awaiting: obj.awaiting(),
+                    lent_to: obj.lent_to(),
+                };
+                let _ = reply.send((id, view));
+                continue;
+            }
+            env => env,
+        };
         let micros = guard.shared.epoch.elapsed().as_micros();
         obj.set_time(u64::try_from(micros).unwrap_or(u64::MAX));
         match env {
@@ -102,6 +115,7 @@ pub(crate) fn run<A: CsObject, M: Mailbox>(
             }
             Envelope::Retire => retired = true,
             Envelope::Stop => break,
+            Envelope::Inspect(_) => continue, // answered above
         }
         publish(&obj, &mut out, &mut last, slot, counters, guard.shared);
         if retired && obj.state() == CsState::InCs && obj.pending().is_none() {

@@ -60,6 +60,83 @@ impl fmt::Display for StallSnapshot {
     }
 }
 
+/// What one process's algorithm says of its wait ([`CsObject::awaiting`] and
+/// [`CsObject::lent_to`]); empty when it does not say.
+///
+/// [`CsObject::awaiting`]: crate::CsObject::awaiting
+/// [`CsObject::lent_to`]: crate::CsObject::lent_to
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WaitView {
+    /// The processes whose permission the pending sequence still needs.
+    pub awaiting: Vec<ProcessId>,
+    /// The processes holding a permission this process granted.
+    pub lent_to: Vec<ProcessId>,
+}
+
+/// A picture of a running system taken on demand: the slots as the watchdog reads them, and
+/// what each process's algorithm says of its wait.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Look {
+    /// The slots, as a stall snapshot would show them.
+    pub snapshot: StallSnapshot,
+    /// Whether a message or command was in flight (then the picture may mix moments).
+    pub in_flight: bool,
+    /// Each process's [`WaitView`], by id (empty for a process that did not answer in time).
+    pub views: Vec<WaitView>,
+}
+
+/// Takes [`Look`]s of one runtime; cheap to clone, usable from any thread.
+#[derive(Clone)]
+pub(crate) struct Inspector {
+    shared: Arc<Shared>,
+    #[allow(clippy::type_complexity)]
+    ask: std::sync::Arc<dyn Fn(&crossbeam_channel::Sender<(ProcessId, WaitView)>) + Send + Sync>,
+}
+
+impl fmt::Debug for Inspector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Inspector").finish_non_exhaustive()
+    }
+}
+
+impl Inspector {
+    /// An inspector that asks through `ask` (which sends an inspection request to every
+    /// process).
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        ask: impl Fn(&crossbeam_channel::Sender<(ProcessId, WaitView)>) + Send + Sync + 'static,
+    ) -> Inspector {
+        Inspector {
+            shared,
+            ask: std::sync::Arc::new(ask),
+        }
+    }
+
+    /// Reads the slots, then asks every process what it waits for, waiting at most `patience`
+    /// for the answers.
+    pub(crate) fn look(&self, patience: Duration) -> Look {
+        let reading = Reading::take(&self.shared);
+        let n = reading.slots.len();
+        let (tx, rx) = crossbeam_channel::bounded(n);
+        (self.ask)(&tx);
+        drop(tx);
+        let mut views = vec![WaitView::default(); n];
+        let deadline = std::time::Instant::now() + patience;
+        while let Ok((p, view)) = rx.recv_deadline(deadline) {
+            if let Some(v) = views.get_mut(p.index()) {
+                *v = view;
+            }
+        }
+        Look {
+            in_flight: reading.sent + reading.begins != reading.handled,
+            snapshot: reading.snapshot(),
+            views,
+        }
+    }
+}
+
 /// The watchdog's shared part: the counts clients and process threads keep for it.
 #[derive(Debug)]
 pub(crate) struct Watch {
