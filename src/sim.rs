@@ -26,6 +26,7 @@ use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::fmt;
+use std::hash::{Hash, Hasher};
 
 /// Sequential workload: helper moves allowed per process before the run counts as stalled.
 const HELPER_MOVE_LIMIT: u64 = 1_000;
@@ -207,6 +208,12 @@ pub struct SimReport {
     /// The last events, for replay and diagnosis.
     #[serde(skip)]
     pub trace: Vec<String>,
+    /// A hash of the whole event sequence (every delivery with its message, every begin and
+    /// completion, with their times): two runs with the same hash ran the same events in the
+    /// same order. FNV-1a over the events' `Hash`, stable across runs and machines of the same
+    /// pointer width.
+    #[serde(skip)]
+    pub trace_hash: u64,
 }
 
 impl SimReport {
@@ -340,6 +347,7 @@ pub fn simulate<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &SimConfig
             events: 0,
             pairs: Vec::new(),
             trace: Vec::new(),
+            trace_hash: Fnv::default().finish(),
         },
     }
 }
@@ -367,6 +375,7 @@ struct Sim<'a, A: CsObject> {
     violations: Vec<Violation>,
     violation_count: usize,
     trace: VecDeque<(u64, u64, TraceEntry<A::Msg>)>,
+    trace_hash: Fnv,
     rr: usize,
     helper_moves: u64,
     /// Helper moves still to make, found by the sequential workload's search.
@@ -414,6 +423,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
             violations: Vec::new(),
             violation_count: 0,
             trace: VecDeque::new(),
+            trace_hash: Fnv::default(),
             rr: 0,
             helper_moves: 0,
             plan: VecDeque::new(),
@@ -660,6 +670,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
         let mut out = Outbox::new();
         let (actor, tag) = match kind {
             EventKind::Deliver { from, to, msg, tag } => {
+                (0u8, self.now, from, to, &msg).hash(&mut self.trace_hash);
                 if self.cfg.trace_capacity > 0 {
                     self.record(TraceEntry::Deliver {
                         from,
@@ -681,6 +692,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
                 let tag = (p, self.track[i].started / 2);
                 self.track[i].started += 1;
                 self.track[i].begun_at = self.now;
+                (1u8, self.now, p, seq).hash(&mut self.trace_hash);
                 self.record(TraceEntry::Begin(p, seq));
                 self.procs[i].set_time(self.now);
                 if let Err(e) = self.procs[i].begin(seq, &mut out) {
@@ -739,6 +751,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
             }
         }
         self.track[i].completed += 1;
+        (2u8, self.now, p, new).hash(&mut self.trace_hash);
         self.record(TraceEntry::Complete(p, new));
         if new == old {
             self.violation(format!("{p}: completed a sequence without changing state"));
@@ -823,7 +836,32 @@ impl<'a, A: CsObject> Sim<'a, A> {
             events: self.events,
             pairs,
             trace,
+            trace_hash: self.trace_hash.finish(),
         }
+    }
+}
+
+/// FNV-1a, 64 bits: a hasher whose output is fixed by its definition (std's default hasher
+/// may change between releases).
+#[derive(Clone, Copy, Debug)]
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
