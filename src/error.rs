@@ -175,14 +175,25 @@ impl fmt::Display for Problem {
 
 impl std::error::Error for Problem {}
 
-/// Everything wrong with a configuration; never empty.
+/// Everything wrong with a configuration; never empty. Build one with
+/// [`ConfigError::one`] or [`ConfigError::check`].
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConfigError {
     /// The problems, one per line when displayed.
     pub problems: Vec<Problem>,
 }
 
 impl ConfigError {
+    /// An error listing `problems` (an empty list becomes one "invalid configuration" problem:
+    /// the error is never empty).
+    pub fn new(problems: Vec<Problem>) -> Self {
+        if problems.is_empty() {
+            return ConfigError::one(Problem::Invalid("invalid configuration".into()));
+        }
+        ConfigError { problems }
+    }
+
     /// An error from a single problem.
     pub fn one(p: Problem) -> Self {
         ConfigError { problems: vec![p] }

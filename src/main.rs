@@ -1,12 +1,14 @@
 //! The `lkcs` command line: `lkcs simulate` runs an algorithm in the deterministic simulator
-//! and reports safety, liveness, message counts and waiting times (DESIGN §5).
+//! and reports safety, liveness, message counts and waiting times (DESIGN §5); `lkcs check`
+//! explores every interleaving of a small instance; `lkcs sweep` runs a grid of simulations
+//! in parallel and writes a CSV row per run and SVG plots (`src/cli/sweep.rs`).
 //!
 //! Exit codes: 0 safe and every pair completed; 1 a safety violation, a deadlock or a stall
 //! (the trace goes to stderr); 2 bad input, one line per problem on stderr.
 
 use clap::{Args, Parser, Subcommand};
 use lkcs::{
-    check_with_progress, format_initial, parse_initial, simulate, Algorithm, BoundsFile,
+    check_with_progress, format_initial, parse_initial, simulate, Algorithm, Bounds, BoundsFile,
     CheckConfig, CheckReport, ConfigError, CsObject, CsState, Delay, Instance, Limit, Problem,
     Progress, Search, SimConfig, SimReport, SystemSpec, SystemVisitor, Topology, Variant, Verdict,
     Workload, MAX_CHECK_PROCESSES, MAX_DELAY,
@@ -30,11 +32,14 @@ macro_rules! warn {
     }};
 }
 
+// after the macros, so that the modules can use them
+mod cli;
+
 #[derive(Parser)]
 #[command(
     name = "lkcs",
     version,
-    about = "Distributed critical-section algorithms: simulate and check"
+    about = "Distributed critical-section algorithms: simulate, check and sweep"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -47,6 +52,9 @@ enum Command {
     Simulate(SimulateArgs),
     /// Exhaustively check an algorithm on a small instance.
     Check(CheckArgs),
+    /// Run a grid of simulations in parallel; write a CSV row per run and SVG plots.
+    #[command(long_about = cli::sweep::LONG_ABOUT, after_long_help = cli::sweep::FILE_HELP)]
+    Sweep(cli::sweep::SweepArgs),
 }
 
 /// Options that describe the system (shared by `simulate` and `check`).
@@ -173,6 +181,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Simulate(args) => run_simulate(&args),
         Command::Check(args) => run_check(&args),
+        Command::Sweep(args) => cli::sweep::run(&args),
     }
 }
 
@@ -271,7 +280,44 @@ fn system_spec(a: &SystemArgs) -> Result<SystemSpec, ConfigError> {
     }
 }
 
-fn run_simulate(args: &SimulateArgs) -> ExitCode {
+/// One simulation as `lkcs simulate` runs it: what was built and what happened.
+struct SimRun {
+    spec: SystemSpec,
+    cfg: SimConfig,
+    report: SimReport,
+    /// The initial configuration (given or found).
+    initial: Vec<CsState>,
+    /// Every process's bounds, as the observer checked them.
+    bounds: Vec<Bounds>,
+}
+
+impl SimRun {
+    /// The `--json` object (DESIGN §5: field names and meanings are the contract).
+    fn json(&self) -> serde_json::Value {
+        let (spec, cfg) = (&self.spec, &self.cfg);
+        let mut v = serde_json::to_value(&self.report).unwrap_or_default();
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("algorithm".into(), spec.algorithm.name().into());
+            obj.insert("topology".into(), spec.topology.name().into());
+            obj.insert("initial".into(), format_initial(&self.initial).into());
+            obj.insert("delay".into(), cfg.delay.to_string().into());
+            obj.insert("workload".into(), cfg.workload.to_string().into());
+            obj.insert(
+                "variant".into(),
+                match spec.variant {
+                    Variant::Corrected => "corrected",
+                    Variant::Printed => "printed",
+                }
+                .into(),
+            );
+        }
+        v
+    }
+}
+
+/// The simulate code path shared by `lkcs simulate` and `lkcs sweep`: parsed arguments in,
+/// a finished run out, or every problem with the input.
+fn simulate_run(args: &SimulateArgs) -> Result<SimRun, ConfigError> {
     let mut problems = Vec::new();
     let spec = system_spec(&args.system)
         .map_err(|e| problems.extend(e.problems))
@@ -283,10 +329,10 @@ fn run_simulate(args: &SimulateArgs) -> ExitCode {
         .map_err(|e| problems.extend(e.problems))
         .ok();
     let (Some(spec), Some(delay), Some(workload)) = (spec, delay, workload) else {
-        return bad_input(&ConfigError { problems });
+        return Err(ConfigError::new(problems));
     };
     if args.think > MAX_DELAY {
-        return bad_input(&ConfigError::one(Problem::Invalid(format!(
+        return Err(ConfigError::one(Problem::Invalid(format!(
             "--think must not exceed {MAX_DELAY}"
         ))));
     }
@@ -300,20 +346,31 @@ fn run_simulate(args: &SimulateArgs) -> ExitCode {
         trace_capacity: args.trace,
     };
     let visitor = Simulate { cfg: &cfg };
-    let (report, initial) = match spec.build(visitor) {
-        Ok(r) => r,
+    let (report, initial, bounds) = spec.build(visitor)?;
+    Ok(SimRun {
+        spec,
+        cfg,
+        report,
+        initial,
+        bounds,
+    })
+}
+
+fn run_simulate(args: &SimulateArgs) -> ExitCode {
+    let run = match simulate_run(args) {
+        Ok(run) => run,
         Err(e) => return bad_input(&e),
     };
     if args.json {
-        say!("{}", json_report(&spec, &cfg, &report, &initial));
+        say!("{}", run.json());
     } else {
-        print_summary(&spec, &cfg, &report, &initial);
+        cli::summary::print(&run);
     }
-    if report.ok() {
+    if run.report.ok() {
         ExitCode::SUCCESS
     } else {
         use std::io::Write as _;
-        let _ = write!(std::io::stderr().lock(), "{}", report.failure_text());
+        let _ = write!(std::io::stderr().lock(), "{}", run.report.failure_text());
         ExitCode::from(1)
     }
 }
@@ -461,91 +518,17 @@ struct Simulate<'a> {
 }
 
 impl SystemVisitor for Simulate<'_> {
-    type Output = (SimReport, Vec<CsState>);
+    type Output = (SimReport, Vec<CsState>, Vec<Bounds>);
     fn visit<A: CsObject>(
         self,
         instance: &Instance,
         initial: &[CsState],
         procs: Vec<A>,
     ) -> Self::Output {
-        (simulate(instance, procs, self.cfg), initial.to_vec())
+        (
+            simulate(instance, procs, self.cfg),
+            initial.to_vec(),
+            instance.all_bounds().to_vec(),
+        )
     }
-}
-
-fn json_report(spec: &SystemSpec, cfg: &SimConfig, r: &SimReport, initial: &[CsState]) -> String {
-    let mut v = serde_json::to_value(r).unwrap_or_default();
-    if let Some(obj) = v.as_object_mut() {
-        obj.insert("algorithm".into(), spec.algorithm.name().into());
-        obj.insert("topology".into(), spec.topology.name().into());
-        obj.insert("initial".into(), format_initial(initial).into());
-        obj.insert("delay".into(), cfg.delay.to_string().into());
-        obj.insert("workload".into(), cfg.workload.to_string().into());
-        obj.insert(
-            "variant".into(),
-            match spec.variant {
-                Variant::Corrected => "corrected",
-                Variant::Printed => "printed",
-            }
-            .into(),
-        );
-    }
-    v.to_string()
-}
-
-fn print_summary(spec: &SystemSpec, cfg: &SimConfig, r: &SimReport, initial: &[CsState]) {
-    let verdict = if r.ok() { "OK" } else { "FAILED" };
-    say!(
-        "{} on {} ({} processes), {} workload, {} delays, seed {}: {verdict}",
-        spec.algorithm,
-        spec.topology.name(),
-        r.processes,
-        cfg.workload,
-        cfg.delay,
-        r.seed
-    );
-    say!("  initial configuration   {}", format_initial(initial));
-    say!(
-        "  pairs completed         {} of {} requested",
-        r.pairs_completed,
-        r.pairs_requested
-    );
-    say!("  safety violations       {}", r.safety_violations);
-    say!(
-        "  deadlock                {}",
-        if r.deadlock { "yes" } else { "no" }
-    );
-    say!("  messages                {}", r.messages);
-    let s = r.messages_per_pair;
-    say!(
-        "  messages per pair       min {} / mean {:.2} / max {}",
-        s.min,
-        s.mean,
-        s.max
-    );
-    let s = r.remote_messages_per_pair;
-    say!(
-        "  remote per pair         min {} / mean {:.2} / max {}",
-        s.min,
-        s.mean,
-        s.max
-    );
-    let kinds: Vec<String> = r
-        .messages_by_kind
-        .iter()
-        .map(|(k, v)| format!("{k} {v}"))
-        .collect();
-    say!("  by kind                 {}", kinds.join(", "));
-    let w = r.waiting_time;
-    say!(
-        "  waiting time            exit max {} / mean {:.2}; entry max {} / mean {:.2}",
-        w.exit_max,
-        w.exit_mean,
-        w.entry_max,
-        w.entry_mean
-    );
-    say!(
-        "  simulated time          {} ({} events)",
-        r.end_time,
-        r.events
-    );
 }

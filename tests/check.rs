@@ -11,7 +11,7 @@
 //! (depth-first). Their complete proofs do not fit in CI: ring:4 with l = 1 from in:0,2
 //! alone takes 68.6 M reduced states (about 2.5 CPU minutes), LMUTEX k = 3 (the complement
 //! of l = 0: the very same state graphs) another 178 M states, and complete:4 with l = 3
-//! from in:0,1,2 more than 40 M states; see the README. All of `tests/check.rs` takes about
+//! from in:0,1,2 more than 40 M states; see docs/checker.md. All of `tests/check.rs` takes about
 //! 515 s of CPU, about 4.5 minutes of both cores when the machine is idle.
 
 use lkcs::{

@@ -93,6 +93,70 @@ fn concurrent_lmutex_run_on_a_random_graph_succeeds_with_a_summary() {
     );
 }
 
+/// The readable summary says in words what it counts and in which unit (the `--json` object
+/// is the contract; this text explains itself to a reader who has not read the papers).
+#[test]
+fn the_readable_summary_explains_its_terms_and_units() {
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "lmutin",
+        "--topology",
+        "ring:6",
+        "--l",
+        "1",
+        "--initial",
+        "in:0,3",
+        "--pairs",
+        "2",
+        "--delay",
+        "uniform:1:5",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "lmutin on ring:6 (6 processes), seed 0: OK",
+        "local l_i-mutual inclusion",
+        "between l_i = 1 and k_i = |N_i|+1",
+        // the start in words, with its --initial spelling
+        "P0 and P3 in the critical section, the other 4 out (--initial in:0,3)",
+        "(12 requested: 2 per process; processes that are done keep cycling",
+        "exit/entry pairs      completed ",
+        "self-addressed included",
+        "self-addressed left out",
+        "time units (from the call to the change of state)",
+        "one time unit = the delay of one message under --delay unit (here each message takes 1 \
+         to 5",
+    ] {
+        assert!(text.contains(needle), "{needle:?} in\n{text}");
+    }
+    // paper shorthand the user meets first is explained, not printed bare
+    assert!(!text.contains("initial configuration   in:"), "{text}");
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "maekawa",
+        "--topology",
+        "complete:4",
+        "--workload",
+        "sequential",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "no lower bound (l = 0) and at most k = 1 of the 4 processes",
+        "no process in the critical section (--initial in:)",
+        "sequential: one Exit or Entry at a time",
+        "one time unit = the delay of one message (here every message takes 1)",
+    ] {
+        assert!(text.contains(needle), "{needle:?} in\n{text}");
+    }
+}
+
 #[test]
 fn bounds_file_sets_per_process_bounds() {
     let dir = std::env::temp_dir().join(format!("lkcs-cli-{}", std::process::id()));
@@ -588,7 +652,7 @@ fn maekawa_refuses_bad_input_one_line_per_problem() {
 /// The best case of (l,k)-GCS on complete:16 with the grid coterie (|Q_i| = 7): safe, every
 /// pair 16|Q_i| = 112 messages, both waiting times within Theorem 4's 9 time units; and a
 /// bounded check of every interleaving on three processes finds nothing (the full proof,
-/// about 1.8 M states, is in the README).
+/// about 1.8 M states, is in docs/checker.md).
 #[test]
 fn gcs_sequential_run_and_bounded_check_pass() {
     let out = lkcs(&[
