@@ -9,6 +9,15 @@
 //!
 //! The arbiter is sans-IO: every operation appends [`Action`]s the owner turns into
 //! messages.
+//!
+//! **Unexpected messages.** The arbiter trusts its owner to filter senders (each owner drops
+//! messages from processes that are not its peers), and otherwise never panics and never
+//! breaks its cap ([`Arbiter::check`]) whatever the order of operations: a Release or a
+//! Relinquish from a process that holds nothing here frees nothing and grants nothing
+//! (corrected rules); a request whose stamp is already here (granted or pending: a duplicate
+//! or a replay) is ignored ([`Arbiter::knows`] lets the owner drop it before its own
+//! bookkeeping); a request with a new stamp from a process that already has one here is
+//! queued as another request, which the cap still bounds.
 
 use crate::id::{ProcessId, Stamp};
 use std::collections::{BTreeMap, BTreeSet};
@@ -196,8 +205,24 @@ impl Arbiter {
         }
     }
 
-    /// A request stamped `s` arrives (the printed Request handler).
+    /// Whether the stamp `s` is already here: granted, pending, parked, queued for the
+    /// sidetrack or held on it. A Request carrying it is a duplicate (no correct process
+    /// sends the same stamp twice).
+    pub fn knows(&self, s: Stamp) -> bool {
+        self.granted.contains(&s)
+            || self.pending.contains(&s)
+            || self.parked.contains(&s)
+            || self.sidetrack_queue.contains(&s)
+            || self.parked_sidetrack.contains(&s)
+            || self.sidetracked.get(&s.id) == Some(&s)
+    }
+
+    /// A request stamped `s` arrives (the printed Request handler). A stamp already granted
+    /// or pending here is a duplicate: ignored.
     pub fn request(&mut self, s: Stamp, out: &mut Vec<Action>) {
+        if self.granted.contains(&s) || self.pending.contains(&s) {
+            return;
+        }
         self.parked.retain(|x| x.id != s.id);
         self.parked_sidetrack.retain(|x| x.id != s.id);
         self.pending.insert(s);

@@ -264,6 +264,23 @@
 //! rule a wait at a free reserve. After both, 30 of 6,854 paired runs on sparse random graphs
 //! still failed, e.g. `random:24:0.15:10318` (seed 3, unit delays, think 4): every process
 //! blocked at t = 1441. The README lists the reproducers.
+//!
+//! # Unexpected messages
+//!
+//! A message no correct peer would send never panics and never breaks an arbiter's cap
+//! (`tests/hostile.rs`). Every message from a process outside N_i ∪ {P_i} is ignored, and so
+//! is a Request whose stamp the arbiter of its type already has (a duplicate; it does not
+//! touch `last_type` or the leader's record either). Otherwise the handlers' own guards
+//! apply: a Grant or a SidetrackGrant counts only for the pending sequence of its type and
+//! kind (normal or triggered); a Preempt is honoured only for a permission held for it; a
+//! Trigger is taken only for the pending sequence with that type and stamp, from any
+//! neighbour (the arbiters' caps, not the nominator, keep the sidetrack safe), and declined
+//! otherwise; a Blocked counts only for the pending sequence of its type; a TriggerDeclined
+//! matters only from the nominee awaited. Release, Relinquish, Park and Unpark free, hand
+//! back or requeue only what the arbiter holds for their sender, and a RequestByTrigger
+//! replaces the sender's requests here as the sidetrack does. A Request with a new stamp is
+//! queued like any other. The clock saturates at `u64::MAX` (a Request stamped near it pins
+//! the clock).
 
 use crate::arbiter::{Action, Arbiter, ArbiterRules};
 use crate::config::{Bounds, Instance};
@@ -991,7 +1008,10 @@ impl Lkcs {
             return mutex
                 .granted()
                 .iter()
-                .filter(|s| mutin.granted().contains(&Stamp::new(s.ts + shift, s.id)))
+                .filter(|s| {
+                    let exit = Stamp::new(s.ts.saturating_add(shift), s.id);
+                    mutin.granted().contains(&exit)
+                })
                 .min()
                 .map(|s| (at, s.ts, s.id));
         }
@@ -1263,7 +1283,7 @@ impl Lkcs {
         check_call(self.state, self.pending, seq)?;
         let at = At::of(seq);
         if seq == Sequence::Exit {
-            self.ts += 1;
+            self.ts = self.ts.saturating_add(1);
         }
         self.granters[at.index()].clear();
         self.blockers.clear();
@@ -1413,10 +1433,17 @@ impl CsObject for Lkcs {
     }
 
     fn on_message(&mut self, from: ProcessId, msg: LkcsMsg, out: &mut Outbox<LkcsMsg>) {
+        // sorted by id (Topology::closed)
+        if self.closed.binary_search(&from).is_err() {
+            return;
+        }
         let mut actions = Vec::new();
         let mut typed = None;
         match msg {
             LkcsMsg::Request { at, ts } => {
+                if self.arbiters[at.index()].knows(Stamp::new(ts, from)) {
+                    return;
+                }
                 self.ts = self.ts.max(ts);
                 if self.rules.park_blocked {
                     self.last_type.insert(from, at);

@@ -71,6 +71,19 @@
 //! The Lamport clock is raised to the stamp of every Request received (the paper leaves the
 //! clock's maintenance implicit); the liveness proof needs a process's next stamp to exceed
 //! the requests it has seen.
+//!
+//! # Unexpected messages
+//!
+//! A message no correct peer would send never panics and never breaks the arbiter's cap
+//! (`tests/hostile.rs`). Every message from a process outside N_i ∪ {P_i} is ignored (its
+//! sender would otherwise get permissions, or count as a granter). A Request whose stamp the
+//! arbiter already has (a duplicate) is ignored; a Request with a new stamp is queued like
+//! any other, whatever the requester already holds. A Grant while no exit is pending is
+//! ignored, and a repeated one counts once (the printed counter counts it again). A Preempt
+//! for a permission not held (corrected rules), a Release or a Relinquish from a process
+//! the arbiter holds nothing for (corrected rules), change nothing. The clock saturates at
+//! `u64::MAX`: a Request stamped near it pins the clock there, and later stamps tie, broken
+//! by id.
 
 use crate::arbiter::{Action, Arbiter, ArbiterRules};
 use crate::config::{Bounds, Instance};
@@ -280,7 +293,7 @@ impl CsObject for Lmutin {
 
     fn begin_exit(&mut self, out: &mut Outbox<LmutinMsg>) -> Result<(), CallError> {
         check_call(self.state, self.pending, Sequence::Exit)?;
-        self.ts += 1;
+        self.ts = self.ts.saturating_add(1);
         self.granters.clear();
         self.n_grants = 0;
         self.pending = Some(Sequence::Exit);
@@ -301,18 +314,31 @@ impl CsObject for Lmutin {
     }
 
     fn on_message(&mut self, from: ProcessId, msg: LmutinMsg, out: &mut Outbox<LmutinMsg>) {
+        // sorted by id (Topology::closed)
+        if self.closed.binary_search(&from).is_err() {
+            return;
+        }
         let mut actions = Vec::new();
         match msg {
             LmutinMsg::Request { ts } => {
+                if self.arbiter.knows(Stamp::new(ts, from)) {
+                    return;
+                }
                 self.ts = self.ts.max(ts);
                 self.arbiter.request(Stamp::new(ts, from), &mut actions);
             }
             LmutinMsg::Release => self.arbiter.release(from, &mut actions),
             LmutinMsg::Relinquish => self.arbiter.relinquish(from, &mut actions),
             LmutinMsg::Grant => {
-                self.granters.insert(from);
+                if self.pending != Some(Sequence::Exit) {
+                    return;
+                }
+                // a repeated Grant counts once (the printed counter counts it again)
+                if !self.granters.insert(from) && !self.rules.counted_grants {
+                    return;
+                }
                 self.n_grants += 1;
-                if self.pending == Some(Sequence::Exit) && self.grants_held() == self.closed.len() {
+                if self.grants_held() == self.closed.len() {
                     self.state = CsState::OutCs;
                     self.pending = None;
                     out.complete();

@@ -79,6 +79,20 @@
 //! which also runs the notes' rule on all 200 seeds of the sweep):
 //! `lkcs simulate --algorithm maekawa --variant printed --topology complete:5 --pairs 3
 //! --delay uniform:1:12 --think 8 --seed 1` exits 1 (deadlock).
+//!
+//! # Unexpected messages
+//!
+//! A message no correct peer would send never panics and never breaks the lock's cap of one
+//! (`tests/hostile.rs`). The requester role takes `Locked`, `Failed` and `Inquire` only from
+//! the members of Q_i, the arbiter role `Request`, `Release` and `Relinquish` only from
+//! processes of the system; anything else is ignored. (A `Request` from a process whose
+//! quorum does not hold P_i is served like any other: it only takes a lock its sender does
+//! not need.) A `Request` whose stamp the arbiter already has (a duplicate) is ignored; one
+//! with a new stamp is queued like any other. A
+//! `Release` or `Relinquish` from a process the lock is not held for, a `Locked` or `Failed`
+//! while no Entry is pending, a `Failed` from a member whose lock is held, and an `Inquire`
+//! for a lock not held, change nothing. The clock saturates at `u64::MAX` (a `Request`
+//! stamped near it pins the clock; stamps then tie, broken by id).
 
 use crate::arbiter::{Action, Arbiter, ArbiterRules};
 use crate::config::{Bounds, Instance};
@@ -156,6 +170,8 @@ impl From<Variant> for MaekawaRules {
 pub struct Maekawa {
     id: ProcessId,
     quorum: Vec<ProcessId>,
+    /// The number of processes (messages from outside `0..n` are ignored).
+    n: usize,
     state: CsState,
     pending: Option<Sequence>,
     clock: u64,
@@ -251,6 +267,7 @@ impl Maekawa {
         Maekawa {
             id,
             quorum: coterie.quorum(id).to_vec(),
+            n: coterie.len(),
             state: if in_cs { CsState::InCs } else { CsState::OutCs },
             pending: None,
             clock: 0,
@@ -351,7 +368,7 @@ impl CsObject for Maekawa {
 
     fn begin_entry(&mut self, out: &mut Outbox<MaekawaMsg>) -> Result<(), CallError> {
         check_call(self.state, self.pending, Sequence::Entry)?;
-        self.clock += 1;
+        self.clock = self.clock.saturating_add(1);
         self.stamp = Some(Stamp::new(self.clock, self.id));
         self.locked.clear();
         self.failed.clear();
@@ -378,11 +395,25 @@ impl CsObject for Maekawa {
 
     fn on_message(&mut self, from: ProcessId, msg: MaekawaMsg, out: &mut Outbox<MaekawaMsg>) {
         let waiting = self.pending == Some(Sequence::Entry);
+        let peer = match msg {
+            MaekawaMsg::Request { .. } | MaekawaMsg::Release | MaekawaMsg::Relinquish => {
+                from.index() < self.n
+            }
+            MaekawaMsg::Locked | MaekawaMsg::Failed | MaekawaMsg::Inquire => {
+                self.quorum.contains(&from)
+            }
+        };
+        if !peer {
+            return;
+        }
         match msg {
             // ---- arbiter role ----
             MaekawaMsg::Request { ts } => {
-                self.clock = self.clock.max(ts);
                 let s = Stamp::new(ts, from);
+                if self.arbiter.knows(s) {
+                    return;
+                }
+                self.clock = self.clock.max(ts);
                 let mut actions = Vec::new();
                 self.arbiter.request(s, &mut actions);
                 self.apply(actions, out);

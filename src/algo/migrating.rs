@@ -102,6 +102,22 @@
 //!    exhaustively on `complete:3`, `maxreq = 2`, 2 pairs). Corrected: requests carry a sequence
 //!    number, next-requestor names the request it extends, and a server whose request is over
 //!    sends `Orphan(k)` to the controller, which records k as first-in-q.
+//!
+//! # Unexpected messages
+//!
+//! A message no correct server would send never panics and never breaks
+//! [`CsObject::check_invariants`] (`tests/hostile.rs`). A message from outside `0..n`, or
+//! naming a server outside it (a requester, a next-in-q, a controller, an orphan, a queue
+//! entry), is ignored, and so is a become-controller whose information is inconsistent (DDC:
+//! a head without a tail). An active controller keeps pointing at itself whatever grant
+//! arrives; a retired server follows a grant or a new-controller only to a newer epoch (as
+//! deviation 4 says). DDC keeps its queue consistent: an orphan while the queue is empty is
+//! dropped, granting the tail empties the queue, and a hand-over carries a head only with a
+//! tail. Epochs saturate at `u64::MAX`. What the servers cannot tell from a correct message
+//! is acted on: a granted while no entry is pending only moves the pointer, a forged
+//! request is queued and granted in turn, a forged exit-cs or become-controller is obeyed
+//! (a peer that lies about holding the CS or the controller role can break mutual
+//! exclusion; the protocol has no authentication).
 
 use crate::config::{Bounds, Instance};
 use crate::cs::{check_call, CsObject, CsState, Message, Outbox, Sequence, Variant};
@@ -269,6 +285,14 @@ pub trait RequestsInfo: Clone + Debug + Eq + Hash + Send + Sync + 'static {
     /// Internal invariants (at the controller).
     fn check(&self) -> Result<(), String> {
         Ok(())
+    }
+
+    /// Whether a become-controller carrying `info` could come from a correct controller of
+    /// `n` servers: it names only servers `0..n` and meets [`RequestsInfo::check`] once
+    /// installed. The default accepts everything.
+    fn accepts(info: &Self::Transfer, n: usize) -> bool {
+        let _ = (info, n);
+        true
     }
 }
 
@@ -485,6 +509,10 @@ impl RequestsInfo for CentralQueue {
         self.queue = info.queue.into();
         self.busy = info.busy;
     }
+
+    fn accepts(info: &CdcTransfer, n: usize) -> bool {
+        info.queue.iter().all(|p| p.index() < n)
+    }
 }
 
 /// DDC's REQUESTS-INFO (§4.2.1): a linked list over the requesters; the controller keeps the
@@ -512,6 +540,9 @@ impl DistributedQueue {
     fn granting(&mut self, j: ProcessId) -> Option<ProcessId> {
         if self.last_in_q.map(|(p, _)| p) == Some(j) {
             self.last_in_q = None;
+            // the tail is granted: the queue is empty (a head left over here can only come
+            // from a message no correct server sends; see "Unexpected messages")
+            self.first_in_q = None;
         }
         self.busy = true;
         Some(j)
@@ -565,7 +596,10 @@ impl RequestsInfo for DistributedQueue {
     }
 
     fn on_orphan(&mut self, head: ProcessId) {
-        self.first_in_q = Some(head);
+        // an orphan while the queue is empty has no queue to head: ignored
+        if self.last_in_q.is_some() {
+            self.first_in_q = Some(head);
+        }
     }
 
     fn select_request(&mut self, exit_info: Option<ProcessId>) -> Option<ProcessId> {
@@ -592,9 +626,11 @@ impl RequestsInfo for DistributedQueue {
 
     fn update_controller_info(&mut self, exit_info: Option<ProcessId>) -> DdcTransfer {
         let first = exit_info.or(self.first_in_q.take());
+        let last = self.last_in_q.take();
         let t = DdcTransfer {
-            first,
-            last: self.last_in_q.take(),
+            // a head without a tail only comes from a message no correct server sends
+            first: first.filter(|_| last.is_some()),
+            last,
             busy: false,
         };
         self.busy = false;
@@ -616,6 +652,11 @@ impl RequestsInfo for DistributedQueue {
             return Err("first-in-q set with an empty queue".into());
         }
         Ok(())
+    }
+
+    fn accepts(info: &DdcTransfer, n: usize) -> bool {
+        let named = info.first.into_iter().chain(info.last.map(|(p, _)| p));
+        named.into_iter().all(|p| p.index() < n) && (info.first.is_none() || info.last.is_some())
     }
 }
 
@@ -830,7 +871,7 @@ impl<R: RequestsInfo, G: MigrationInfo> Migrating<R, G> {
         info: R::Transfer,
         out: &mut Outbox<MigratingMsg<R::Transfer>>,
     ) {
-        let epoch = self.epoch + 1;
+        let epoch = self.epoch.saturating_add(1);
         for q in (0..self.n).map(ProcessId::from) {
             if q != k && q != self.id {
                 out.send(
@@ -854,6 +895,24 @@ impl<R: RequestsInfo, G: MigrationInfo> Migrating<R, G> {
 
     fn forward(&self, msg: MigratingMsg<R::Transfer>, out: &mut Outbox<MigratingMsg<R::Transfer>>) {
         out.send(self.controller, msg);
+    }
+
+    /// Whether a correct server could have sent `msg`: the sender and every server it names
+    /// are in `0..n`, and a become-controller's information is consistent
+    /// ([`RequestsInfo::accepts`]). See "Unexpected messages".
+    fn acceptable(&self, from: ProcessId, msg: &MigratingMsg<R::Transfer>) -> bool {
+        let inside = |p: &ProcessId| p.index() < self.n;
+        inside(&from)
+            && match msg {
+                MigratingMsg::Request { requester, .. } => inside(requester),
+                MigratingMsg::ExitCs { next } => next.iter().all(inside),
+                MigratingMsg::BecomeController { info, .. } => R::accepts(info, self.n),
+                MigratingMsg::NewController { controller, .. } => inside(controller),
+                MigratingMsg::NextRequestor { next, .. } | MigratingMsg::Orphan { next } => {
+                    inside(next)
+                }
+                MigratingMsg::Granted { .. } | MigratingMsg::WakeUp => true,
+            }
     }
 }
 
@@ -898,6 +957,9 @@ impl<R: RequestsInfo, G: MigrationInfo> CsObject for Migrating<R, G> {
     }
 
     fn on_message(&mut self, from: ProcessId, msg: Self::Msg, out: &mut Outbox<Self::Msg>) {
+        if !self.acceptable(from, &msg) {
+            return;
+        }
         match msg {
             MigratingMsg::Request { requester, seq, .. } => {
                 if !self.active {
@@ -923,7 +985,8 @@ impl<R: RequestsInfo, G: MigrationInfo> CsObject for Migrating<R, G> {
                 }
             }
             MigratingMsg::Granted { epoch } => {
-                if self.rules.unstamped_controller || epoch >= self.epoch {
+                // the controller knows it is one: only a retired server moves its pointer
+                if !self.active && (self.rules.unstamped_controller || epoch >= self.epoch) {
                     self.controller = from;
                     self.epoch = self.epoch.max(epoch);
                 }

@@ -17,6 +17,14 @@
 //! the traffic of the inner mutual-exclusion object, with kinds `mx.<inner kind>`. The sender
 //! is known from the link. Self-addressed messages travel like any other and are counted.
 //!
+//! **Unexpected messages.** A message no correct peer would send never panics
+//! (`tests/hostile.rs`). `Query`, `Acquire` and `Release` are taken only from R_i (the
+//! processes whose quorum holds P_i), `Response1`, `Response2` and `Ack` only from Q_i, and a
+//! response naming a process outside the system is dropped; anything else from elsewhere is
+//! ignored. A response for another request (`reqCnt`), or an `Ack` while no Acquire is out,
+//! changes nothing; an `Acquire` is always answered (its sender leaves `procsInCS`, if it was
+//! there). `Mx` traffic goes to the inner object, which applies its own rules.
+//!
 //! **Variables of P_i.**
 //!
 //! | paper | here | meaning |
@@ -183,6 +191,10 @@ pub struct Mutin<M> {
     id: ProcessId,
     l: usize,
     quorum: Vec<ProcessId>,
+    /// R_i, sorted: the processes whose quorum holds P_i.
+    reporters: Vec<ProcessId>,
+    /// The number of processes.
+    n: usize,
     state: CsState,
     phase: Option<MutinPhase>,
     mx: M,
@@ -243,10 +255,15 @@ impl<M: CsObject> Mutin<M> {
             .copied()
             .filter(|q| initial.get(q.index()) == Some(&CsState::InCs))
             .collect();
+        let mut reporters = r.to_vec();
+        reporters.sort();
+        reporters.dedup();
         Mutin {
             id,
             l,
             quorum,
+            reporters,
+            n: initial.len(),
             state: initial.get(id.index()).copied().unwrap_or(CsState::OutCs),
             phase: None,
             mx,
@@ -372,6 +389,19 @@ impl<M: CsObject> CsObject for Mutin<M> {
     }
 
     fn on_message(&mut self, from: ProcessId, msg: Self::Msg, out: &mut Outbox<Self::Msg>) {
+        let peer = match &msg {
+            MutinMsg::Query { .. } | MutinMsg::Acquire | MutinMsg::Release => {
+                self.reporters.binary_search(&from).is_ok()
+            }
+            MutinMsg::Response1 { procs, .. } | MutinMsg::Response2 { procs, .. } => {
+                self.quorum.contains(&from) && procs.iter().all(|p| p.index() < self.n)
+            }
+            MutinMsg::Ack => self.quorum.contains(&from),
+            MutinMsg::Mx(_) => true,
+        };
+        if !peer {
+            return;
+        }
         match msg {
             MutinMsg::Query { req } => {
                 let procs = self.procs_in_cs.iter().copied().collect();

@@ -1,6 +1,9 @@
 //! The complement of a CS object (the complementary theorem, Theorem 2 of the 2017 paper):
 //! swap InCS and OutCS. An algorithm for the (l_i, k_i)-CS problem becomes one for the
 //! (|N_i|+1−k_i, |N_i|+1−l_i)-CS problem with the very same messages.
+//!
+//! **Unexpected messages** are the inner object's business: every message goes to it
+//! unchanged, so LMUTEX and kmex handle them as LMUTIN and MUTIN do.
 
 use super::{CsObject, CsState, Outbox, Sequence};
 use crate::error::CallError;

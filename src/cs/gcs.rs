@@ -18,6 +18,12 @@
 //! Preconditions: `lmin` and `kmex` of a process start in the same state as the composite,
 //! with nothing pending (Lemma 5); each solves its own problem (l-mutual inclusion,
 //! k-mutual exclusion) from that configuration.
+//!
+//! **Unexpected messages.** GCS adds no message of its own: each one goes to the inner
+//! object it names, whose rules decide (MUTIN's, Maekawa's: see their "Unexpected
+//! messages"). An inner object that completed a sequence GCS did not start would be
+//! recorded and reported by [`CsObject::check_invariants`], never panic; the MUTIN-based
+//! objects complete only what was started, whatever arrives (`tests/hostile.rs`).
 
 use super::{check_call, CsObject, CsState, Message, Outbox, Sequence};
 use crate::error::{CallError, ConfigError, Problem};
