@@ -2,6 +2,11 @@
 //! client steps, for every valid uniform bound and every safe initial configuration of the
 //! small topologies; and proof that the checker can fail.
 //!
+//! Two tiers. `cargo test --release` runs the fast one: every instance on three processes,
+//! path:4 and star:4 with l = 1, the counterexamples, and the migrating controller on three
+//! processes. The proof tier adds the four-process sweeps below (the `proofs` feature):
+//! `cargo test --release --features proofs --test check`, which `.ci/run` runs too.
+//!
 //! Budget (2 cores, the default reduced search, instances spread over both cores): every
 //! instance on three processes is explored completely (38 + 24 instances), and so is every
 //! bound and safe start of path:4 and star:4 (85 instances, 23.5 M and 12.9 M states), and
@@ -20,6 +25,7 @@ use lkcs::{
 };
 use std::sync::Mutex;
 
+#[cfg(feature = "proofs")]
 const BOUND: usize = 400_000;
 
 fn cfg(pairs: usize, max_states: Option<usize>) -> CheckConfig {
@@ -145,6 +151,7 @@ fn proves_path_and_star_of_four() {
     }
 }
 
+#[cfg(feature = "proofs")]
 #[test]
 fn proves_every_bound_and_start_on_path_and_star_of_four() {
     let (path, _) = sweep("path:4", 1, None);
@@ -154,6 +161,7 @@ fn proves_every_bound_and_start_on_path_and_star_of_four() {
 
 /// ring:4 with the tightest bounds: LMUTIN with l = 2 (each arbiter grants one permission at
 /// a time) and LMUTEX with k = 1 (local mutual exclusion), from every safe start.
+#[cfg(feature = "proofs")]
 #[test]
 fn proves_the_tightest_bounds_on_a_ring_of_four() {
     let tightest = |lmutex: bool, b: usize| if lmutex { b == 1 } else { b == 2 };
@@ -163,6 +171,7 @@ fn proves_the_tightest_bounds_on_a_ring_of_four() {
 
 /// ring:4 with l = 0: no bound can break, every move is harmless, and the reduction needs no
 /// visibility condition; the invariants and the absence of deadlock are still checked.
+#[cfg(feature = "proofs")]
 #[test]
 fn proves_lmutin_without_a_lower_bound_on_a_ring_of_four() {
     let (instances, _) = sweep_bounds("ring:4", 1, None, |lmutex, l| !lmutex && l == 0);
@@ -170,6 +179,7 @@ fn proves_lmutin_without_a_lower_bound_on_a_ring_of_four() {
 }
 
 /// Whether the sweep of `ring:4` proves `bound` (l for LMUTIN, k for LMUTEX) in CI.
+#[cfg(feature = "proofs")]
 fn ring_four_proved(lmutex: bool, bound: usize) -> bool {
     if lmutex {
         bound == 1
@@ -178,6 +188,7 @@ fn ring_four_proved(lmutex: bool, bound: usize) -> bool {
     }
 }
 
+#[cfg(feature = "proofs")]
 #[test]
 fn bounded_sweep_of_four_process_topologies() {
     // the rest of ring:4 is proved above
@@ -297,6 +308,7 @@ fn maekawa_proved_on_three_processes() {
     }
 }
 
+#[cfg(feature = "proofs")]
 #[test]
 fn maekawa_bounded_on_four_processes() {
     for coterie in ["majority", "grid"] {
@@ -405,6 +417,7 @@ mod migrating {
         );
     }
 
+    #[cfg(feature = "proofs")]
     #[test]
     fn proves_cdc_and_ddc_on_four_processes() {
         for c in conditions().into_iter().take(3) {
