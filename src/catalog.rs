@@ -16,6 +16,198 @@ use crate::topology::Topology;
 use std::fmt;
 use std::str::FromStr;
 
+/// One printed rule that `--printed-rule NAME` switches on alone, over the corrected
+/// variant (see `docs/errata.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrintedRule {
+    /// The CLI name (short, kebab-case).
+    pub name: &'static str,
+    /// The deviation it maps to, as the algorithm module's "Deviations" list numbers it
+    /// (`"1"`, `"3, arbiter side"`); the errata entry is `<module>-<number>`.
+    pub deviation: &'static str,
+    /// What the rule does when printed, in a few words.
+    pub summary: &'static str,
+}
+
+const fn rule(name: &'static str, deviation: &'static str, summary: &'static str) -> PrintedRule {
+    PrintedRule {
+        name,
+        deviation,
+        summary,
+    }
+}
+
+/// l_i-LMUTIN and k_i-LMUTEX (`LmutinRules`).
+const LMUTIN_RULES: &[PrintedRule] = &[
+    rule("initial-grants", "1", "initial grants to the InCS members"),
+    rule(
+        "counted-grants",
+        "2",
+        "count grants instead of collecting granters",
+    ),
+    rule(
+        "unguarded-preempt",
+        "3, requester side",
+        "relinquish on every Preempt received while InCS",
+    ),
+    rule(
+        "unmatched-relinquish",
+        "3, arbiter side",
+        "grant on a Relinquish from a process holding no permission",
+    ),
+    rule(
+        "uncapped-release",
+        "4",
+        "re-grant on Release (and Relinquish) whatever the capacity",
+    ),
+];
+
+/// LKCS (`LkcsRules` and the leader choice).
+const LKCS_RULES: &[PrintedRule] = &[
+    rule(
+        "initial-grants",
+        "1",
+        "both types' initial grants to the InCS members",
+    ),
+    rule(
+        "trigger-stamp",
+        "2",
+        "Trigger(MUTIN, ts_j) for a nominee waiting with ts_j+1",
+    ),
+    rule(
+        "dequeue-nominee",
+        "3",
+        "the nomination dequeues the nominee's request",
+    ),
+    rule(
+        "repeated-triggers",
+        "4, leader side",
+        "nominate again whenever the suspicion comes back",
+    ),
+    rule(
+        "unreserved-sidetrack",
+        "4, arbiter side",
+        "grant a sidetrack request at once whatever the count",
+    ),
+    rule("saturation", "5", "\"saturated\" is one below the capacity"),
+    rule(
+        "leader-wait",
+        "6",
+        "the leader waits until Waiting_LDR < |N_LDR|+1",
+    ),
+    rule(
+        "untagged-sidetrack",
+        "7",
+        "sidetrack grants are plain Grants; a Trigger is accepted by state",
+    ),
+    rule(
+        "unguarded-preempt",
+        "8, requester side",
+        "relinquish on every Preempt of the type being kept",
+    ),
+    rule(
+        "unmatched-relinquish",
+        "8, arbiter side",
+        "grant on a Relinquish from a process holding no permission",
+    ),
+    rule(
+        "uncapped-release",
+        "8, arbiter side",
+        "re-grant on Release (and Relinquish) whatever the capacity",
+    ),
+    rule(
+        "no-parking",
+        "9, an addition turned off",
+        "blocked requests keep their permissions (no Blocked, Park, Unpark)",
+    ),
+    rule(
+        "single-leader",
+        "10, an addition turned off",
+        "the automatically chosen leader alone, without watchers (as --leader ID)",
+    ),
+];
+
+/// Maekawa (`MaekawaRules`; its errata entry is `maekawa-printed`).
+const MAEKAWA_RULES: &[PrintedRule] = &[rule(
+    "failed-on-arrival",
+    "printed",
+    "send Failed only to a request outranked on arrival",
+)];
+
+/// MUTIN(l), kmex and GCS (`MutinRules`).
+const MUTIN_RULES: &[PrintedRule] = &[rule(
+    "one-shot-response2",
+    "1",
+    "one Response2 per Query, then disarm",
+)];
+
+/// DDC (`MigratingRules`); CDC takes all but the last.
+const MIGRATING_RULES: &[PrintedRule] = &[
+    rule(
+        "controller-one",
+        "1",
+        "current-controller := 1 (P0) after a migration",
+    ),
+    rule(
+        "migrate-and-grant",
+        "2",
+        "migrate and grant; become-controller carries nothing",
+    ),
+    rule(
+        "unguarded-wake-up",
+        "3",
+        "a wake-up grants whatever cs-status says",
+    ),
+    rule(
+        "unstamped-controller",
+        "4",
+        "controller pointers without epochs; a retired server drops exit-cs",
+    ),
+    rule(
+        "unguarded-next-requestor",
+        "6",
+        "next-requestor applied unconditionally (DDC)",
+    ),
+];
+
+/// Printed rules to switch on one by one over the corrected variant (`--printed-rule NAME`,
+/// repeatable): a set of rule names, in the order first given. The names an algorithm takes
+/// are `Algorithm::printed_rules`; `SystemSpec::build_with_rules` checks them. Built from
+/// any iterator of names (`names.iter().collect()`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PrintedRules {
+    names: Vec<String>,
+}
+
+impl PrintedRules {
+    /// The rule names, each once, in the order first given.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Whether no rule is named (the variant's own rules apply).
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n == name)
+    }
+}
+
+impl<S: AsRef<str>> FromIterator<S> for PrintedRules {
+    fn from_iter<I: IntoIterator<Item = S>>(iter: I) -> Self {
+        let mut names: Vec<String> = Vec::new();
+        for name in iter {
+            let name = name.as_ref().trim();
+            if !names.iter().any(|n| n == name) {
+                names.push(name.to_string());
+            }
+        }
+        PrintedRules { names }
+    }
+}
+
 /// The algorithms the CLI names (DESIGN §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Algorithm {
@@ -79,6 +271,81 @@ impl Algorithm {
                 &["--coterie", "--mx", "--maxreq", "--migrate-after"]
             }
             Algorithm::Cdc | Algorithm::Ddc => &["--maxreq", "--migrate-after"],
+        }
+    }
+
+    /// The printed rules `--printed-rule` can switch on alone for this algorithm, one per
+    /// field of its rules struct (`LmutinRules`, `LkcsRules`, `MaekawaRules`, `MutinRules`,
+    /// `MigratingRules`, and `ArbiterRules` inside the first two), plus LKCS's additions
+    /// that the library can turn off.
+    pub fn printed_rules(self) -> &'static [PrintedRule] {
+        match self {
+            Algorithm::Lmutin | Algorithm::Lmutex => LMUTIN_RULES,
+            Algorithm::Lkcs => LKCS_RULES,
+            Algorithm::Maekawa => MAEKAWA_RULES,
+            Algorithm::Mutin | Algorithm::Kmex | Algorithm::Gcs => MUTIN_RULES,
+            Algorithm::Cdc => &MIGRATING_RULES[..4],
+            Algorithm::Ddc => MIGRATING_RULES,
+        }
+    }
+
+    /// The valid `--printed-rule` names of this algorithm with their deviations, on one
+    /// line: `initial-grants (deviation 1), counted-grants (deviation 2), ...`.
+    pub fn printed_rule_list(self) -> String {
+        let module = self.errata_module();
+        let items: Vec<String> = self
+            .printed_rules()
+            .iter()
+            .map(|r| match r.deviation {
+                "printed" => format!("{} ({module}-printed)", r.name),
+                d => format!("{} (deviation {d})", r.name),
+            })
+            .collect();
+        items.join(", ")
+    }
+
+    /// The help text of `--printed-rule`: one paragraph per algorithm family, every name
+    /// with its deviation and what it does.
+    pub fn printed_rules_help() -> String {
+        let families: [(&str, Algorithm); 5] = [
+            ("lmutin, lmutex", Algorithm::Lmutin),
+            ("lkcs", Algorithm::Lkcs),
+            ("maekawa", Algorithm::Maekawa),
+            ("mutin, kmex, gcs", Algorithm::Mutin),
+            ("cdc, ddc", Algorithm::Ddc),
+        ];
+        let mut text = String::from(
+            "Switch ONE printed rule on over the corrected variant (repeatable; not with \
+             --variant printed). NAME (deviation in the module's list, errata entry \
+             MODULE-N in docs/errata.md):",
+        );
+        for (names, alg) in families {
+            text.push_str(&format!("\n\n{names} ({}):", alg.errata_module()));
+            for r in alg.printed_rules() {
+                let dev = match r.deviation {
+                    "printed" => format!("{}-printed", alg.errata_module()),
+                    d => format!("deviation {d}"),
+                };
+                let only = if r.name == "unguarded-next-requestor" {
+                    ", ddc only"
+                } else {
+                    ""
+                };
+                text.push_str(&format!("\n  {} ({dev}{only}): {}", r.name, r.summary));
+            }
+        }
+        text.push_str("\n\nlkcs deviation 11 (the fallback nominee) has no switch in the library.");
+        text
+    }
+
+    /// The prefix of the algorithm's entries in `docs/errata.md`.
+    fn errata_module(self) -> &'static str {
+        match self {
+            Algorithm::Lmutin | Algorithm::Lmutex => "lmutin",
+            Algorithm::Lkcs => "lkcs",
+            Algorithm::Maekawa => "maekawa",
+            Algorithm::Mutin | Algorithm::Kmex | Algorithm::Gcs => "mutin",
+            Algorithm::Cdc | Algorithm::Ddc => "migrating",
         }
     }
 
@@ -250,7 +517,21 @@ impl SystemSpec {
     /// Validates the spec, builds the system and hands it to `visitor`. Every problem found
     /// is reported, one per line.
     pub fn build<V: SystemVisitor>(&self, visitor: V) -> Result<V::Output, ConfigError> {
-        let rules = LmutinRules::from(self.variant);
+        self.build_with_rules(&PrintedRules::default(), visitor)
+    }
+
+    /// [`SystemSpec::build`] with the printed rules named in `rules` switched on, one by one,
+    /// over the corrected variant (`--printed-rule NAME`; an empty set is `build`). Each name
+    /// must be one of `self.algorithm.printed_rules()`, and names need `variant` to be
+    /// `Corrected` (the printed variant has every rule on already): otherwise one
+    /// `Problem::Invalid` line that lists the valid names.
+    pub fn build_with_rules<V: SystemVisitor>(
+        &self,
+        printed: &PrintedRules,
+        visitor: V,
+    ) -> Result<V::Output, ConfigError> {
+        self.check_printed_rules(printed)?;
+        let rules = self.lmutin_rules(printed);
         match self.algorithm {
             Algorithm::Lmutin => {
                 if self.k.is_some() || self.bounds.as_ref().is_some_and(|b| b.k.is_some()) {
@@ -277,7 +558,7 @@ impl SystemSpec {
                 Ok(visitor.visit(&inst, &initial, procs))
             }
             Algorithm::Lkcs => {
-                let sys = self.lkcs_system()?;
+                let sys = self.lkcs_system_with(printed)?;
                 Ok(visitor.visit(&sys.instance, &sys.initial, sys.procs))
             }
             Algorithm::Maekawa => {
@@ -292,40 +573,41 @@ impl SystemSpec {
                     .initial
                     .clone()
                     .unwrap_or_else(|| vec![CsState::OutCs; n]);
-                let (inst, procs) =
-                    Maekawa::system_with(&coterie, &initial, MaekawaRules::from(self.variant))?;
+                let mut rules = MaekawaRules::from(self.variant);
+                rules.failed_on_arrival_only |= printed.has("failed-on-arrival");
+                let (inst, procs) = Maekawa::system_with(&coterie, &initial, rules)?;
                 Ok(visitor.visit(&inst, &initial, procs))
             }
             Algorithm::Cdc => {
                 let (initial, condition) = self.mutex_parts()?;
-                let (inst, procs) =
-                    Cdc::system(&self.topology, &initial, condition, self.variant.into())?;
+                let rules = self.migrating_rules(printed);
+                let (inst, procs) = Cdc::system(&self.topology, &initial, condition, rules)?;
                 Ok(visitor.visit(&inst, &initial, procs))
             }
             Algorithm::Ddc => {
                 let (initial, condition) = self.mutex_parts()?;
-                let (inst, procs) =
-                    Ddc::system(&self.topology, &initial, condition, self.variant.into())?;
+                let rules = self.migrating_rules(printed);
+                let (inst, procs) = Ddc::system(&self.topology, &initial, condition, rules)?;
                 Ok(visitor.visit(&inst, &initial, procs))
             }
             Algorithm::Mutin | Algorithm::Kmex | Algorithm::Gcs => {
                 let g = self.global_setup()?;
                 let corrected = LmutinRules::CORRECTED;
                 match g.mx {
-                    Mx::Maekawa => self.build_global(&g, visitor, || {
+                    Mx::Maekawa => self.build_global(&g, printed, visitor, || {
                         let idle = vec![CsState::OutCs; self.topology.len()];
                         Ok(Maekawa::system(&g.coterie, &idle)?.1)
                     }),
-                    Mx::Lmutex => self.build_global(&g, visitor, || {
+                    Mx::Lmutex => self.build_global(&g, printed, visitor, || {
                         let n = self.topology.len();
                         let idle = vec![CsState::OutCs; n];
                         Ok(lmutex_system(&self.topology, &vec![1; n], &idle, corrected)?.1)
                     }),
-                    Mx::Cdc => self.build_global(&g, visitor, || {
+                    Mx::Cdc => self.build_global(&g, printed, visitor, || {
                         let n = self.topology.len();
                         Ok(Cdc::processes(n, g.condition, MigratingRules::CORRECTED))
                     }),
-                    Mx::Ddc => self.build_global(&g, visitor, || {
+                    Mx::Ddc => self.build_global(&g, printed, visitor, || {
                         let n = self.topology.len();
                         Ok(Ddc::processes(n, g.condition, MigratingRules::CORRECTED))
                     }),
@@ -338,6 +620,16 @@ impl SystemSpec {
     /// l_i = 0 and k_i = |N_i|+1), the leader (given or chosen) and a start that is tight
     /// within two hops of it.
     pub fn lkcs_system(&self) -> Result<crate::algo::lkcs::LkcsSystem, ConfigError> {
+        self.lkcs_system_with(&PrintedRules::default())
+    }
+
+    /// [`SystemSpec::lkcs_system`] with LKCS's printed rules named in `printed` (validated
+    /// by the caller). `single-leader` builds with the automatic leader first, then again
+    /// with that leader alone (`Leaders::One`), as `--leader ID` would.
+    fn lkcs_system_with(
+        &self,
+        printed: &PrintedRules,
+    ) -> Result<crate::algo::lkcs::LkcsSystem, ConfigError> {
         let t = &self.topology;
         let l = self.per_process(self.l, |b| b.l.clone(), "l", 0)?;
         let mut k = self.per_process(self.k, |b| b.k.clone(), "k", 0)?;
@@ -349,12 +641,102 @@ impl SystemSpec {
             None => Leaders::Auto,
         };
         let inst = Lkcs::instance(t, &l, &k)?;
-        Lkcs::build(
-            &inst,
-            &leaders,
-            self.initial.as_deref(),
-            LkcsRules::from(self.variant),
-        )
+        let rules = self.lkcs_rules(printed);
+        if printed.has("single-leader") {
+            if self.leader.is_some() {
+                return Err(ConfigError::one(Problem::Invalid(
+                    "--printed-rule single-leader runs the automatic leader alone; with \
+                     --leader, leave it out (--leader ID is already a single leader)"
+                        .into(),
+                )));
+            }
+            let auto = Lkcs::build(&inst, &Leaders::Auto, self.initial.as_deref(), rules)?;
+            if let Some(&leader) = auto.tightening.first() {
+                let one = Leaders::One(leader.index());
+                return Lkcs::build(&inst, &one, self.initial.as_deref(), rules);
+            }
+            return Ok(auto);
+        }
+        Lkcs::build(&inst, &leaders, self.initial.as_deref(), rules)
+    }
+
+    /// One line of `Problem::Invalid` when `printed` names a rule this algorithm does not
+    /// have, or names any rule with the printed variant.
+    fn check_printed_rules(&self, printed: &PrintedRules) -> Result<(), ConfigError> {
+        if printed.is_empty() {
+            return Ok(());
+        }
+        let alg = self.algorithm;
+        let valid = alg.printed_rules();
+        let list = alg.printed_rule_list();
+        if self.variant == Variant::Printed {
+            return Err(ConfigError::one(Problem::Invalid(format!(
+                "--printed-rule switches one printed rule on over the corrected variant and \
+                 does not combine with --variant printed (which has them all); {alg}'s rules: \
+                 {list}"
+            ))));
+        }
+        let unknown: Vec<String> = printed
+            .names()
+            .iter()
+            .filter(|n| !valid.iter().any(|r| r.name == n.as_str()))
+            .map(|n| format!("`{n}`"))
+            .collect();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        let (s, are) = if unknown.len() == 1 {
+            ("", "is")
+        } else {
+            ("s", "are")
+        };
+        Err(ConfigError::one(Problem::Invalid(format!(
+            "--printed-rule{s} {} {are} not among {alg}'s printed rules: {list}",
+            unknown.join(", ")
+        ))))
+    }
+
+    /// LMUTIN's and LMUTEX's rules: the variant's, with the named printed rules on.
+    fn lmutin_rules(&self, printed: &PrintedRules) -> LmutinRules {
+        let mut r = LmutinRules::from(self.variant);
+        r.printed_initial_grants |= printed.has("initial-grants");
+        r.counted_grants |= printed.has("counted-grants");
+        r.unguarded_preempt |= printed.has("unguarded-preempt");
+        r.arbiter.grant_on_unmatched_relinquish |= printed.has("unmatched-relinquish");
+        r.arbiter.uncapped_release |= printed.has("uncapped-release");
+        r
+    }
+
+    /// LKCS's rules: the variant's, with the named printed rules on (`no-parking` turns the
+    /// addition of deviation 9 off; `single-leader` is the leader choice, not a rule).
+    fn lkcs_rules(&self, printed: &PrintedRules) -> LkcsRules {
+        let mut r = LkcsRules::from(self.variant);
+        r.printed_initial_grants |= printed.has("initial-grants");
+        r.printed_trigger_stamp |= printed.has("trigger-stamp");
+        r.dequeue_nominee |= printed.has("dequeue-nominee");
+        r.repeated_triggers |= printed.has("repeated-triggers");
+        r.arbiter.unreserved_sidetrack |= printed.has("unreserved-sidetrack");
+        r.printed_saturation |= printed.has("saturation");
+        r.printed_leader_wait |= printed.has("leader-wait");
+        r.untagged_sidetrack |= printed.has("untagged-sidetrack");
+        r.unguarded_preempt |= printed.has("unguarded-preempt");
+        r.arbiter.grant_on_unmatched_relinquish |= printed.has("unmatched-relinquish");
+        r.arbiter.uncapped_release |= printed.has("uncapped-release");
+        if printed.has("no-parking") {
+            r.park_blocked = false;
+        }
+        r
+    }
+
+    /// CDC's and DDC's rules: the variant's, with the named printed rules on.
+    fn migrating_rules(&self, printed: &PrintedRules) -> MigratingRules {
+        let mut r = MigratingRules::from(self.variant);
+        r.literal_controller_one |= printed.has("controller-one");
+        r.migrate_and_grant |= printed.has("migrate-and-grant");
+        r.unguarded_wake_up |= printed.has("unguarded-wake-up");
+        r.unstamped_controller |= printed.has("unstamped-controller");
+        r.unguarded_next_requestor |= printed.has("unguarded-next-requestor");
+        r
     }
 
     /// CDC / DDC: the (0, 1) instance on a complete graph, the initial configuration (default:
@@ -466,10 +848,12 @@ impl SystemSpec {
     fn build_global<V: SystemVisitor, M: CsObject>(
         &self,
         g: &GlobalSetup,
+        printed: &PrintedRules,
         visitor: V,
         make_mx: impl Fn() -> Result<Vec<M>, ConfigError>,
     ) -> Result<V::Output, ConfigError> {
-        let rules = MutinRules::from(self.variant);
+        let mut rules = MutinRules::from(self.variant);
+        rules.one_shot_response2 |= printed.has("one-shot-response2");
         let t = &self.topology;
         let inst = global_instance(t, g.l, g.k, "0 <= l < k <= n")?;
         let initial = self.initial_for(&inst)?;
@@ -665,6 +1049,36 @@ mod tests {
         let mut s = spec(Algorithm::Lmutin);
         s.k = Some(2);
         assert!(s.build(Count).is_err());
+    }
+
+    #[test]
+    fn printed_rules_are_validated_by_algorithm_and_variant() {
+        let rules = |names: &[&str]| names.iter().collect::<PrintedRules>();
+        let s = spec(Algorithm::Lmutin);
+        assert_eq!(
+            s.build_with_rules(&rules(&["initial-grants"]), Count)
+                .unwrap(),
+            5
+        );
+        for bad in [&["nope"][..], &["no-parking"][..]] {
+            let err = s.build_with_rules(&rules(bad), Count).unwrap_err();
+            assert_eq!(err.problems.len(), 1);
+            assert!(err.to_string().contains("counted-grants"), "{err}");
+        }
+        let mut p = spec(Algorithm::Lmutin);
+        p.variant = Variant::Printed;
+        assert!(p
+            .build_with_rules(&rules(&["initial-grants"]), Count)
+            .is_err());
+        assert_eq!(p.build_with_rules(&rules(&[]), Count).unwrap(), 5);
+        let mut k = spec(Algorithm::Lkcs);
+        k.topology = Topology::complete(5).unwrap();
+        k.l = Some(1);
+        k.k = Some(4);
+        let one = rules(&["single-leader", "no-parking"]);
+        assert_eq!(k.build_with_rules(&one, Count).unwrap(), 5);
+        k.leader = Some("all".into());
+        assert!(k.build_with_rules(&one, Count).is_err());
     }
 
     #[test]

@@ -409,7 +409,19 @@ fn describe(instance: &Instance, path: Path) -> Vec<String> {
     }
     if let Some(last) = prev {
         for v in instance.violations(&last) {
-            lines.push(format!("violated: {v}"));
+            // the end state of a counterexample is not the initial configuration
+            lines.push(match v {
+                crate::error::Problem::UnsafeInitial {
+                    process,
+                    in_cs,
+                    l,
+                    k,
+                } => format!(
+                    "violated: safety at {process}: {in_cs} in the CS in its closed \
+                     neighbourhood, outside [{l}, {k}]"
+                ),
+                other => format!("violated: {other}"),
+            });
         }
     }
     lines

@@ -122,7 +122,10 @@ pub mod topology;
 #[cfg(not(loom))]
 pub use quota::{Member, MemberState, Quota, QuotaBuilder, QuotaError};
 
-pub use catalog::{Algorithm, BoundsFile, SystemSpec, SystemVisitor, DEFAULT_COTERIE, DEFAULT_MX};
+pub use catalog::{
+    Algorithm, BoundsFile, PrintedRule, PrintedRules, SystemSpec, SystemVisitor, DEFAULT_COTERIE,
+    DEFAULT_MX,
+};
 pub use config::{format_initial, parse_initial, Bounds, Instance, Observed};
 pub use error::{CallError, ConfigError, CoterieProblem, Problem};
 pub use id::{ProcessId, Stamp};

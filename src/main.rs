@@ -104,6 +104,15 @@ struct SystemArgs {
     /// Pairs every process completes.
     #[arg(long, default_value_t = 1)]
     pairs: usize,
+    /// Switch one printed rule on over the corrected variant (repeatable; names per
+    /// algorithm in --help, e.g. lmutin: initial-grants, counted-grants, unguarded-preempt,
+    /// unmatched-relinquish, uncapped-release).
+    #[arg(
+        long = "printed-rule",
+        value_name = "NAME",
+        long_help = Algorithm::printed_rules_help()
+    )]
+    printed_rule: Vec<String>,
 }
 
 #[derive(Args)]
@@ -280,9 +289,22 @@ fn system_spec(a: &SystemArgs) -> Result<SystemSpec, ConfigError> {
     }
 }
 
+/// The `--printed-rule` names, trimmed, each once, in the order first given.
+fn dedup_names(names: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in names.iter().map(|n| n.trim()) {
+        if !out.iter().any(|o| o == n) {
+            out.push(n.to_string());
+        }
+    }
+    out
+}
+
 /// One simulation as `lkcs simulate` runs it: what was built and what happened.
 struct SimRun {
     spec: SystemSpec,
+    /// The printed rules switched on alone (`--printed-rule`), each once.
+    printed_rules: Vec<String>,
     cfg: SimConfig,
     report: SimReport,
     /// The initial configuration (given or found).
@@ -310,6 +332,7 @@ impl SimRun {
                 }
                 .into(),
             );
+            obj.insert("printed_rules".into(), self.printed_rules.clone().into());
         }
         v
     }
@@ -346,9 +369,12 @@ fn simulate_run(args: &SimulateArgs) -> Result<SimRun, ConfigError> {
         trace_capacity: args.trace,
     };
     let visitor = Simulate { cfg: &cfg };
-    let (report, initial, bounds) = spec.build(visitor)?;
+    let printed_rules = dedup_names(&args.system.printed_rule);
+    let (report, initial, bounds) =
+        spec.build_with_rules(&printed_rules.iter().collect(), visitor)?;
     Ok(SimRun {
         spec,
+        printed_rules,
         cfg,
         report,
         initial,
@@ -428,7 +454,8 @@ fn run_check(args: &CheckArgs) -> ExitCode {
         cfg: &cfg,
         progress: &mut report_progress,
     };
-    let (report, initial) = match spec.build(check) {
+    let printed_rules = dedup_names(&args.system.printed_rule);
+    let (report, initial) = match spec.build_with_rules(&printed_rules.iter().collect(), check) {
         Ok(r) => r,
         Err(e) => return bad_input(&e),
     };
@@ -466,11 +493,17 @@ fn run_check(args: &CheckArgs) -> ExitCode {
                 Limit::States => "max_states",
                 Limit::Memory => "max_memory",
             }),
+            "printed_rules": printed_rules,
         });
         say!("{v}");
     } else {
+        let rules = if printed_rules.is_empty() {
+            String::new()
+        } else {
+            format!(" (printed: {})", printed_rules.join(", "))
+        };
         say!(
-            "{} on {} from {}, {} pair(s) per process: {verdict}",
+            "{}{rules} on {} from {}, {} pair(s) per process: {verdict}",
             spec.algorithm,
             spec.topology.name(),
             format_initial(&initial),

@@ -1088,3 +1088,175 @@ fn a_closed_output_pipe_neither_panics_nor_changes_the_exit_code() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("violated: "));
 }
+
+/// `--printed-rule NAME` switches one printed rule on over the corrected variant: the run
+/// fails where the corrected one completes, `--json` names the rule and keeps its other
+/// fields; every name of every algorithm is in `--help` and docs/cli.md.
+#[test]
+fn printed_rule_switches_one_rule_on() {
+    let base = [
+        "simulate",
+        "--algorithm",
+        "lmutin",
+        "--topology",
+        "complete:3",
+        "--l",
+        "1",
+        "--initial",
+        "in:1",
+        "--pairs",
+        "3",
+        "--delay",
+        "uniform:1:6",
+        "--think",
+        "3",
+        "--seed",
+        "6",
+        "--json",
+    ];
+    let corrected = lkcs(&base);
+    assert_eq!(corrected.status.code(), Some(0));
+    let mut args = base.to_vec();
+    args.extend(["--printed-rule", "initial-grants"]);
+    let printed = lkcs(&args);
+    assert_eq!(printed.status.code(), Some(1));
+    let (c, p) = (json(&corrected), json(&printed));
+    assert_eq!(c["printed_rules"], serde_json::json!([]));
+    assert_eq!(p["printed_rules"], serde_json::json!(["initial-grants"]));
+    assert_eq!(p["deadlock"], true);
+    assert_eq!(p["variant"], "corrected");
+    let keys =
+        |v: &serde_json::Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(keys(&c), keys(&p));
+    // check takes it too
+    let out = lkcs(&[
+        "check",
+        "--algorithm",
+        "lmutin",
+        "--topology",
+        "complete:3",
+        "--l",
+        "1",
+        "--initial",
+        "in:1",
+        "--printed-rule",
+        "initial-grants",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        json(&out)["printed_rules"],
+        serde_json::json!(["initial-grants"])
+    );
+    // every name is documented
+    let help = String::from_utf8_lossy(&lkcs(&["simulate", "--help"]).stdout).to_string();
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cli.md")).unwrap();
+    for a in lkcs::Algorithm::ALL {
+        for r in a.printed_rules() {
+            assert!(help.contains(r.name), "{a} {} not in --help", r.name);
+            assert!(
+                doc.contains(&format!("`{}`", r.name)),
+                "{a} {} not in docs/cli.md",
+                r.name
+            );
+        }
+    }
+}
+
+/// An unknown name, another algorithm's name, or `--printed-rule` with `--variant printed`
+/// exits 2 with one line that lists the valid names.
+#[test]
+fn a_bad_printed_rule_is_one_line_listing_the_names() {
+    let run = |extra: &[&str]| {
+        let mut args = vec!["simulate", "--algorithm", "lmutin", "--topology", "ring:4"];
+        args.extend(extra);
+        lkcs(&args)
+    };
+    for extra in [
+        &["--printed-rule", "no-such-rule"][..],
+        &["--printed-rule", "no-parking"][..],
+        &["--printed-rule", "initial-grants", "--variant", "printed"][..],
+    ] {
+        let out = run(extra);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let lines = stderr_lines(&out);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        for name in [
+            "initial-grants",
+            "counted-grants",
+            "unguarded-preempt",
+            "unmatched-relinquish",
+            "uncapped-release",
+        ] {
+            assert!(lines[0].contains(name), "{lines:?}");
+        }
+    }
+    // single-leader is the leader choice: not with --leader
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "lkcs",
+        "--topology",
+        "complete:5",
+        "--l",
+        "1",
+        "--k",
+        "4",
+        "--leader",
+        "0",
+        "--printed-rule",
+        "single-leader",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// A safety violation the checker finds after some steps is reported as such, not as an
+/// unsafe initial configuration.
+#[test]
+fn a_checker_safety_violation_is_not_called_initial() {
+    let out = lkcs(&[
+        "check",
+        "--algorithm",
+        "cdc",
+        "--variant",
+        "printed",
+        "--topology",
+        "complete:3",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("violated: safety at P"), "{err}");
+    assert!(!err.contains("initial configuration is unsafe"), "{err}");
+}
+
+/// `lkcs sweep` passes `--printed-rule` (flag or `printed_rules` in the file) to every run;
+/// a run whose algorithm lacks the rule is skipped, a name no algorithm of the grid has is
+/// refused.
+#[test]
+fn sweep_passes_printed_rules_to_every_run() {
+    let dir = std::env::temp_dir().join(format!("lkcs-cli-printed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("grid.toml");
+    std::fs::write(
+        &file,
+        "algorithms = [\"lmutin\", \"maekawa\"]\ntopologies = [\"complete:3\"]\n\
+         bounds = [\"lmutin=1:\"]\nseeds = 6\ndelays = [\"uniform:1:6\"]\nthink = 3\n\
+         pairs = 3\nprinted_rules = [\"initial-grants\"]\n",
+    )
+    .unwrap();
+    let out = lkcs(&["sweep", "--file", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert!(csv.contains("--printed-rule initial-grants"), "{csv}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1 failed; 1 combination(s) skipped"), "{err}");
+    std::fs::write(
+        &file,
+        "algorithms = [\"lmutin\"]\ntopologies = [\"complete:3\"]\nprinted_rules = [\"nope\"]\n",
+    )
+    .unwrap();
+    let out = lkcs(&["sweep", "--file", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("initial-grants"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -252,7 +252,12 @@ fn a_failing_run_exits_1_with_a_command_that_reproduces_it() {
         assert!(text(&rerun.stderr).contains("deadlock"), "{command}");
     }
     let csv = std::fs::read_to_string(dir.join("runs.csv")).unwrap();
-    assert!(csv.lines().any(|l| l.contains(",failed,deadlock")), "{csv}");
+    // the reason column, quoted as it holds a comma
+    assert!(
+        csv.lines()
+            .any(|l| l.contains(",failed,\"deadlock, only 0 of ")),
+        "{csv}"
+    );
     assert_svg(&dir.join("outcomes.svg"));
     std::fs::remove_dir_all(&dir).ok();
 }

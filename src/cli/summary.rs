@@ -111,6 +111,27 @@ fn describe_time(delay: Delay) -> String {
     }
 }
 
+/// Why a run failed, in a few words ("deadlock, only 3 of 6 pairs completed").
+pub(crate) fn failure_reasons(r: &lkcs::sim::SimReport) -> String {
+    let mut why = Vec::new();
+    if r.safety_violations > 0 {
+        why.push(format!("{} safety violation(s)", r.safety_violations));
+    }
+    if r.deadlock {
+        why.push("deadlock".to_string());
+    }
+    if let Some(s) = &r.stalled {
+        why.push(format!("stalled ({s})"));
+    }
+    if r.pairs_completed < r.pairs_requested {
+        why.push(format!(
+            "only {} of {} pairs completed",
+            r.pairs_completed, r.pairs_requested
+        ));
+    }
+    why.join(", ")
+}
+
 /// Prints the summary of one simulation on stdout.
 pub(crate) fn print(run: &SimRun) {
     let (spec, cfg, r) = (&run.spec, &run.cfg, &run.report);
@@ -120,23 +141,7 @@ pub(crate) fn print(run: &SimRun) {
             cfg.pairs
         )
     } else {
-        let mut why = Vec::new();
-        if r.safety_violations > 0 {
-            why.push(format!("{} safety violation(s)", r.safety_violations));
-        }
-        if r.deadlock {
-            why.push("deadlock".to_string());
-        }
-        if let Some(s) = &r.stalled {
-            why.push(format!("stalled ({s})"));
-        }
-        if r.pairs_completed < r.pairs_requested {
-            why.push(format!(
-                "only {} of {} pairs completed",
-                r.pairs_completed, r.pairs_requested
-            ));
-        }
-        format!("FAILED: {}", why.join(", "))
+        format!("FAILED: {}", failure_reasons(r))
     };
     say!(
         "{} on {} ({} processes), seed {}: {verdict}",
@@ -146,6 +151,12 @@ pub(crate) fn print(run: &SimRun) {
         r.seed
     );
     say!("  algorithm             {}", describe(spec.algorithm));
+    if !run.printed_rules.is_empty() {
+        say!(
+            "  printed rules         {} (alone, over the corrected rules)",
+            run.printed_rules.join(", ")
+        );
+    }
     say!("  bounds                {}", describe_bounds(run));
     say!("  start                 {}", describe_initial(&run.initial));
     say!(

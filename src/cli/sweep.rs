@@ -19,6 +19,7 @@
 //! workload = "concurrent"                    # or "sequential", or a list
 //! pairs = 4                                  # pairs per process, or a list
 //! variant = "corrected"                      # or "printed", or a list
+//! printed_rules = ["initial-grants"]         # --printed-rule NAME for every run
 //! coterie = ["majority", "grid"]             # algorithms that take --coterie
 //! mx = "maekawa"                             # mutin, kmex, gcs
 //! think = 4                                  # concurrent think times 0..=THINK
@@ -38,7 +39,7 @@
 
 use super::formula::{self, Formula, Metric};
 use super::plot;
-use crate::{simulate_run, SimRun, SimulateArgs};
+use crate::{simulate_run, SimulateArgs};
 use clap::{Args, Parser};
 use lkcs::{Algorithm, Delay, Topology, Workload, MAX_DELAY};
 use serde::Deserialize;
@@ -88,6 +89,8 @@ a flag of the same name, `_` written `-`, replaces a key; lists are the grid's a
   workload = \"concurrent\"                    # or \"sequential\", or a list
   pairs = 4                                  # pairs per process, or a list (default 1)
   variant = \"corrected\"                      # or \"printed\", or a list
+  printed_rules = [\"initial-grants\"]         # --printed-rule NAME for every run (not with
+                                             #   variant printed; see `lkcs simulate --help`)
   coterie = [\"majority\", \"grid\"]             # algorithms that take --coterie
   mx = \"maekawa\"                             # mutin, kmex, gcs
   think = 4                                  # concurrent think times 0..=THINK
@@ -146,6 +149,16 @@ pub(crate) struct SweepArgs {
     /// corrected and/or printed (default corrected).
     #[arg(long, value_delimiter = ',', value_name = "VARIANT,...")]
     variant: Option<Vec<String>>,
+    /// Switch one printed rule on over the corrected variant in every run (repeatable, or
+    /// NAME,...; the names of `lkcs simulate --printed-rule`). A run whose algorithm does
+    /// not have a rule named is skipped and explained.
+    #[arg(
+        long = "printed-rule",
+        value_delimiter = ',',
+        value_name = "NAME",
+        action = clap::ArgAction::Append
+    )]
+    printed_rule: Option<Vec<String>>,
     /// majority and/or grid, for the algorithms that take --coterie.
     #[arg(long, value_delimiter = ',', value_name = "COTERIE,...")]
     coterie: Option<Vec<String>>,
@@ -239,6 +252,7 @@ struct GridFile {
     workload: Option<Strings>,
     pairs: Option<Ints>,
     variant: Option<Strings>,
+    printed_rules: Option<Strings>,
     coterie: Option<Strings>,
     mx: Option<Strings>,
     think: Option<u64>,
@@ -364,6 +378,8 @@ struct Grid {
     workloads: Vec<String>,
     pairs: Vec<usize>,
     variants: Vec<String>,
+    /// `--printed-rule` names passed to every run.
+    printed_rules: Vec<String>,
     coteries: Vec<String>,
     mxs: Vec<String>,
     think: u64,
@@ -384,6 +400,8 @@ pub(crate) struct Point {
     pub(crate) coterie: Option<String>,
     pub(crate) mx: Option<String>,
     pub(crate) variant: String,
+    /// `--printed-rule` names of this run.
+    pub(crate) printed_rules: Vec<String>,
     pub(crate) workload: String,
     pub(crate) delay: String,
     pub(crate) pairs: usize,
@@ -420,6 +438,9 @@ impl Point {
         opt("--migrate-after", self.migrate_after.map(|x| x.to_string()));
         opt("--leader", self.leader.clone());
         opt("--variant", Some(self.variant.clone()));
+        for name in &self.printed_rules {
+            opt("--printed-rule", Some(name.clone()));
+        }
         opt("--workload", Some(self.workload.clone()));
         opt("--delay", Some(self.delay.clone()));
         opt("--pairs", Some(self.pairs.to_string()));
@@ -479,27 +500,6 @@ enum Outcome {
     Skipped(String),
 }
 
-fn failure_words(run: &SimRun) -> String {
-    let r = &run.report;
-    let mut why = Vec::new();
-    if r.safety_violations > 0 {
-        why.push(format!("{} safety violation(s)", r.safety_violations));
-    }
-    if r.deadlock {
-        why.push("deadlock".to_string());
-    }
-    if let Some(s) = &r.stalled {
-        why.push(format!("stalled: {s}"));
-    }
-    if why.is_empty() && r.pairs_completed < r.pairs_requested {
-        why.push(format!(
-            "{} of {} pairs completed",
-            r.pairs_completed, r.pairs_requested
-        ));
-    }
-    why.join(", ")
-}
-
 fn execute(point: &Point) -> Outcome {
     if let Some(why) = &point.refused {
         return Outcome::Skipped(why.clone());
@@ -535,7 +535,7 @@ fn execute(point: &Point) -> Outcome {
         failure: if run.report.ok() {
             String::new()
         } else {
-            failure_words(&run)
+            super::summary::failure_reasons(&run.report)
         },
         formula,
         measured,
@@ -756,6 +756,36 @@ fn grid(args: &SweepArgs) -> Result<Grid, Vec<String>> {
             problems.push(format!("variant `{v}`: expected corrected or printed"));
         }
     }
+    let printed_rules: Vec<String> = dedup(
+        pick(
+            &args.printed_rule,
+            file.printed_rules.as_ref().map(Strings::items),
+        )
+        .unwrap_or_default()
+        .into_iter()
+        .map(|n| n.trim().to_string())
+        .collect(),
+    );
+    if !printed_rules.is_empty() && variants.iter().any(|v| v == "printed") {
+        problems.push(
+            "printed rules switch one rule on over the corrected variant: they do not combine \
+             with variant printed"
+                .into(),
+        );
+    }
+    for name in &printed_rules {
+        let known = |a: &Algorithm| a.printed_rules().iter().any(|r| r.name == name.as_str());
+        if !algorithms.is_empty() && !algorithms.iter().any(known) {
+            let lists: Vec<String> = algorithms
+                .iter()
+                .map(|a| format!("{a}: {}", a.printed_rule_list()))
+                .collect();
+            problems.push(format!(
+                "printed rule `{name}` is not a rule of any algorithm of the grid ({})",
+                lists.join("; ")
+            ));
+        }
+    }
     let coteries =
         dedup(pick(&args.coterie, file.coterie.as_ref().map(Strings::items)).unwrap_or_default());
     let mxs = dedup(pick(&args.mx, file.mx.as_ref().map(Strings::items)).unwrap_or_default());
@@ -789,6 +819,7 @@ fn grid(args: &SweepArgs) -> Result<Grid, Vec<String>> {
             workloads,
             pairs: dedup(pairs),
             variants,
+            printed_rules,
             coteries,
             mxs,
             think,
@@ -861,6 +892,7 @@ fn points(g: &Grid) -> Result<Vec<Point>, String> {
                                                 coterie: coterie.clone(),
                                                 mx: mx.clone(),
                                                 variant: variant.clone(),
+                                                printed_rules: g.printed_rules.clone(),
                                                 workload: workload.trim().to_string(),
                                                 delay: delay.trim().to_string(),
                                                 pairs,
