@@ -121,6 +121,11 @@ const LKCS_RULES: &[PrintedRule] = &[
         "blocked requests keep their permissions (no Blocked, Park, Unpark)",
     ),
     rule(
+        "no-fallback-nominee",
+        "11, an addition turned off",
+        "no nominee when every candidate of the freeing type is on the sidetrack",
+    ),
+    rule(
         "single-leader",
         "10, an addition turned off",
         "the automatically chosen leader alone, without watchers (as --leader ID)",
@@ -724,6 +729,9 @@ impl SystemSpec {
         r.arbiter.uncapped_release |= printed.has("uncapped-release");
         if printed.has("no-parking") {
             r.park_blocked = false;
+        }
+        if printed.has("no-fallback-nominee") {
+            r.fallback_nominee = false;
         }
         r
     }

@@ -270,6 +270,16 @@ fn a_watcher_falls_back_on_a_normal_request_when_every_usual_candidate_is_sidetr
     let t = Topology::parse("random:12:0.3:115").unwrap();
     let r = run(lkcs(&t, &l, &k, LkcsRules::CORRECTED), 0, 5);
     assert!(r.ok(), "random:12:0.3:115: {}", r.failure_text());
+    // with the paper's nomination alone (the fallback off, every other rule corrected) the
+    // same system still deadlocks, on seed 10 (docs/errata.md, lkcs-11)
+    let paper = LkcsRules {
+        fallback_nominee: false,
+        ..LkcsRules::CORRECTED
+    };
+    let r = run(lkcs(&t, &l, &k, paper), 10, 5);
+    assert!(r.deadlock, "random:12:0.3:115 without the fallback: {r:?}");
+    let r = run(lkcs(&t, &l, &k, LkcsRules::CORRECTED), 10, 5);
+    assert!(r.ok(), "random:12:0.3:115 seed 10: {}", r.failure_text());
     let l = [
         0, 0, 5, 1, 1, 0, 1, 2, 2, 1, 0, 0, 0, 0, 3, 0, 2, 1, 1, 0, 0, 1, 2, 1,
     ];

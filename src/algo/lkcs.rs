@@ -220,7 +220,8 @@
 //!     process blocked at t = 1102 (P2's Entry was the only legal move, pending at P0 and P9,
 //!     both watchers with MUTEX at its cap). Corrected: when the usual rule finds nobody, a
 //!     watcher nominates the oldest normal request pending at one of its arbiters that is
-//!     saturated and keeps a free reserve; that request's sidetrack can use the reserve.
+//!     saturated and keeps a free reserve; that request's sidetrack can use the reserve
+//!     (`LkcsRules::fallback_nominee`; without it the same system still deadlocks on seed 10).
 //!     Safety is untouched: only the choice of nominee changes, and every arbiter still
 //!     grants at most capacity + 1 (capacity without a reserve). Under the printed saturation
 //!     test (one below the capacity) it seldom finds anything to pick, since an arbiter with
@@ -456,6 +457,10 @@ pub struct LkcsRules {
     /// will not give way sets the permissions its sequence holds aside (Blocked, Park,
     /// Unpark), so they do not block processes that could move.
     pub park_blocked: bool,
+    /// Deviation 11 (an addition; `false` is the paper): when no process of the type that
+    /// would free a saturated arbiter can be nominated, nominate the oldest normal request
+    /// waiting at a saturated arbiter whose reserve is free.
+    pub fallback_nominee: bool,
 }
 
 impl LkcsRules {
@@ -472,6 +477,7 @@ impl LkcsRules {
         unguarded_preempt: false,
         arbiter: ArbiterRules::CORRECTED,
         park_blocked: true,
+        fallback_nominee: true,
     };
     /// Every rule as printed.
     pub const PRINTED: LkcsRules = LkcsRules {
@@ -486,6 +492,7 @@ impl LkcsRules {
         unguarded_preempt: true,
         arbiter: ArbiterRules::PRINTED,
         park_blocked: false,
+        fallback_nominee: false,
     };
     /// The naive composition (corrected rules, no sidetrack, no tightening, no parking).
     pub const NAIVE: LkcsRules = LkcsRules {
@@ -981,6 +988,9 @@ impl Lkcs {
         // nobody of the type that would free a saturated arbiter can be nominated (all on the
         // sidetrack already): a normal request waiting here at the capacity while the reserve
         // is free could move on the sidetrack; nominate the oldest such one
+        if !self.rules.fallback_nominee {
+            return None;
+        }
         [At::Mutin, At::Mutex]
             .into_iter()
             .filter(|&at| {
