@@ -840,6 +840,24 @@ fn lkcs_refuses_a_graph_without_a_leader_and_bad_leaders() {
         "9",
     ]);
     assert_eq!(out.status.code(), Some(2));
+    // a leader past u32::MAX is refused the same way (it panicked building the process id)
+    for command in ["simulate", "check"] {
+        let out = lkcs(&[
+            command,
+            "--algorithm",
+            "lkcs",
+            "--topology",
+            "complete:5",
+            "--leader",
+            "18446744073709551615",
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        assert_eq!(
+            stderr_lines(&out),
+            ["error: --leader 18446744073709551615: processes are 0..5"],
+            "{command}"
+        );
+    }
 }
 
 #[test]

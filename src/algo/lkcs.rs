@@ -717,6 +717,13 @@ impl Lkcs {
             return Lkcs::assemble(inst, &[], Vec::new(), initial, rules);
         }
         if let Leaders::One(l) = *leaders {
+            let n = inst.topology().len();
+            if l >= n {
+                // checked before the id is built: an id past u32::MAX is not a process id
+                return Err(ConfigError::one(Problem::Invalid(format!(
+                    "--leader {l}: processes are 0..{n}"
+                ))));
+            }
             let p = ProcessId::from(l);
             ConfigError::check(Lkcs::leader_problems(inst, p))?;
             let operating = Lkcs::operating_instance(inst, &[p])?;
