@@ -75,8 +75,20 @@ pub enum Variant {
     Printed,
 }
 
-/// A message of some CS algorithm.
-pub trait Message: Clone + Debug + Eq + Ord + Hash + Send + Sync + 'static {
+/// A message of some CS algorithm. It is serde-serializable, so a network driver
+/// (`lkcs::net`) can carry it.
+pub trait Message:
+    Clone
+    + Debug
+    + Eq
+    + Ord
+    + Hash
+    + Send
+    + Sync
+    + serde::Serialize
+    + serde::de::DeserializeOwned
+    + 'static
+{
     /// The message's kind for metrics, e.g. `"Request"`; composite objects prefix the kinds of
     /// their inner objects (`"lmin.Request"`).
     fn kind(&self) -> Cow<'static, str>;

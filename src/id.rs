@@ -3,7 +3,9 @@
 use std::fmt;
 
 /// The id of a process: its index in the system, `0..n`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct ProcessId(pub u32);
 
 impl ProcessId {
@@ -27,7 +29,9 @@ impl fmt::Display for ProcessId {
 
 /// A request timestamp `(ts, id)`: Lamport's clock value with the requester's id as the
 /// tie-breaker. The derived order is lexicographic, so a smaller stamp has a higher priority.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct Stamp {
     /// The logical clock value.
     pub ts: u64,

@@ -108,6 +108,8 @@ pub mod cs;
 mod error;
 mod id;
 mod metrics;
+#[cfg(feature = "net")]
+pub mod net;
 pub mod quorum;
 #[cfg(not(loom))]
 pub mod quota;
@@ -154,8 +156,8 @@ pub use arbiter::{Action, Arbiter, ArbiterRules};
 #[cfg(feature = "check")]
 #[doc(hidden)]
 pub use check::{
-    check, check_with_progress, CheckConfig, CheckReport, Limit, Progress, Search, Verdict,
-    MAX_CHECK_PROCESSES,
+    check, check_with_progress, CheckConfig, CheckReport, Limit, Network, Progress, Search,
+    Verdict, MAX_CHECK_PROCESSES,
 };
 #[doc(hidden)]
 pub use cs::{

@@ -84,6 +84,12 @@
 //! the arbiter holds nothing for (corrected rules), change nothing. The clock saturates at
 //! `u64::MAX`: a Request stamped near it pins the clock there, and later stamps tie, broken
 //! by id.
+//!
+//! Network assumptions (LMUTIN and LMUTEX): FIFO links and at-most-once delivery, both
+//! needed. Without FIFO an arbiter's Preempt can overtake the Grant it is about, is ignored,
+//! and both processes wait for ever (`lkcs check --algorithm lmutin --topology path:2 --l 1
+//! --network unordered`: deadlock); a replayed Grant is counted twice and breaks the bounds
+//! (`--network duplicating`: safety). See docs/checker.md.
 
 use crate::arbiter::{Action, Arbiter, ArbiterRules};
 use crate::config::{Bounds, Instance};
@@ -98,7 +104,9 @@ use std::collections::BTreeSet;
 pub type Lmutex = Complement<Lmutin>;
 
 /// The messages of LMUTIN (and LMUTEX). The sender is known from the link.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum LmutinMsg {
     /// Asks for permission to exit the CS, stamped `(ts, sender)`.
     Request {

@@ -93,6 +93,12 @@
 //! while no Entry is pending, a `Failed` from a member whose lock is held, and an `Inquire`
 //! for a lock not held, change nothing. The clock saturates at `u64::MAX` (a `Request`
 //! stamped near it pins the clock; stamps then tie, broken by id).
+//!
+//! Network assumptions: FIFO links and at-most-once delivery, both needed. Without FIFO an
+//! arbiter's Inquire can overtake the Locked it is about, is ignored, and the two requesters
+//! wait for each other (`lkcs check --algorithm maekawa --topology complete:2 --network
+//! unordered`: deadlock); a replayed Locked lets two processes into the CS (`--topology
+//! complete:3 --network duplicating`: safety). See docs/checker.md.
 
 use crate::arbiter::{Action, Arbiter, ArbiterRules};
 use crate::config::{Bounds, Instance};
@@ -105,7 +111,9 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 /// The messages of Maekawa's algorithm. The sender is known from the link.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum MaekawaMsg {
     /// Asks the receiver to lock for the request stamped `(ts, sender)`.
     Request {

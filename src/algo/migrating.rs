@@ -118,6 +118,12 @@
 //! request is queued and granted in turn, a forged exit-cs or become-controller is obeyed
 //! (a peer that lies about holding the CS or the controller role can break mutual
 //! exclusion; the protocol has no authentication).
+//!
+//! Network assumptions: FIFO is not needed on the instance checked: CDC and DDC on complete:3
+//! with migration at every exit are proved safe and deadlock-free over unordered links (`lkcs
+//! check --algorithm cdc --topology complete:3 --maxreq 1 --network unordered`); with
+//! duplication the space has no end and the check is only bounded (by 1 GiB, no violation). See
+//! docs/checker.md.
 
 use crate::config::{Bounds, Instance};
 use crate::cs::{check_call, CsObject, CsState, Message, Outbox, Sequence, Variant};
@@ -137,7 +143,9 @@ pub type Ddc = Migrating<DistributedQueue>;
 
 /// The messages between MUTEX servers; `T` is the controller's share of the requests info,
 /// carried by `BecomeController`. The sender is known from the link.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum MigratingMsg<T> {
     /// request-cs-entry of `requester`'s request number `seq`.
     Request {
@@ -189,7 +197,19 @@ pub enum MigratingMsg<T> {
     },
 }
 
-impl<T: Clone + Debug + Eq + Ord + Hash + Send + Sync + 'static> Message for MigratingMsg<T> {
+impl<T> Message for MigratingMsg<T>
+where
+    T: Clone
+        + Debug
+        + Eq
+        + Ord
+        + Hash
+        + Send
+        + Sync
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + 'static,
+{
     fn kind(&self) -> Cow<'static, str> {
         Cow::Borrowed(match self {
             MigratingMsg::Request {
@@ -234,7 +254,16 @@ pub struct NextRequestorNotice {
 /// ("inform all") is the framework's `NewController`.
 pub trait RequestsInfo: Clone + Debug + Eq + Hash + Send + Sync + 'static {
     /// The controller's share, carried by become-controller.
-    type Transfer: Clone + Debug + Eq + Ord + Hash + Send + Sync + 'static;
+    type Transfer: Clone
+        + Debug
+        + Eq
+        + Ord
+        + Hash
+        + Send
+        + Sync
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + 'static;
 
     /// The information of a server at start; `busy` when some process starts in the CS
     /// (meaningful at the controller only).
@@ -441,7 +470,18 @@ pub struct CentralQueue {
 }
 
 /// CDC's hand-over: the queue and cs-status.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct CdcTransfer {
     /// The pending requests, first to be granted first.
     pub queue: Vec<ProcessId>,
@@ -526,7 +566,18 @@ pub struct DistributedQueue {
 }
 
 /// DDC's hand-over: first-in-q, last-in-q (with its request number) and cs-status.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct DdcTransfer {
     /// The head of the queue, if the controller holds it.
     pub first: Option<ProcessId>,

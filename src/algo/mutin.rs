@@ -79,6 +79,11 @@
 //! clears `responseAgainTo` only when it comes from that querier (the printed handler clears
 //! it on any Acquire; with exits serialized by `mx` the two agree); the Exit completes (the
 //! published state changes) when `mx.Exit` completes, as Algorithm 1 places the comment.
+//!
+//! Network assumptions: the papers assume FIFO links; on complete:3 (l = 1 with Maekawa inside,
+//! and kmex with k = 2) the checker found no violation without FIFO within 2 M generated
+//! states, nor with duplication within 1 GiB: bounded, neither proved nor refuted; the Maekawa
+//! object inside needs both. See docs/checker.md.
 
 use crate::config::{Bounds, Instance};
 use crate::cs::{
@@ -99,7 +104,9 @@ pub type MutinGcs<M> = Gcs<Mutin<M>, Kmex<M>>;
 
 /// The messages of MUTIN(l), generic over the messages `X` of its mutual-exclusion object.
 /// The sender is known from the link.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum MutinMsg<X> {
     /// Asks a quorum member for the processes it knows in the CS.
     Query {

@@ -1,0 +1,339 @@
+//! The wire format: every frame is a big-endian `u32` length followed by that many bytes of
+//! a postcard-encoded [`Frame`]. The length prefix is tokio-util's `LengthDelimitedCodec`,
+//! capped at [`MAX_FRAME_LEN`]; the body is decoded by [`decode`], which never panics and
+//! names what was wrong in a [`FrameError`].
+
+use crate::id::ProcessId;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use tokio_util::codec::LengthDelimitedCodec;
+
+/// The largest frame body accepted or sent, in bytes. The algorithms' messages are tens of
+/// bytes (the largest carry a list of process ids); a peer announcing a longer frame is
+/// hostile or broken, and its connection is closed.
+pub const MAX_FRAME_LEN: usize = 64 * 1024;
+
+/// The protocol version in [`Hello::version`]; peers of another version are refused.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The length-delimited codec every connection uses: a 4-byte big-endian length, at most
+/// [`MAX_FRAME_LEN`].
+pub fn codec() -> LengthDelimitedCodec {
+    LengthDelimitedCodec::builder()
+        .length_field_length(4)
+        .max_frame_length(MAX_FRAME_LEN)
+        .new_codec()
+}
+
+/// One frame between two members; `M` is the algorithm's message type.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Frame<M> {
+    /// The first frame each side sends on a new connection.
+    Hello(Hello),
+    /// The second frame each side sends: the answer to the other side's challenge.
+    Auth(Auth),
+    /// The sender refuses the connection and closes it.
+    Refuse(Refusal),
+    /// The first frame after the handshake: how far the sender has delivered the receiver's
+    /// messages (the highest sequence number delivered, 0 for none). The receiver drops what
+    /// it buffered up to there and resends the rest.
+    Resume {
+        /// The highest sequence number delivered from the receiver.
+        delivered: u64,
+    },
+    /// An algorithm message with its per-link sequence number (1, 2, ...).
+    Data {
+        /// The sequence number.
+        seq: u64,
+        /// The message.
+        msg: M,
+    },
+    /// Cumulative acknowledgement: every message up to `seq` was delivered.
+    Ack {
+        /// The highest sequence number delivered.
+        seq: u64,
+    },
+    /// "I am alive", sent on an idle connection.
+    Heartbeat,
+}
+
+/// The opening of the handshake: who the sender is, whom it wants, what cluster it runs, and a
+/// fresh challenge.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// [`PROTOCOL_VERSION`] of the sender.
+    pub version: u32,
+    /// The sender's member id.
+    pub from: ProcessId,
+    /// The member id the sender expects to talk to.
+    pub to: ProcessId,
+    /// The hash of the cluster spec the sender runs.
+    pub spec: [u8; 32],
+    /// The cluster epoch the sender runs.
+    pub epoch: u64,
+    /// A random number drawn when the sender's process started: a restarted member (which
+    /// lost its state) shows a new one.
+    pub incarnation: u64,
+    /// A fresh random challenge for the receiver.
+    pub nonce: [u8; 32],
+}
+
+/// The answer to a challenge: HMAC-SHA256 over the shared secret of both hellos.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Auth {
+    /// The MAC (see `handshake`).
+    pub mac: [u8; 32],
+}
+
+/// Why a side refused a connection; sent in [`Frame::Refuse`] so both sides can log it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Refusal {
+    /// The protocol versions differ.
+    Version,
+    /// The hello was addressed to another member.
+    NotAddressed,
+    /// The sender is not a neighbour of the receiver (or not the member dialled).
+    NotAPeer,
+    /// The MAC did not verify: the secrets differ.
+    AuthFailed,
+    /// The cluster specs differ.
+    SpecMismatch,
+    /// The cluster epochs differ.
+    EpochMismatch,
+    /// The member restarted (a new incarnation) and lost its state: it may not rejoin.
+    Restarted,
+    /// A frame out of place in the handshake.
+    Protocol,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Refusal::Version => "protocol versions differ",
+            Refusal::NotAddressed => "the hello was addressed to another member",
+            Refusal::NotAPeer => "not a neighbour (or not the member dialled)",
+            Refusal::AuthFailed => "authentication failed (the shared secrets differ)",
+            Refusal::SpecMismatch => "the cluster specs differ",
+            Refusal::EpochMismatch => "the cluster epochs differ",
+            Refusal::Restarted => "the member restarted and lost its state; it may not rejoin",
+            Refusal::Protocol => "a frame out of place in the handshake",
+        })
+    }
+}
+
+/// What was wrong with a frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FrameError {
+    /// Longer than [`MAX_FRAME_LEN`].
+    TooLong(usize),
+    /// The bytes do not decode as a frame.
+    Malformed(String),
+    /// The bytes decode as a frame with bytes left over.
+    Trailing(usize),
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameError::TooLong(n) => write!(f, "frame of {n} bytes, over {MAX_FRAME_LEN}"),
+            FrameError::Malformed(e) => write!(f, "malformed frame: {e}"),
+            FrameError::Trailing(n) => write!(f, "malformed frame: {n} bytes after its end"),
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+/// Encodes a frame body (without the length prefix).
+pub fn encode<M: Serialize>(frame: &Frame<M>) -> Result<Vec<u8>, FrameError> {
+    let bytes = postcard::to_allocvec(frame).map_err(|e| FrameError::Malformed(e.to_string()))?;
+    if bytes.len() > MAX_FRAME_LEN {
+        return Err(FrameError::TooLong(bytes.len()));
+    }
+    Ok(bytes)
+}
+
+/// Decodes a frame body (without the length prefix). Any input gives a frame or an error,
+/// never a panic; trailing bytes are an error.
+pub fn decode<M: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<Frame<M>, FrameError> {
+    if bytes.len() > MAX_FRAME_LEN {
+        return Err(FrameError::TooLong(bytes.len()));
+    }
+    match postcard::take_from_bytes(bytes) {
+        Ok((frame, [])) => Ok(frame),
+        Ok((_, rest)) => Err(FrameError::Trailing(rest.len())),
+        Err(e) => Err(FrameError::Malformed(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algo::lkcs::{At, LkcsMsg};
+    use crate::algo::mutin::MutinMsg;
+    use crate::MaekawaMsg;
+    use proptest::prelude::*;
+
+    fn pid() -> impl Strategy<Value = ProcessId> {
+        any::<u32>().prop_map(ProcessId)
+    }
+
+    fn hello() -> impl Strategy<Value = Hello> {
+        (
+            any::<u32>(),
+            pid(),
+            pid(),
+            any::<[u8; 32]>(),
+            any::<u64>(),
+            any::<u64>(),
+            any::<[u8; 32]>(),
+        )
+            .prop_map(
+                |(version, from, to, spec, epoch, incarnation, nonce)| Hello {
+                    version,
+                    from,
+                    to,
+                    spec,
+                    epoch,
+                    incarnation,
+                    nonce,
+                },
+            )
+    }
+
+    fn refusal() -> impl Strategy<Value = Refusal> {
+        prop_oneof![
+            Just(Refusal::Version),
+            Just(Refusal::NotAddressed),
+            Just(Refusal::NotAPeer),
+            Just(Refusal::AuthFailed),
+            Just(Refusal::SpecMismatch),
+            Just(Refusal::EpochMismatch),
+            Just(Refusal::Restarted),
+            Just(Refusal::Protocol),
+        ]
+    }
+
+    fn mutin_msg() -> impl Strategy<Value = MutinMsg<MaekawaMsg>> {
+        prop_oneof![
+            any::<u64>().prop_map(|req| MutinMsg::Query { req }),
+            (proptest::collection::vec(pid(), 0..20), any::<u64>())
+                .prop_map(|(procs, req)| MutinMsg::Response1 { procs, req }),
+            Just(MutinMsg::Acquire),
+            Just(MutinMsg::Release),
+            any::<u64>().prop_map(|ts| MutinMsg::Mx(MaekawaMsg::Request { ts })),
+            Just(MutinMsg::Mx(MaekawaMsg::Relinquish)),
+        ]
+    }
+
+    fn frame() -> impl Strategy<Value = Frame<MutinMsg<MaekawaMsg>>> {
+        prop_oneof![
+            hello().prop_map(Frame::Hello),
+            any::<[u8; 32]>().prop_map(|mac| Frame::Auth(Auth { mac })),
+            refusal().prop_map(Frame::Refuse),
+            any::<u64>().prop_map(|delivered| Frame::Resume { delivered }),
+            (any::<u64>(), mutin_msg()).prop_map(|(seq, msg)| Frame::Data { seq, msg }),
+            any::<u64>().prop_map(|seq| Frame::Ack { seq }),
+            Just(Frame::Heartbeat),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        /// Whatever the bytes, decoding returns (no panic), and what decodes round-trips.
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            if let Ok(f) = decode::<MutinMsg<MaekawaMsg>>(&bytes) {
+                prop_assert_eq!(decode::<MutinMsg<MaekawaMsg>>(&encode(&f).unwrap()).unwrap(), f);
+            }
+            if let Ok(f) = decode::<LkcsMsg>(&bytes) {
+                prop_assert_eq!(decode::<LkcsMsg>(&encode(&f).unwrap()).unwrap(), f);
+            }
+        }
+
+        /// Bytes that start like a frame (a valid tag) and go on at random decode without a
+        /// panic as well, and what decodes round-trips: the fuzz reaches past the first byte.
+        #[test]
+        fn tagged_noise_never_panics(
+            tag in 0u8..7,
+            rest in proptest::collection::vec(any::<u8>(), 0..120),
+        ) {
+            type Gcs = crate::GcsMsg<crate::MutinMsg<crate::MigratingMsg<crate::DdcTransfer>>, crate::LkcsMsg>;
+            let mut bytes = vec![tag];
+            bytes.extend(rest);
+            if let Ok(f) = decode::<MutinMsg<MaekawaMsg>>(&bytes) {
+                prop_assert_eq!(decode::<MutinMsg<MaekawaMsg>>(&encode(&f).unwrap()).unwrap(), f);
+            }
+            if let Ok(f) = decode::<Gcs>(&bytes) {
+                prop_assert_eq!(decode::<Gcs>(&encode(&f).unwrap()).unwrap(), f);
+            }
+        }
+
+        #[test]
+        fn frames_round_trip(f in frame()) {
+            let bytes = encode(&f).unwrap();
+            prop_assert_eq!(decode::<MutinMsg<MaekawaMsg>>(&bytes).unwrap(), f);
+        }
+
+        /// A frame cut short never decodes as another frame of the same bytes, and extra
+        /// bytes are refused.
+        #[test]
+        fn truncated_or_extended_frames_are_errors(f in frame(), extra in 1usize..8) {
+            let bytes = encode(&f).unwrap();
+            if bytes.len() > 1 {
+                let cut = &bytes[..bytes.len() - 1];
+                prop_assert!(decode::<MutinMsg<MaekawaMsg>>(cut).is_err());
+            }
+            let mut longer = bytes.clone();
+            longer.extend(std::iter::repeat_n(0u8, extra));
+            prop_assert_eq!(
+                decode::<MutinMsg<MaekawaMsg>>(&longer),
+                Err(FrameError::Trailing(extra))
+            );
+        }
+    }
+
+    #[test]
+    fn oversized_frames_are_refused() {
+        let big = vec![0u8; MAX_FRAME_LEN + 1];
+        assert_eq!(
+            decode::<LkcsMsg>(&big),
+            Err(FrameError::TooLong(MAX_FRAME_LEN + 1))
+        );
+        let huge = Frame::Data {
+            seq: 1,
+            msg: MutinMsg::<MaekawaMsg>::Response1 {
+                procs: vec![ProcessId(u32::MAX); MAX_FRAME_LEN],
+                req: 0,
+            },
+        };
+        assert!(matches!(encode(&huge), Err(FrameError::TooLong(_))));
+    }
+
+    #[test]
+    fn every_algorithm_message_round_trips() {
+        let f = Frame::Data {
+            seq: 7,
+            msg: LkcsMsg::Trigger {
+                at: At::Mutex,
+                ts: u64::MAX,
+            },
+        };
+        assert_eq!(decode::<LkcsMsg>(&encode(&f).unwrap()).unwrap(), f);
+        let g = Frame::Data {
+            seq: 1,
+            msg: crate::GcsMsg::<
+                crate::MutinMsg<crate::MigratingMsg<crate::CdcTransfer>>,
+                crate::LmutinMsg,
+            >::Lmin(crate::MutinMsg::Mx(crate::MigratingMsg::BecomeController {
+                epoch: 3,
+                info: crate::CdcTransfer {
+                    queue: vec![ProcessId(2), ProcessId(0)],
+                    busy: true,
+                },
+            })),
+        };
+        assert_eq!(decode(&encode(&g).unwrap()).unwrap(), g);
+    }
+}

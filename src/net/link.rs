@@ -1,0 +1,822 @@
+//! Reliable FIFO links over connections that may drop, and the [`Net`] of one member's links.
+//!
+//! TCP is reliable and FIFO within one connection only: a reset loses whatever was in flight.
+//! Each link therefore numbers its messages (1, 2, ... per direction), keeps every message
+//! until the peer acknowledges it (cumulative [`Frame::Ack`]), and after a reconnect the two
+//! sides exchange [`Frame::Resume`] (the highest sequence number each delivered) so the sender
+//! drops what arrived and resends the rest in order. The receiver delivers exactly
+//! `seq = delivered + 1`, drops duplicates (`seq ≤ delivered`) and treats a gap as a protocol
+//! violation (the connection is closed and resumed). So a reset or dropped connection neither
+//! loses, duplicates nor reorders a message.
+//!
+//! Of the two ends of a link the member with the smaller id dials (with exponential backoff,
+//! [`Timing::backoff_min`] doubling up to [`Timing::backoff_max`]) and the other accepts; a
+//! new authenticated connection replaces the old one.
+
+use super::frame::{Frame, Refusal};
+use super::handshake::{self, Conn, HandshakeError, PeerHello};
+use super::{Identity, LogEvent, Logger, NetConfig, NetError, Timing};
+use crate::id::ProcessId;
+use futures_util::{SinkExt, StreamExt};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinHandle;
+use tokio::time::{sleep_until, Instant};
+use tokio_util::codec::Framed;
+
+/// The sending half of a link: sequence numbers and the retransmission buffer.
+#[derive(Clone, Debug)]
+pub struct Outgoing<M> {
+    next: u64,
+    unacked: VecDeque<(u64, M)>,
+}
+
+impl<M> Default for Outgoing<M> {
+    fn default() -> Self {
+        Outgoing {
+            next: 1,
+            unacked: VecDeque::new(),
+        }
+    }
+}
+
+/// An acknowledgement that makes no sense: it names a message never sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckBeyondSent {
+    /// The sequence number acknowledged.
+    pub acked: u64,
+    /// The highest sequence number sent.
+    pub sent: u64,
+}
+
+impl<M: Clone> Outgoing<M> {
+    /// Numbers `msg` and keeps it until acknowledged; returns its sequence number.
+    pub fn push(&mut self, msg: M) -> u64 {
+        let seq = self.next;
+        self.next += 1;
+        self.unacked.push_back((seq, msg));
+        seq
+    }
+
+    /// The highest sequence number sent (0 for none).
+    pub fn sent(&self) -> u64 {
+        self.next - 1
+    }
+
+    /// Drops every message up to `seq` (a cumulative ack). An ack beyond what was sent is an
+    /// error and changes nothing.
+    pub fn ack(&mut self, seq: u64) -> Result<(), AckBeyondSent> {
+        if seq > self.sent() {
+            return Err(AckBeyondSent {
+                acked: seq,
+                sent: self.sent(),
+            });
+        }
+        while self.unacked.front().is_some_and(|(s, _)| *s <= seq) {
+            self.unacked.pop_front();
+        }
+        Ok(())
+    }
+
+    /// The messages not yet acknowledged, in order: what a new connection resends.
+    pub fn unacked(&self) -> impl Iterator<Item = &(u64, M)> {
+        self.unacked.iter()
+    }
+
+    /// The kept messages from sequence number `from` on, in order (those not yet
+    /// transmitted on the current connection).
+    pub fn from_seq(&self, from: u64) -> impl Iterator<Item = &(u64, M)> {
+        let skip = self
+            .unacked
+            .front()
+            .map_or(0, |(first, _)| from.saturating_sub(*first));
+        self.unacked
+            .iter()
+            .skip(usize::try_from(skip).unwrap_or(usize::MAX))
+    }
+
+    /// How many messages wait for an acknowledgement.
+    pub fn len(&self) -> usize {
+        self.unacked.len()
+    }
+
+    /// Whether every message was acknowledged.
+    pub fn is_empty(&self) -> bool {
+        self.unacked.is_empty()
+    }
+}
+
+/// The receiving half of a link: the highest sequence number delivered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Incoming {
+    delivered: u64,
+}
+
+/// What to do with an arriving sequence number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrival {
+    /// The next one: deliver it (it is now counted as delivered).
+    Deliver,
+    /// Already delivered: drop it.
+    Duplicate,
+    /// Past the next one: a message is missing; the connection is out of step.
+    Gap {
+        /// The sequence number expected.
+        expected: u64,
+    },
+}
+
+impl Incoming {
+    /// The highest sequence number delivered (0 for none).
+    pub fn delivered(&self) -> u64 {
+        self.delivered
+    }
+
+    /// Classifies `seq`, counting it as delivered when it is the next one.
+    pub fn arrive(&mut self, seq: u64) -> Arrival {
+        if seq <= self.delivered {
+            Arrival::Duplicate
+        } else if seq == self.delivered + 1 {
+            self.delivered = seq;
+            Arrival::Deliver
+        } else {
+            Arrival::Gap {
+                expected: self.delivered + 1,
+            }
+        }
+    }
+}
+
+/// What a [`Net`] reports to its owner.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NetEvent<M> {
+    /// A message from a peer, in its link's order, exactly once.
+    Message {
+        /// The sender.
+        from: ProcessId,
+        /// The message.
+        msg: M,
+    },
+    /// Nothing was heard from the peer for [`Timing::peer_timeout`].
+    Unreachable(ProcessId),
+    /// The peer is back (a connection resumed after [`NetEvent::Unreachable`]).
+    Reachable(ProcessId),
+    /// The link to the peer gave up for good: it restarted (lost its state), or its
+    /// retransmission buffer overflowed [`Timing::window`]. Nothing more goes to it.
+    Lost(ProcessId),
+}
+
+/// One member's links to its peers: send to a peer, receive [`NetEvent`]s.
+#[derive(Debug)]
+pub struct Net<M> {
+    me: ProcessId,
+    links: BTreeMap<ProcessId, mpsc::UnboundedSender<M>>,
+    events: mpsc::UnboundedReceiver<NetEvent<M>>,
+    tasks: Vec<JoinHandle<()>>,
+    local: SocketAddr,
+}
+
+impl<M> Drop for Net<M> {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl<M> Net<M>
+where
+    M: Clone + Send + Sync + Serialize + DeserializeOwned + 'static,
+{
+    /// Starts serving `listener` and the links to `config.peers`. Must run inside a tokio
+    /// runtime.
+    pub fn start(config: NetConfig, listener: TcpListener) -> Result<Net<M>, NetError> {
+        let me = config.identity.id;
+        if config.peers.contains_key(&me) {
+            return Err(NetError::Config(format!("{me} lists itself as a peer")));
+        }
+        config.timing.check()?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| NetError::Io(e.to_string()))?;
+        let identity = Arc::new(config.identity);
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let mut links = BTreeMap::new();
+        let mut accepted = BTreeMap::new();
+        let mut tasks = Vec::new();
+        for (&peer, &addr) in &config.peers {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let (conn_tx, conn_rx) = mpsc::channel(4);
+            links.insert(peer, tx);
+            accepted.insert(peer, conn_tx);
+            let link = Link {
+                me: identity.clone(),
+                peer,
+                dial: (me < peer).then_some(addr),
+                timing: config.timing,
+                log: config.log.clone(),
+                out: Outgoing::default(),
+                inc: Incoming::default(),
+                incarnation: None,
+                events: events_tx.clone(),
+                unreachable: false,
+                lost: None,
+                cursor: 1,
+            };
+            tasks.push(tokio::spawn(link.run(rx, conn_rx)));
+        }
+        let acceptor = Acceptor {
+            me: identity,
+            timing: config.timing,
+            log: config.log,
+            accepted,
+            gate: Arc::new(Semaphore::new(config.timing.max_handshakes)),
+        };
+        tasks.push(tokio::spawn(acceptor.run::<M>(listener)));
+        Ok(Net {
+            me,
+            links,
+            events,
+            tasks,
+            local,
+        })
+    }
+
+    /// This member's id.
+    pub fn id(&self) -> ProcessId {
+        self.me
+    }
+
+    /// The address the listener is bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The peers, in id order.
+    pub fn peers(&self) -> impl Iterator<Item = ProcessId> + '_ {
+        self.links.keys().copied()
+    }
+
+    /// Queues `msg` for `to` on its link; it arrives once, in order, while the link lives.
+    pub fn send(&self, to: ProcessId, msg: M) -> Result<(), NetError> {
+        match self.links.get(&to) {
+            None => Err(NetError::NotAPeer(to)),
+            Some(link) => link.send(msg).map_err(|_| NetError::Lost(to)),
+        }
+    }
+
+    /// The next event; `None` once every link has stopped.
+    pub async fn recv(&mut self) -> Option<NetEvent<M>> {
+        self.events.recv().await
+    }
+}
+
+/// Accepts connections and runs the accepting side of the handshake, each in its own task,
+/// then hands the connection to its link.
+struct Acceptor {
+    me: Arc<Identity>,
+    timing: Timing,
+    log: Logger,
+    accepted: BTreeMap<ProcessId, mpsc::Sender<(Conn, PeerHello)>>,
+    gate: Arc<Semaphore>,
+}
+
+impl Acceptor {
+    async fn run<M: Serialize + DeserializeOwned + Send + Sync + 'static>(
+        self,
+        listener: TcpListener,
+    ) {
+        let this = Arc::new(self);
+        loop {
+            let (stream, addr) = match listener.accept().await {
+                Ok(s) => s,
+                Err(e) => {
+                    (this.log)(this.me.id, &LogEvent::AcceptFailed(e.to_string()));
+                    tokio::time::sleep(this.timing.backoff_min).await;
+                    continue;
+                }
+            };
+            let Ok(permit) = this.gate.clone().try_acquire_owned() else {
+                (this.log)(
+                    this.me.id,
+                    &LogEvent::Refused {
+                        addr,
+                        peer: None,
+                        error: HandshakeError::Protocol("too many handshakes at once"),
+                    },
+                );
+                continue;
+            };
+            let this = this.clone();
+            tokio::spawn(async move {
+                let _permit = permit;
+                let _ = stream.set_nodelay(true);
+                let mut conn = Framed::new(stream, super::frame::codec());
+                let shake = handshake::handshake::<M>(&mut conn, &this.me, None, |p| {
+                    this.accepted.contains_key(&p)
+                });
+                match tokio::time::timeout(this.timing.handshake_timeout, shake).await {
+                    Ok(Ok(hello)) => {
+                        if let Some(link) = this.accepted.get(&hello.id) {
+                            let _ = link.send((conn, hello)).await;
+                        }
+                    }
+                    Ok(Err(error)) => (this.log)(
+                        this.me.id,
+                        &LogEvent::Refused {
+                            addr,
+                            peer: None,
+                            error,
+                        },
+                    ),
+                    Err(_) => (this.log)(
+                        this.me.id,
+                        &LogEvent::Refused {
+                            addr,
+                            peer: None,
+                            error: HandshakeError::Timeout,
+                        },
+                    ),
+                }
+            });
+        }
+    }
+}
+
+/// Why a connection ended.
+enum Ended {
+    /// The owner dropped the net: stop.
+    Shutdown,
+    /// The connection failed; the link resumes on a new one.
+    Dropped(String),
+    /// The link gave up for good.
+    Lost(String),
+}
+
+/// One link's task: owns its sequence state across connections.
+struct Link<M> {
+    me: Arc<Identity>,
+    peer: ProcessId,
+    dial: Option<SocketAddr>,
+    timing: Timing,
+    log: Logger,
+    out: Outgoing<M>,
+    inc: Incoming,
+    /// The peer's incarnation, once known: a different one later is a restart.
+    incarnation: Option<u64>,
+    events: mpsc::UnboundedSender<NetEvent<M>>,
+    unreachable: bool,
+    /// Set when the link gives up for good, with the reason.
+    lost: Option<String>,
+    /// The next sequence number to transmit on the current connection.
+    cursor: u64,
+}
+
+impl<M> Link<M>
+where
+    M: Clone + Send + Sync + Serialize + DeserializeOwned + 'static,
+{
+    fn log(&self, event: LogEvent) {
+        (self.log)(self.me.id, &event);
+    }
+
+    async fn run(
+        mut self,
+        mut outbox: mpsc::UnboundedReceiver<M>,
+        mut accepted: mpsc::Receiver<(Conn, PeerHello)>,
+    ) {
+        let mut backoff = self.timing.backoff_min;
+        let mut next_dial = Instant::now();
+        let mut last_heard = Instant::now();
+        let mut conn: Option<Conn> = None;
+        loop {
+            if let Some(reason) = self.lost.take() {
+                return self.lost(reason, outbox, accepted).await;
+            }
+            // Connected: serve until the connection ends.
+            if let Some(mut c) = conn.take() {
+                match self
+                    .serve(&mut c, &mut outbox, &mut accepted, &mut last_heard)
+                    .await
+                {
+                    Ended::Shutdown => return,
+                    Ended::Lost(why) => {
+                        self.lost = Some(why);
+                        continue;
+                    }
+                    Ended::Dropped(why) => {
+                        self.log(LogEvent::Disconnected {
+                            peer: self.peer,
+                            reason: why,
+                        });
+                        next_dial = Instant::now() + backoff;
+                        // a replacement may already wait
+                        if let Ok((c, hello)) = accepted.try_recv() {
+                            conn = self.resume(c, hello, &mut last_heard).await;
+                        }
+                        continue;
+                    }
+                }
+            }
+            // Disconnected: buffer, watch the silence, dial when due.
+            let dial_due = async {
+                match self.dial {
+                    Some(_) => sleep_until(next_dial).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                m = outbox.recv() => match m {
+                    None => return,
+                    Some(m) => {
+                        if let Err(why) = self.buffer(m) {
+                            self.lost = Some(why);
+                        }
+                    }
+                },
+                a = accepted.recv() => if let Some((c, hello)) = a {
+                    conn = self.resume(c, hello, &mut last_heard).await;
+                },
+                _ = sleep_until(last_heard + self.timing.peer_timeout), if !self.unreachable => {
+                    self.mark_unreachable();
+                }
+                _ = dial_due => if let Some(addr) = self.dial {
+                    match self.connect(addr).await {
+                        Ok((c, hello)) => {
+                            backoff = self.timing.backoff_min;
+                            conn = self.resume(c, hello, &mut last_heard).await;
+                            if conn.is_none() {
+                                next_dial = Instant::now() + backoff;
+                            }
+                        }
+                        Err(error) => {
+                            self.log(LogEvent::Refused { addr, peer: Some(self.peer), error });
+                            backoff = (backoff * 2).min(self.timing.backoff_max);
+                            next_dial = Instant::now() + backoff;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The link gave up: reports it once, then drops what is sent to the peer and refuses
+    /// every connection from it, until the net stops.
+    async fn lost(
+        self,
+        reason: String,
+        mut outbox: mpsc::UnboundedReceiver<M>,
+        mut accepted: mpsc::Receiver<(Conn, PeerHello)>,
+    ) {
+        self.log(LogEvent::LinkLost {
+            peer: self.peer,
+            reason,
+        });
+        let _ = self.events.send(NetEvent::Lost(self.peer));
+        loop {
+            tokio::select! {
+                m = outbox.recv() => match m {
+                    None => return,
+                    Some(_) => self.log(LogEvent::Dropped {
+                        peer: self.peer,
+                        reason: "a message to a lost peer".into(),
+                    }),
+                },
+                a = accepted.recv() => match a {
+                    None => return,
+                    Some((mut c, _)) => {
+                        let _ = handshake::send(&mut c, &Frame::<M>::Refuse(Refusal::Restarted)).await;
+                        self.log(LogEvent::PeerRestarted(self.peer));
+                    }
+                },
+            }
+        }
+    }
+
+    fn mark_unreachable(&mut self) {
+        if !self.unreachable {
+            self.unreachable = true;
+            self.log(LogEvent::Unreachable(self.peer));
+            let _ = self.events.send(NetEvent::Unreachable(self.peer));
+        }
+    }
+
+    /// Numbers a message and keeps it; refuses past the window.
+    fn buffer(&mut self, msg: M) -> Result<u64, String> {
+        if self.out.len() >= self.timing.window {
+            return Err(format!(
+                "{} messages unacknowledged, the retransmission window",
+                self.out.len()
+            ));
+        }
+        let frame = Frame::Data {
+            seq: self.out.sent() + 1,
+            msg: &msg,
+        };
+        if let Err(e) = super::frame::encode(&frame) {
+            return Err(format!("a message that cannot be sent: {e}"));
+        }
+        Ok(self.out.push(msg))
+    }
+
+    async fn connect(&self, addr: SocketAddr) -> Result<(Conn, PeerHello), HandshakeError> {
+        let attempt = async {
+            let stream = TcpStream::connect(addr)
+                .await
+                .map_err(|e| HandshakeError::Io(e.to_string()))?;
+            let _ = stream.set_nodelay(true);
+            let mut conn = Framed::new(stream, super::frame::codec());
+            let hello =
+                handshake::handshake::<M>(&mut conn, &self.me, Some(self.peer), |p| p == self.peer)
+                    .await?;
+            Ok((conn, hello))
+        };
+        tokio::time::timeout(self.timing.handshake_timeout, attempt)
+            .await
+            .unwrap_or(Err(HandshakeError::Timeout))
+    }
+
+    /// After a handshake: checks the incarnation, exchanges [`Frame::Resume`], trims and
+    /// resends. `None` when the connection failed (or the peer was refused).
+    async fn resume(
+        &mut self,
+        mut conn: Conn,
+        hello: PeerHello,
+        last_heard: &mut Instant,
+    ) -> Option<Conn> {
+        let addr = peer_addr(&conn);
+        match self.incarnation {
+            Some(known) if known != hello.incarnation => {
+                let _ = handshake::send(&mut conn, &Frame::<M>::Refuse(Refusal::Restarted)).await;
+                self.log(LogEvent::PeerRestarted(self.peer));
+                self.lost = Some(format!(
+                    "{} restarted (incarnation {:x}, was {known:x}) and lost its state",
+                    self.peer, hello.incarnation
+                ));
+                return None;
+            }
+            _ => {}
+        }
+        let exchange = async {
+            handshake::send(
+                &mut conn,
+                &Frame::<M>::Resume {
+                    delivered: self.inc.delivered(),
+                },
+            )
+            .await?;
+            match handshake::recv::<M>(&mut conn).await? {
+                Frame::Resume { delivered } => Ok(delivered),
+                Frame::Refuse(r) => Err(HandshakeError::Refused(r)),
+                _ => Err(HandshakeError::Protocol("expected a resume")),
+            }
+        };
+        let delivered = match tokio::time::timeout(self.timing.handshake_timeout, exchange).await {
+            Ok(Ok(d)) => d,
+            Ok(Err(error)) => {
+                self.log(LogEvent::Refused {
+                    addr,
+                    peer: Some(self.peer),
+                    error,
+                });
+                return None;
+            }
+            Err(_) => {
+                self.log(LogEvent::Refused {
+                    addr,
+                    peer: Some(self.peer),
+                    error: HandshakeError::Timeout,
+                });
+                return None;
+            }
+        };
+        if let Err(e) = self.out.ack(delivered) {
+            self.log(LogEvent::Dropped {
+                peer: self.peer,
+                reason: format!(
+                    "resume claims {} delivered, only {} sent: refused",
+                    e.acked, e.sent
+                ),
+            });
+            return None;
+        }
+        self.incarnation = Some(hello.incarnation);
+        // the unacknowledged tail goes out again from `serve`, interleaved with reading: two
+        // sides that both wrote their whole tail before reading would make no progress over
+        // connections that keep failing
+        self.cursor = delivered + 1;
+        *last_heard = Instant::now();
+        self.log(LogEvent::Connected {
+            peer: self.peer,
+            resent: self.out.len(),
+        });
+        if self.unreachable {
+            self.unreachable = false;
+            let _ = self.events.send(NetEvent::Reachable(self.peer));
+        }
+        Some(conn)
+    }
+
+    async fn serve(
+        &mut self,
+        conn: &mut Conn,
+        outbox: &mut mpsc::UnboundedReceiver<M>,
+        accepted: &mut mpsc::Receiver<(Conn, PeerHello)>,
+        last_heard: &mut Instant,
+    ) -> Ended {
+        let mut beat = tokio::time::interval(self.timing.heartbeat);
+        beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                m = outbox.recv() => match m {
+                    None => return Ended::Shutdown,
+                    Some(msg) => {
+                        if let Err(why) = self.buffer(msg) {
+                            return Ended::Lost(why);
+                        }
+                    }
+                },
+                // transmit what this connection has not carried yet, in order, a batch at a time
+                _ = std::future::ready(()), if self.cursor <= self.out.sent() => {
+                    let batch: Vec<(u64, M)> =
+                        self.out.from_seq(self.cursor).take(SEND_BATCH).cloned().collect();
+                    for (seq, msg) in batch {
+                        if let Err(e) = conn.feed(encoded(&Frame::Data { seq, msg })).await {
+                            return Ended::Dropped(e.to_string());
+                        }
+                        self.cursor = seq + 1;
+                    }
+                    if let Err(e) = SinkExt::<tokio_util::bytes::Bytes>::flush(conn).await {
+                        return Ended::Dropped(e.to_string());
+                    }
+                },
+                f = conn.next() => {
+                    let bytes = match f {
+                        None => return Ended::Dropped("closed by the peer".into()),
+                        Some(Err(e)) => return Ended::Dropped(e.to_string()),
+                        Some(Ok(b)) => b,
+                    };
+                    *last_heard = Instant::now();
+                    if self.unreachable {
+                        self.unreachable = false;
+                        let _ = self.events.send(NetEvent::Reachable(self.peer));
+                    }
+                    match super::frame::decode::<M>(&bytes) {
+                        Err(e) => return Ended::Dropped(format!("{e}: connection closed")),
+                        Ok(Frame::Data { seq, msg }) => match self.inc.arrive(seq) {
+                            Arrival::Deliver => {
+                                if self.events.send(NetEvent::Message { from: self.peer, msg }).is_err() {
+                                    return Ended::Shutdown;
+                                }
+                                let ack = Frame::<M>::Ack { seq };
+                                if let Err(e) = handshake::send(conn, &ack).await {
+                                    return Ended::Dropped(e.to_string());
+                                }
+                            }
+                            Arrival::Duplicate => {
+                                self.log(LogEvent::Dropped { peer: self.peer, reason: format!("duplicate message {seq}") });
+                            }
+                            Arrival::Gap { expected } => {
+                                return Ended::Dropped(format!("message {seq} while expecting {expected}"));
+                            }
+                        },
+                        Ok(Frame::Ack { seq }) => {
+                            if let Err(e) = self.out.ack(seq) {
+                                self.log(LogEvent::Dropped {
+                                    peer: self.peer,
+                                    reason: format!("ack of {} with only {} sent", e.acked, e.sent),
+                                });
+                            }
+                        }
+                        Ok(Frame::Heartbeat) => {}
+                        Ok(Frame::Refuse(r)) => {
+                            if r == Refusal::Restarted {
+                                return Ended::Lost(format!("refused by {}: {r}", self.peer));
+                            }
+                            return Ended::Dropped(format!("refused by the peer: {r}"));
+                        }
+                        Ok(Frame::Hello(_) | Frame::Auth(_) | Frame::Resume { .. }) => {
+                            self.log(LogEvent::Dropped { peer: self.peer, reason: "handshake frame on a live link".into() });
+                        }
+                    }
+                }
+                a = accepted.recv() => if let Some((c, hello)) = a {
+                    // the peer reconnected: the old connection is dead to it
+                    if let Some(c) = self.resume(c, hello, last_heard).await {
+                        *conn = c;
+                    } else if let Some(why) = self.lost.take() {
+                        return Ended::Lost(why);
+                    } else {
+                        return Ended::Dropped("a replacement connection failed".into());
+                    }
+                },
+                _ = beat.tick() => {
+                    if Instant::now().duration_since(*last_heard) > self.timing.peer_timeout {
+                        self.mark_unreachable();
+                        return Ended::Dropped("silent beyond the peer timeout".into());
+                    }
+                    if let Err(e) = handshake::send(conn, &Frame::<M>::Heartbeat).await {
+                        return Ended::Dropped(e.to_string());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// At most this many messages go out between two reads of a connection.
+const SEND_BATCH: usize = 64;
+
+/// A frame's bytes for the codec. Data frames were checked to encode when buffered, and the
+/// other frames are small; one that did not would go out empty, which the peer refuses as
+/// malformed.
+fn encoded<M: Serialize>(frame: &Frame<M>) -> tokio_util::bytes::Bytes {
+    super::frame::encode(frame).unwrap_or_default().into()
+}
+
+fn peer_addr(conn: &Conn) -> SocketAddr {
+    conn.get_ref()
+        .peer_addr()
+        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn outgoing_trims_by_cumulative_acks() {
+        let mut out = Outgoing::default();
+        for m in 0..5 {
+            out.push(m);
+        }
+        assert_eq!(out.sent(), 5);
+        out.ack(3).unwrap();
+        assert_eq!(out.unacked().map(|(s, _)| *s).collect::<Vec<_>>(), [4, 5]);
+        assert_eq!(out.from_seq(5).map(|(s, _)| *s).collect::<Vec<_>>(), [5]);
+        assert_eq!(out.from_seq(1).map(|(s, _)| *s).collect::<Vec<_>>(), [4, 5]);
+        assert_eq!(out.from_seq(6).count(), 0);
+        out.ack(2).unwrap(); // stale: nothing changes
+        assert_eq!(out.len(), 2);
+        assert_eq!(out.ack(6), Err(AckBeyondSent { acked: 6, sent: 5 }));
+        assert_eq!(out.len(), 2);
+        out.ack(5).unwrap();
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn incoming_delivers_the_next_only() {
+        let mut inc = Incoming::default();
+        assert_eq!(inc.arrive(2), Arrival::Gap { expected: 1 });
+        assert_eq!(inc.arrive(1), Arrival::Deliver);
+        assert_eq!(inc.arrive(1), Arrival::Duplicate);
+        assert_eq!(inc.arrive(0), Arrival::Duplicate);
+        assert_eq!(inc.arrive(2), Arrival::Deliver);
+        assert_eq!(inc.delivered(), 2);
+    }
+
+    proptest! {
+        /// A sender and a receiver over connections that each carry a prefix of the unacked
+        /// tail (then drop), with resume between: every message is delivered once, in order.
+        #[test]
+        fn resume_delivers_exactly_once_in_order(
+            plan in proptest::collection::vec((0usize..6, 0usize..8, any::<bool>()), 1..30),
+        ) {
+            let mut out = Outgoing::default();
+            let mut inc = Incoming::default();
+            let mut delivered = Vec::new();
+            let mut next_msg = 0u32;
+            for (new, carried, acked) in plan {
+                for _ in 0..new {
+                    out.push(next_msg);
+                    next_msg += 1;
+                }
+                // a connection: resume, resend the tail, some of it gets through
+                out.ack(inc.delivered()).unwrap();
+                let tail: Vec<(u64, u32)> = out.unacked().cloned().collect();
+                for (seq, m) in tail.into_iter().take(carried) {
+                    match inc.arrive(seq) {
+                        Arrival::Deliver => delivered.push(m),
+                        Arrival::Duplicate => {}
+                        Arrival::Gap { .. } => prop_assert!(false, "gap on one connection"),
+                    }
+                }
+                if acked {
+                    out.ack(inc.delivered()).unwrap();
+                }
+            }
+            out.ack(inc.delivered()).unwrap();
+            for (seq, m) in out.unacked().cloned().collect::<Vec<_>>() {
+                prop_assert_eq!(inc.arrive(seq), Arrival::Deliver);
+                delivered.push(m);
+            }
+            prop_assert_eq!(delivered, (0..next_msg).collect::<Vec<_>>());
+        }
+    }
+}

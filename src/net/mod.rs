@@ -1,0 +1,339 @@
+//! CS objects over TCP: each member in its own process, possibly on another host, runs the
+//! very same [`CsObject`](crate::CsObject) as the simulator and the thread runtime, over
+//! authenticated, reliable FIFO links (the `net` feature, on for the binary).
+//!
+//! # Layers
+//! - **Framing** ([`frame`]): a 4-byte big-endian length prefix (tokio-util's
+//!   `LengthDelimitedCodec`, at most [`frame::MAX_FRAME_LEN`] bytes) and a postcard body, a
+//!   [`frame::Frame`]: the handshake frames, `Data { seq, msg }`, `Ack { seq }`, `Heartbeat`,
+//!   `Resume { delivered }` and `Refuse(reason)`.
+//! - **Handshake** ([`handshake`]): HMAC-SHA256 challenge-response over the cluster's shared
+//!   secret, then the protocol version, the cluster spec hash ([`spec_hash`]), the cluster
+//!   epoch and the member ids must agree. A mismatch is refused with a typed
+//!   [`HandshakeError`], logged on both sides ([`LogEvent::Refused`]).
+//! - **Links** ([`link`]): per-link sequence numbers, cumulative acknowledgements and
+//!   retransmission of the unacknowledged tail after a reconnect, so a reset or dropped
+//!   connection neither loses, duplicates nor reorders a message; the member with the smaller
+//!   id dials, with exponential backoff. [`Net`] is one member's set of links.
+//! - **Node** ([`node`]): drives one member's CS object from its links; [`NodeHandle`] is the
+//!   application's side (`enter`, `exit`).
+//!
+//! # Why HMAC, and what it does not do
+//! Peers authenticate by HMAC-SHA256 over the shared secret of the cluster file: no
+//! certificates to issue, rotate or distribute, and the secret is already there. Each side
+//! proves it knows the secret by MACing both hellos, which carry the other side's fresh random
+//! nonce (no replay) and both member ids in order (no reflection); the MACs are compared in
+//! constant time. It **authenticates but does not encrypt**: the traffic (who enters when) is
+//! readable on the wire, and an attacker on the path who can rewrite TCP segments could tamper
+//! with frames after the handshake. That fits the threat this layer is for: stray processes,
+//! members of another cluster or another epoch, port scanners and misconfiguration, on a
+//! network the operator controls. Across an untrusted network, run the cluster inside a
+//! tunnel (WireGuard, SSH) or put TLS under the same frames.
+//!
+//! # What is dropped and logged
+//! Nothing a peer sends can panic a node or move it outside its algorithm's rules:
+//! - a connection that fails the handshake (wrong secret, spec, epoch, version, a member that
+//!   is not a neighbour, garbage bytes, silence beyond [`Timing::handshake_timeout`]) is
+//!   refused and closed; the listener keeps serving, and at most [`Timing::max_handshakes`]
+//!   run at once;
+//! - an oversized or malformed frame on a live link closes that connection (the stream cannot
+//!   be trusted past it); the link resumes on a new one with nothing lost;
+//! - a duplicate message, an acknowledgement of a message never sent, a handshake frame on a
+//!   live link: dropped;
+//! - a message from a member that is not a neighbour of the receiver: dropped by the node;
+//! - a message that makes no sense in the receiver's state: the algorithms' handlers ignore it
+//!   (see each algorithm's module and `tests/hostile.rs`).
+//!
+//! Each drop is a [`LogEvent`] handed to the [`Logger`] of [`NetConfig`] ([`stderr_logger`]
+//! by default prints one line to stderr); no logging framework.
+//!
+//! # Failure detection and restarts
+//! Every connected link sends a heartbeat each [`Timing::heartbeat`]; a peer silent for
+//! [`Timing::peer_timeout`] is reported ([`NetEvent::Unreachable`]) and every call of the node
+//! that waits on it returns [`NodeError::PeerUnreachable`] naming it; the move keeps running,
+//! and a peer back within the retransmission window ([`Timing::window`] messages) resumes with
+//! nothing lost. A member that crashed has lost its state: its new process draws a new
+//! incarnation, and the peers that knew the old one refuse it ([`frame::Refusal::Restarted`]);
+//! the cluster is restarted as a whole under a new epoch.
+
+pub mod frame;
+pub mod handshake;
+pub mod link;
+pub mod node;
+
+pub use handshake::HandshakeError;
+pub use link::{Net, NetEvent};
+pub use node::{Node, NodeError, NodeHandle, Observer};
+
+use crate::id::ProcessId;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Who a member is, as its handshakes present it.
+#[derive(Clone)]
+pub struct Identity {
+    /// The member's id.
+    pub id: ProcessId,
+    /// The shared secret of the cluster.
+    pub secret: Vec<u8>,
+    /// The hash of the cluster spec ([`spec_hash`]).
+    pub spec: [u8; 32],
+    /// The cluster epoch: bumped when the cluster restarts as a whole.
+    pub epoch: u64,
+    /// Drawn at random when the member's process starts ([`Identity::new`]).
+    pub incarnation: u64,
+}
+
+impl fmt::Debug for Identity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Identity")
+            .field("id", &self.id)
+            .field("secret", &"<hidden>")
+            .field("spec", &spec_hex(&self.spec))
+            .field("epoch", &self.epoch)
+            .field("incarnation", &self.incarnation)
+            .finish()
+    }
+}
+
+impl Identity {
+    /// A member's identity with a fresh random incarnation.
+    pub fn new(id: ProcessId, secret: impl Into<Vec<u8>>, spec: [u8; 32], epoch: u64) -> Self {
+        Identity {
+            id,
+            secret: secret.into(),
+            spec,
+            epoch,
+            incarnation: rand::random(),
+        }
+    }
+}
+
+/// The SHA-256 of a cluster spec's canonical text: members whose hashes differ refuse each
+/// other.
+pub fn spec_hash(canonical: &str) -> [u8; 32] {
+    Sha256::digest(canonical.as_bytes()).into()
+}
+
+fn spec_hex(spec: &[u8; 32]) -> String {
+    spec.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The timers of the links.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timing {
+    /// A heartbeat goes out on a connected link this often.
+    pub heartbeat: Duration,
+    /// A peer silent this long is unreachable (and its connection is dropped).
+    pub peer_timeout: Duration,
+    /// The first delay before redialling; it doubles after each failure.
+    pub backoff_min: Duration,
+    /// The longest delay before redialling.
+    pub backoff_max: Duration,
+    /// A handshake (and the resume after it) must finish within this.
+    pub handshake_timeout: Duration,
+    /// At most this many handshakes run at once on the listener; more connections are closed.
+    pub max_handshakes: usize,
+    /// The retransmission window: at most this many messages wait for an acknowledgement on
+    /// a link; past it the link is lost.
+    pub window: usize,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            heartbeat: Duration::from_millis(500),
+            peer_timeout: Duration::from_secs(3),
+            backoff_min: Duration::from_millis(50),
+            backoff_max: Duration::from_secs(2),
+            handshake_timeout: Duration::from_secs(2),
+            max_handshakes: 64,
+            window: 1 << 16,
+        }
+    }
+}
+
+impl Timing {
+    /// Checks the timers make sense together.
+    pub fn check(&self) -> Result<(), NetError> {
+        let zero = [
+            ("heartbeat", self.heartbeat),
+            ("peer_timeout", self.peer_timeout),
+            ("backoff_min", self.backoff_min),
+            ("handshake_timeout", self.handshake_timeout),
+        ];
+        if let Some((name, _)) = zero.iter().find(|(_, d)| d.is_zero()) {
+            return Err(NetError::Config(format!("timing: {name} must be positive")));
+        }
+        if self.peer_timeout <= self.heartbeat {
+            return Err(NetError::Config(
+                "timing: peer_timeout must exceed heartbeat".into(),
+            ));
+        }
+        if self.backoff_max < self.backoff_min {
+            return Err(NetError::Config(
+                "timing: backoff_max must be at least backoff_min".into(),
+            ));
+        }
+        if self.max_handshakes == 0 || self.window == 0 {
+            return Err(NetError::Config(
+                "timing: max_handshakes and window must be positive".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What the network layer logs: every refusal, drop and change of a link.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogEvent {
+    /// A connection was refused or failed in its handshake.
+    Refused {
+        /// The other end.
+        addr: SocketAddr,
+        /// The member it is (when dialling it, or once known).
+        peer: Option<ProcessId>,
+        /// Why.
+        error: HandshakeError,
+    },
+    /// Accepting a connection failed.
+    AcceptFailed(String),
+    /// A link (re)connected and resent its unacknowledged messages.
+    Connected {
+        /// The peer.
+        peer: ProcessId,
+        /// How many messages were resent.
+        resent: usize,
+    },
+    /// A connection ended; the link will resume on a new one.
+    Disconnected {
+        /// The peer.
+        peer: ProcessId,
+        /// Why.
+        reason: String,
+    },
+    /// A frame or message was dropped.
+    Dropped {
+        /// The peer it came from (or was for).
+        peer: ProcessId,
+        /// Why.
+        reason: String,
+    },
+    /// The peer is silent beyond the timeout.
+    Unreachable(ProcessId),
+    /// The peer came back with a new incarnation: it restarted and was refused.
+    PeerRestarted(ProcessId),
+    /// The link gave up for good.
+    LinkLost {
+        /// The peer.
+        peer: ProcessId,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl fmt::Display for LogEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LogEvent::Refused {
+                addr,
+                peer: Some(p),
+                error,
+            } => write!(f, "refused {p} at {addr}: {error}"),
+            LogEvent::Refused {
+                addr,
+                peer: None,
+                error,
+            } => write!(f, "refused a connection from {addr}: {error}"),
+            LogEvent::AcceptFailed(e) => write!(f, "accept failed: {e}"),
+            LogEvent::Connected { peer, resent } => {
+                write!(f, "link to {peer} up ({resent} messages resent)")
+            }
+            LogEvent::Disconnected { peer, reason } => {
+                write!(f, "link to {peer} down: {reason}")
+            }
+            LogEvent::Dropped { peer, reason } => write!(f, "dropped from {peer}: {reason}"),
+            LogEvent::Unreachable(p) => write!(f, "{p} unreachable"),
+            LogEvent::PeerRestarted(p) => {
+                write!(f, "{p} restarted and lost its state: refused")
+            }
+            LogEvent::LinkLost { peer, reason } => write!(f, "link to {peer} lost: {reason}"),
+        }
+    }
+}
+
+/// Where log events go: called with the logging member's id.
+pub type Logger = Arc<dyn Fn(ProcessId, &LogEvent) + Send + Sync>;
+
+/// A [`Logger`] printing one line per event to stderr: `lkcs-net P0: ...`.
+pub fn stderr_logger() -> Logger {
+    Arc::new(|me, event| {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), "lkcs-net {me}: {event}");
+    })
+}
+
+/// What a member needs to join its peers.
+#[derive(Clone)]
+pub struct NetConfig {
+    /// Who this member is.
+    pub identity: Identity,
+    /// The neighbours and their addresses.
+    pub peers: BTreeMap<ProcessId, SocketAddr>,
+    /// The timers.
+    pub timing: Timing,
+    /// Where log events go.
+    pub log: Logger,
+}
+
+impl fmt::Debug for NetConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NetConfig")
+            .field("identity", &self.identity)
+            .field("peers", &self.peers)
+            .field("timing", &self.timing)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NetConfig {
+    /// A configuration with the default timing and the stderr logger.
+    pub fn new(identity: Identity, peers: BTreeMap<ProcessId, SocketAddr>) -> Self {
+        NetConfig {
+            identity,
+            peers,
+            timing: Timing::default(),
+            log: stderr_logger(),
+        }
+    }
+}
+
+/// Errors of the network layer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NetError {
+    /// A configuration that cannot work.
+    Config(String),
+    /// A socket operation failed.
+    Io(String),
+    /// Not a neighbour of this member.
+    NotAPeer(ProcessId),
+    /// The link to this peer gave up for good.
+    Lost(ProcessId),
+}
+
+impl fmt::Display for NetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NetError::Config(e) => write!(f, "configuration: {e}"),
+            NetError::Io(e) => write!(f, "network: {e}"),
+            NetError::NotAPeer(p) => write!(f, "{p} is not a neighbour"),
+            NetError::Lost(p) => write!(f, "the link to {p} is lost"),
+        }
+    }
+}
+
+impl std::error::Error for NetError {}

@@ -1,0 +1,874 @@
+//! `lkcs::net` over real 127.0.0.1 sockets: reliable FIFO links through a proxy that resets
+//! connections mid-stream, the handshake's refusals, garbage on the port, CS objects from the
+//! catalog running as nodes under a bound monitor, unreachable peers and restarted members.
+
+use lkcs::net::frame::Refusal;
+use lkcs::net::{
+    HandshakeError, Identity, LogEvent, Logger, Net, NetConfig, NetEvent, Node, NodeError,
+    NodeHandle, Observer, Timing,
+};
+use lkcs::{
+    Algorithm, CsObject, CsState, Instance, Observed, ProcessId, Sequence, SystemSpec,
+    SystemVisitor, Topology, Variant,
+};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// A hang guard, far beyond what any of these runs takes: a test that hangs fails instead.
+const GUARD: Duration = Duration::from_secs(120);
+
+const SECRET: &[u8] = b"the cluster secret";
+const SPEC: &str = "maekawa complete:4 k=1";
+
+fn fast_timing() -> Timing {
+    Timing {
+        heartbeat: Duration::from_millis(40),
+        peer_timeout: Duration::from_secs(5),
+        backoff_min: Duration::from_millis(5),
+        backoff_max: Duration::from_millis(80),
+        handshake_timeout: Duration::from_secs(2),
+        max_handshakes: 16,
+        window: 1 << 16,
+    }
+}
+
+/// Log events of every member, kept for the assertions (and printed: the harness shows them
+/// for a failing test).
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<(ProcessId, LogEvent)>>>);
+
+impl Logs {
+    fn logger(&self) -> Logger {
+        let logs = self.0.clone();
+        Arc::new(move |me, e| {
+            eprintln!("lkcs-net {me}: {e}");
+            logs.lock().unwrap().push((me, e.clone()));
+        })
+    }
+
+    fn any(&self, f: impl Fn(ProcessId, &LogEvent) -> bool) -> bool {
+        self.0.lock().unwrap().iter().any(|(p, e)| f(*p, e))
+    }
+
+    fn count(&self, f: impl Fn(ProcessId, &LogEvent) -> bool) -> usize {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(p, e)| f(*p, e))
+            .count()
+    }
+
+    /// Waits until some event satisfies `f` (the hang guard fails the test otherwise).
+    async fn wait_for(&self, what: &str, f: impl Fn(ProcessId, &LogEvent) -> bool) {
+        let waited = tokio::time::timeout(GUARD, async {
+            while !self.any(&f) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        assert!(waited.is_ok(), "never logged: {what}");
+    }
+}
+
+async fn bind() -> TcpListener {
+    TcpListener::bind("127.0.0.1:0").await.unwrap()
+}
+
+fn identity(id: u32, secret: &[u8], spec: &str, epoch: u64) -> Identity {
+    Identity::new(ProcessId(id), secret, lkcs::net::spec_hash(spec), epoch)
+}
+
+fn config(identity: Identity, peers: &[(u32, SocketAddr)], logs: &Logs) -> NetConfig {
+    NetConfig {
+        identity,
+        peers: peers.iter().map(|&(p, a)| (ProcessId(p), a)).collect(),
+        timing: fast_timing(),
+        log: logs.logger(),
+    }
+}
+
+/// A TCP proxy in front of `target` that cuts every connection (with a reset) after a random
+/// number of bytes in `cut`, counted over both directions, so frames are lost mid-stream;
+/// while paused it cuts what it carries and refuses new connections.
+struct Proxy {
+    addr: SocketAddr,
+    resets: Arc<AtomicUsize>,
+    paused: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Proxy {
+    async fn start(target: SocketAddr, cut: Option<Range<usize>>, seed: u64) -> Proxy {
+        let listener = bind().await;
+        let addr = listener.local_addr().unwrap();
+        let resets = Arc::new(AtomicUsize::new(0));
+        let paused = Arc::new(AtomicBool::new(false));
+        let (r, p) = (resets.clone(), paused.clone());
+        let task = tokio::spawn(async move {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            loop {
+                let Ok((client, _)) = listener.accept().await else {
+                    continue;
+                };
+                if p.load(Ordering::SeqCst) {
+                    let _ = client.set_zero_linger();
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(target).await else {
+                    continue;
+                };
+                let budget = cut.clone().map(|c| rng.random_range(c));
+                tokio::spawn(pump(client, server, budget, r.clone(), p.clone()));
+            }
+        });
+        Proxy {
+            addr,
+            resets,
+            paused,
+            task,
+        }
+    }
+
+    fn resets(&self) -> usize {
+        self.resets.load(Ordering::SeqCst)
+    }
+
+    fn pause(&self, paused: bool) {
+        self.paused.store(paused, Ordering::SeqCst);
+    }
+}
+
+async fn pump(
+    mut a: TcpStream,
+    mut b: TcpStream,
+    mut budget: Option<usize>,
+    resets: Arc<AtomicUsize>,
+    paused: Arc<AtomicBool>,
+) {
+    let (mut ba, mut bb) = ([0u8; 4096], [0u8; 4096]);
+    loop {
+        if paused.load(Ordering::SeqCst) || budget == Some(0) {
+            break;
+        }
+        let limit = budget.unwrap_or(usize::MAX).min(4096);
+        let (n, to_b) = tokio::select! {
+            r = a.read(&mut ba[..limit]) => (r, true),
+            r = b.read(&mut bb[..limit]) => (r, false),
+            _ = tokio::time::sleep(Duration::from_millis(10)) => continue,
+        };
+        let n = match n {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let written = if to_b {
+            b.write_all(&ba[..n]).await
+        } else {
+            a.write_all(&bb[..n]).await
+        };
+        if written.is_err() {
+            return;
+        }
+        if let Some(left) = budget.as_mut() {
+            *left -= n;
+        }
+    }
+    let _ = a.set_zero_linger();
+    let _ = b.set_zero_linger();
+    resets.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Both directions of one link carry `count` messages each through a proxy that resets the
+/// connection every 300..3000 bytes (a handshake takes about 250): each side receives exactly 0..count, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn links_deliver_once_in_order_through_resets() {
+    let logs = Logs::default();
+    let (l0, l1) = (bind().await, bind().await);
+    let proxy = Proxy::start(l1.local_addr().unwrap(), Some(300..3000), 7).await;
+    let spec = "link test";
+    let mut n0: Net<u64> = Net::start(
+        config(identity(0, SECRET, spec, 1), &[(1, proxy.addr)], &logs),
+        l0,
+    )
+    .unwrap();
+    let l0_addr = n0.local_addr();
+    let mut n1: Net<u64> = Net::start(
+        config(identity(1, SECRET, spec, 1), &[(0, l0_addr)], &logs),
+        l1,
+    )
+    .unwrap();
+    let count = 3000u64;
+    let run = async {
+        let mut got0 = Vec::new();
+        let mut got1 = Vec::new();
+        let mut sent = 0;
+        while got0.len() < count as usize || got1.len() < count as usize {
+            // trickle the sends in so they interleave with the resets
+            if sent < count {
+                for m in sent..(sent + 50).min(count) {
+                    n0.send(ProcessId(1), m).unwrap();
+                    n1.send(ProcessId(0), m).unwrap();
+                }
+                sent = (sent + 50).min(count);
+            }
+            tokio::select! {
+                Some(e) = n0.recv() => if let NetEvent::Message { from, msg } = e {
+                    assert_eq!(from, ProcessId(1));
+                    got0.push(msg);
+                },
+                Some(e) = n1.recv() => if let NetEvent::Message { from, msg } = e {
+                    assert_eq!(from, ProcessId(0));
+                    got1.push(msg);
+                },
+            }
+        }
+        (got0, got1)
+    };
+    let (got0, got1) = tokio::time::timeout(GUARD, run).await.expect("hang guard");
+    let want: Vec<u64> = (0..count).collect();
+    assert_eq!(
+        got0, want,
+        "P0 received something else than 0..{count}, in order"
+    );
+    assert_eq!(
+        got1, want,
+        "P1 received something else than 0..{count}, in order"
+    );
+    assert!(
+        proxy.resets() >= 5,
+        "the proxy cut only {} connections",
+        proxy.resets()
+    );
+    // the resumes resent what was lost
+    assert!(logs.any(|_, e| matches!(e, LogEvent::Connected { resent, .. } if *resent > 0)));
+}
+
+/// Starts P0 dialling P1 with the given identities; returns the nets (kept alive) and waits
+/// for `both` refusals to be logged, one by each side.
+async fn refused_on_both_sides(
+    id0: Identity,
+    id1: Identity,
+    matches0: impl Fn(&HandshakeError) -> bool,
+    matches1: impl Fn(&HandshakeError) -> bool,
+) -> Logs {
+    let logs = Logs::default();
+    let (l0, l1) = (bind().await, bind().await);
+    let (a0, a1) = (l0.local_addr().unwrap(), l1.local_addr().unwrap());
+    let _n0: Net<u64> = Net::start(config(id0, &[(1, a1)], &logs), l0).unwrap();
+    let _n1: Net<u64> = Net::start(config(id1, &[(0, a0)], &logs), l1).unwrap();
+    let refused = |me: u32, m: &dyn Fn(&HandshakeError) -> bool, p: ProcessId, e: &LogEvent| {
+        p == ProcessId(me) && matches!(e, LogEvent::Refused { error, .. } if m(error))
+    };
+    logs.wait_for("P0 refuses", |p, e| refused(0, &matches0, p, e))
+        .await;
+    logs.wait_for("P1 refuses", |p, e| refused(1, &matches1, p, e))
+        .await;
+    assert!(
+        !logs.any(|_, e| matches!(e, LogEvent::Connected { .. })),
+        "a link came up"
+    );
+    logs
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_secret_is_refused_on_both_sides() {
+    refused_on_both_sides(
+        identity(0, b"secret A", SPEC, 1),
+        identity(1, b"secret B", SPEC, 1),
+        |e| matches!(e, HandshakeError::AuthFailed { from } if *from == ProcessId(1)),
+        |e| matches!(e, HandshakeError::AuthFailed { from } if *from == ProcessId(0)),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_different_spec_is_refused_on_both_sides() {
+    let logs = refused_on_both_sides(
+        identity(0, SECRET, SPEC, 1),
+        identity(1, SECRET, "maekawa complete:4 k=2", 1),
+        |e| matches!(e, HandshakeError::SpecMismatch { .. }),
+        |e| matches!(e, HandshakeError::SpecMismatch { .. }),
+    )
+    .await;
+    // the error names both hashes
+    let ours = lkcs::net::spec_hash(SPEC)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>();
+    assert!(logs.any(|_, e| e.to_string().contains(&ours)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_different_epoch_is_refused_on_both_sides() {
+    refused_on_both_sides(
+        identity(0, SECRET, SPEC, 1),
+        identity(1, SECRET, SPEC, 2),
+        |e| {
+            matches!(
+                e,
+                HandshakeError::EpochMismatch {
+                    ours: 1,
+                    theirs: 2,
+                    ..
+                }
+            )
+        },
+        |e| {
+            matches!(
+                e,
+                HandshakeError::EpochMismatch {
+                    ours: 2,
+                    theirs: 1,
+                    ..
+                }
+            )
+        },
+    )
+    .await;
+}
+
+/// P0 is no neighbour of P1 (P1 lists only P2): P1 refuses it, and P0 learns why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_neighbour_is_refused_on_both_sides() {
+    let logs = Logs::default();
+    let (l0, l1) = (bind().await, bind().await);
+    let a1 = l1.local_addr().unwrap();
+    let unused: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let _n1: Net<u64> = Net::start(
+        config(identity(1, SECRET, SPEC, 1), &[(2, unused)], &logs),
+        l1,
+    )
+    .unwrap();
+    let _n0: Net<u64> =
+        Net::start(config(identity(0, SECRET, SPEC, 1), &[(1, a1)], &logs), l0).unwrap();
+    logs.wait_for("P1 refuses P0", |p, e| {
+        p == ProcessId(1)
+            && matches!(e, LogEvent::Refused { error: HandshakeError::NotAPeer { from }, .. } if *from == ProcessId(0))
+    })
+    .await;
+    logs.wait_for("P0 is told", |p, e| {
+        p == ProcessId(0)
+            && matches!(
+                e,
+                LogEvent::Refused {
+                    error: HandshakeError::Refused(Refusal::NotAPeer),
+                    ..
+                }
+            )
+    })
+    .await;
+}
+
+/// Garbage on the port (an oversized length prefix, random bytes, a hello-shaped frame
+/// cut short, a silent connection) is refused and logged, and the node keeps serving: P0 then
+/// connects and its message arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_is_dropped_and_the_node_keeps_serving() {
+    let logs = Logs::default();
+    let l1 = bind().await;
+    let a1 = l1.local_addr().unwrap();
+    let unused: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let mut n1: Net<u64> = Net::start(
+        config(identity(1, SECRET, SPEC, 1), &[(0, unused)], &logs),
+        l1,
+    )
+    .unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut junk: Vec<Vec<u8>> = vec![
+        vec![0xff, 0xff, 0xff, 0xff, 1, 2, 3], // 4 GiB announced
+        vec![0, 0, 0, 5, 0xde, 0xad, 0xbe, 0xef, 0x99], // 5 bytes of nonsense
+        vec![0, 0, 0, 3, 0, 1],                // a hello cut short, then the connection closes
+    ];
+    for _ in 0..20 {
+        let len = rng.random_range(1..200);
+        junk.push((0..len).map(|_| rng.random()).collect());
+    }
+    let mut silent = Vec::new();
+    for bytes in &junk {
+        let mut s = TcpStream::connect(a1).await.unwrap();
+        let _ = s.write_all(bytes).await;
+        silent.push(s); // kept open: some wait for the handshake timeout
+    }
+    logs.wait_for("a frame refused", |p, e| {
+        p == ProcessId(1)
+            && matches!(
+                e,
+                LogEvent::Refused {
+                    error: HandshakeError::Frame(_),
+                    ..
+                }
+            )
+    })
+    .await;
+    // now a real member
+    let l0 = bind().await;
+    let n0: Net<u64> =
+        Net::start(config(identity(0, SECRET, SPEC, 1), &[(1, a1)], &logs), l0).unwrap();
+    n0.send(ProcessId(1), 42).unwrap();
+    let got = tokio::time::timeout(GUARD, async {
+        loop {
+            if let Some(NetEvent::Message { from, msg }) = n1.recv().await {
+                return (from, msg);
+            }
+        }
+    })
+    .await
+    .expect("hang guard");
+    assert_eq!(got, (ProcessId(0), 42));
+    drop(silent);
+    assert!(
+        logs.count(|p, e| p == ProcessId(1) && matches!(e, LogEvent::Refused { .. })) >= 3,
+        "every junk connection is refused"
+    );
+}
+
+/// What a cluster run found.
+#[derive(Debug)]
+struct Outcome {
+    /// Completed moves, over all members.
+    moves: usize,
+    /// Bound violations the monitor saw.
+    violations: Vec<String>,
+    /// The most members in the CS at once.
+    max_in_cs: usize,
+    /// Connections the proxies cut.
+    resets: usize,
+}
+
+/// Runs the built system as one node per member on 127.0.0.1, each member cycling `pairs`
+/// pairs of moves; the dialling side of every link goes through a proxy cutting it every
+/// `cut` bytes when given. A monitor under one lock, fed by every node's observer (inside the
+/// handler that changed the state, before its sends leave), checks every bound.
+struct Cluster {
+    pairs: usize,
+    cut: Option<Range<usize>>,
+}
+
+impl SystemVisitor for Cluster {
+    type Output = Outcome;
+    fn visit<A: CsObject>(
+        self,
+        instance: &Instance,
+        initial: &[CsState],
+        procs: Vec<A>,
+    ) -> Outcome {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(run_cluster(self, instance.clone(), initial.to_vec(), procs))
+    }
+}
+
+struct Monitor {
+    observed: Observed,
+    violations: Vec<String>,
+    max_in_cs: usize,
+}
+
+async fn run_cluster<A: CsObject>(
+    cluster: Cluster,
+    inst: Instance,
+    initial: Vec<CsState>,
+    procs: Vec<A>,
+) -> Outcome {
+    let n = procs.len();
+    let logs = Logs::default();
+    let mut listeners = Vec::new();
+    for _ in 0..n {
+        listeners.push(bind().await);
+    }
+    let addrs: Vec<SocketAddr> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
+    let mut proxies = Vec::new();
+    let mut dial = BTreeMap::new(); // (i, j), i < j: where i dials j
+    for (i, j) in inst.topology().edges() {
+        let (i, j) = (i.min(j), i.max(j));
+        let addr = match &cluster.cut {
+            Some(cut) => {
+                let p = Proxy::start(addrs[j.index()], Some(cut.clone()), u64::from(j.0)).await;
+                let a = p.addr;
+                proxies.push(p);
+                a
+            }
+            None => addrs[j.index()],
+        };
+        dial.insert((i, j), addr);
+    }
+    let monitor = Arc::new(Mutex::new(Monitor {
+        observed: Observed::new(&inst, initial.clone()),
+        violations: Vec::new(),
+        max_in_cs: initial.iter().filter(|s| **s == CsState::InCs).count(),
+    }));
+    let observer: Observer = {
+        let (monitor, inst) = (monitor.clone(), inst.clone());
+        Arc::new(move |p, state| {
+            let mut m = monitor.lock().unwrap();
+            for (q, c) in m.observed.apply(&inst, p, state) {
+                let b = inst.bounds(q);
+                m.violations.push(format!(
+                    "{q}: {c} in the CS around it, outside [{}, {}] after {p} went {state:?}",
+                    b.l, b.k
+                ));
+            }
+            let in_cs = m
+                .observed
+                .states()
+                .iter()
+                .filter(|s| **s == CsState::InCs)
+                .count();
+            m.max_in_cs = m.max_in_cs.max(in_cs);
+        })
+    };
+    let mut handles: Vec<NodeHandle> = Vec::new();
+    for (obj, listener) in procs.into_iter().zip(listeners) {
+        let me = obj.id();
+        let peers = inst
+            .topology()
+            .neighbors(me)
+            .iter()
+            .map(|&j| {
+                let addr = if me < j {
+                    dial[&(me, j)]
+                } else {
+                    addrs[j.index()]
+                };
+                (j, addr)
+            })
+            .collect();
+        let cfg = NetConfig {
+            identity: Identity::new(me, SECRET, lkcs::net::spec_hash(SPEC), 1),
+            peers,
+            timing: fast_timing(),
+            log: logs.logger(),
+        };
+        let net = Net::start(cfg, listener).unwrap();
+        handles.push(Node::spawn(obj, net, Some(observer.clone()), logs.logger()).unwrap());
+    }
+    // Each member makes its 2·pairs moves, then keeps moving until every member made its
+    // own: a member that stopped could hold the others back for good (the last one in the CS
+    // under a lower bound cannot leave while everyone else is out and idle). Moves made after
+    // a member's own count are not counted.
+    let moves = Arc::new(AtomicUsize::new(0));
+    let finished = Arc::new(AtomicUsize::new(0));
+    let (all_done_tx, all_done) = tokio::sync::watch::channel(false);
+    let all_done_tx = Arc::new(all_done_tx);
+    let mut workers = Vec::new();
+    for h in handles.clone() {
+        let (moves, finished, pairs) = (moves.clone(), finished.clone(), cluster.pairs);
+        let (all_done_tx, mut all_done) = (all_done_tx.clone(), all_done.clone());
+        workers.push(tokio::spawn(async move {
+            let mut mine = 0;
+            loop {
+                let call = async {
+                    match Sequence::leaving(h.state()) {
+                        Sequence::Entry => h.enter().await,
+                        Sequence::Exit => h.exit().await,
+                    }
+                };
+                let r = tokio::select! {
+                    r = call => r,
+                    _ = all_done.wait_for(|d| *d) => return,
+                };
+                r.unwrap_or_else(|e| panic!("{}: {e}", h.id()));
+                mine += 1;
+                if mine <= 2 * pairs {
+                    moves.fetch_add(1, Ordering::SeqCst);
+                }
+                if mine == 2 * pairs && finished.fetch_add(1, Ordering::SeqCst) + 1 == n {
+                    all_done_tx.send_replace(true);
+                    return;
+                }
+                tokio::task::yield_now().await;
+            }
+        }));
+    }
+    let all = async {
+        for w in workers {
+            w.await.unwrap();
+        }
+    };
+    tokio::time::timeout(GUARD, all).await.expect("hang guard");
+    for h in &handles {
+        h.shutdown();
+    }
+    let m = monitor.lock().unwrap();
+    assert!(
+        !logs.any(|_, e| matches!(e, LogEvent::Dropped { reason, .. } if reason.contains("a send the object made"))),
+        "an object sent outside its neighbourhood"
+    );
+    Outcome {
+        moves: moves.load(Ordering::SeqCst),
+        violations: m.violations.clone(),
+        max_in_cs: m.max_in_cs,
+        resets: proxies.iter().map(Proxy::resets).sum(),
+    }
+}
+
+fn spec(
+    algorithm: Algorithm,
+    topology: Topology,
+    l: Option<usize>,
+    k: Option<usize>,
+) -> SystemSpec {
+    SystemSpec {
+        algorithm,
+        topology,
+        l,
+        k,
+        bounds: None,
+        initial: None,
+        variant: Variant::Corrected,
+        leader: None,
+        coterie: None,
+        mx: None,
+        maxreq: None,
+        migrate_after: None,
+    }
+}
+
+/// Maekawa on complete:4 (majority quorums), 4 nodes each cycling 25 pairs: never two in the
+/// CS at once.
+#[test]
+fn maekawa_nodes_keep_mutual_exclusion() {
+    let s = spec(
+        Algorithm::Maekawa,
+        Topology::complete(4).unwrap(),
+        None,
+        Some(1),
+    );
+    let out = s
+        .build(Cluster {
+            pairs: 25,
+            cut: None,
+        })
+        .unwrap();
+    assert_eq!(out.violations, Vec::<String>::new());
+    assert_eq!(out.moves, 4 * 50);
+    assert_eq!(out.max_in_cs, 1, "someone entered, and never two at once");
+}
+
+/// The same through proxies resetting every link every 200..2000 bytes: the algorithm only
+/// sees reliable FIFO links, and the bound holds.
+#[test]
+fn maekawa_nodes_keep_mutual_exclusion_through_resets() {
+    let s = spec(
+        Algorithm::Maekawa,
+        Topology::complete(4).unwrap(),
+        None,
+        Some(1),
+    );
+    let out = s
+        .build(Cluster {
+            pairs: 25,
+            cut: Some(200..2000),
+        })
+        .unwrap();
+    assert_eq!(out.violations, Vec::<String>::new());
+    assert_eq!(out.moves, 4 * 50);
+    assert_eq!(out.max_in_cs, 1);
+    assert!(out.resets >= 3, "only {} resets", out.resets);
+}
+
+/// A local algorithm with a lower bound: 1-LMUTIN on ring:5 (everyone starts in the CS, and
+/// no closed neighbourhood may empty), with resets.
+#[test]
+fn lmutin_nodes_keep_the_lower_bound_through_resets() {
+    let s = spec(Algorithm::Lmutin, Topology::ring(5).unwrap(), Some(1), None);
+    let out = s
+        .build(Cluster {
+            pairs: 20,
+            cut: Some(200..2000),
+        })
+        .unwrap();
+    assert_eq!(out.violations, Vec::<String>::new());
+    assert_eq!(out.moves, 5 * 40);
+}
+
+/// (1,2)-GCS on complete:4 (two objects inside, MUTIN over Maekawa): both bounds hold.
+#[test]
+fn gcs_nodes_keep_both_bounds() {
+    let s = spec(
+        Algorithm::Gcs,
+        Topology::complete(4).unwrap(),
+        Some(1),
+        Some(2),
+    );
+    let out = s
+        .build(Cluster {
+            pairs: 15,
+            cut: None,
+        })
+        .unwrap();
+    assert_eq!(out.violations, Vec::<String>::new());
+    assert_eq!(out.moves, 4 * 30);
+    assert!(out.max_in_cs <= 2);
+}
+
+/// LMUTEX with k = 1 on complete:3: entering needs both neighbours' permissions. The link
+/// P0–P2 runs through a proxy. Cut it: P0's entry returns `PeerUnreachable(P2)`; heal it: the
+/// move resumes with nothing lost and the next call returns it. Then P0 crashes and restarts
+/// with its initial state: its peers refuse it (logged on both sides), and P1's calls that
+/// need P0 return `PeerUnreachable(P0)`.
+#[test]
+fn unreachable_peers_fail_calls_and_restarted_members_are_refused() {
+    struct Partition;
+    impl SystemVisitor for Partition {
+        type Output = ();
+        fn visit<A: CsObject>(self, _: &Instance, _: &[CsState], procs: Vec<A>) {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async { tokio::time::timeout(GUARD, partition(procs)).await })
+                .expect("hang guard");
+        }
+    }
+    let s = spec(
+        Algorithm::Lmutex,
+        Topology::complete(3).unwrap(),
+        None,
+        Some(1),
+    );
+    s.build(Partition).unwrap();
+}
+
+async fn partition<A: CsObject>(procs: Vec<A>) {
+    let logs = Logs::default();
+    let timing = Timing {
+        peer_timeout: Duration::from_millis(400),
+        heartbeat: Duration::from_millis(50),
+        ..fast_timing()
+    };
+    let mut listeners = Vec::new();
+    for _ in 0..3 {
+        listeners.push(bind().await);
+    }
+    let addrs: Vec<SocketAddr> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
+    let proxy = Proxy::start(addrs[2], None, 0).await;
+    let peers_of = |me: usize| -> BTreeMap<ProcessId, SocketAddr> {
+        (0..3)
+            .filter(|&j| j != me)
+            .map(|j| {
+                let a = if me == 0 && j == 2 {
+                    proxy.addr
+                } else {
+                    addrs[j]
+                };
+                (ProcessId(j as u32), a)
+            })
+            .collect()
+    };
+    let spec = lkcs::net::spec_hash("lmutex complete:3 k=1");
+    let fresh_p0 = procs[0].clone();
+    let mut handles = Vec::new();
+    for (i, (obj, listener)) in procs.into_iter().zip(listeners).enumerate() {
+        let cfg = NetConfig {
+            identity: Identity::new(ProcessId(i as u32), SECRET, spec, 1),
+            peers: peers_of(i),
+            timing,
+            log: logs.logger(),
+        };
+        let net = Net::start(cfg, listener).unwrap();
+        handles.push(Node::spawn(obj, net, None, logs.logger()).unwrap());
+    }
+    let (h0, h1) = (handles[0].clone(), handles[1].clone());
+    if h0.state() == CsState::InCs {
+        h0.exit().await.unwrap();
+    }
+    if h1.state() == CsState::InCs {
+        h1.exit().await.unwrap();
+    }
+    // P0 can enter and leave while all is well
+    h0.enter().await.unwrap();
+    h0.exit().await.unwrap();
+
+    proxy.pause(true);
+    assert_eq!(
+        h0.enter().await,
+        Err(NodeError::PeerUnreachable(ProcessId(2)))
+    );
+    assert_eq!(h0.state(), CsState::OutCs);
+    let ups = |logs: &Logs| {
+        logs.count(|p, e| {
+            p == ProcessId(0)
+                && matches!(e, LogEvent::Connected { peer, .. } if *peer == ProcessId(2))
+        })
+    };
+    let before = ups(&logs);
+    proxy.pause(false);
+    let up_again = async {
+        while ups(&logs) == before {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(GUARD, up_again)
+        .await
+        .expect("P0–P2 never came up again");
+    // the move kept running: the next entry returns when it completes (a call made before
+    // the node saw P2 back fails fast again)
+    let mut again = h0.enter().await;
+    while again == Err(NodeError::PeerUnreachable(ProcessId(2))) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        again = h0.enter().await;
+    }
+    assert_eq!(again, Ok(()));
+    assert_eq!(h0.state(), CsState::InCs);
+    assert!(logs.any(|p, e| p == ProcessId(0) && *e == LogEvent::Unreachable(ProcessId(2))));
+    h0.exit().await.unwrap();
+    // a call against the convention is a typed error too
+    assert_eq!(
+        h0.exit().await,
+        Err(NodeError::Call(lkcs::CallError::NotInCs))
+    );
+
+    // P0 crashes; a new process starts as P0 with its initial state and a new incarnation
+    h0.shutdown();
+    let l0 = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let cfg = NetConfig {
+        identity: Identity::new(ProcessId(0), SECRET, spec, 1),
+        peers: peers_of(0),
+        timing,
+        log: logs.logger(),
+    };
+    let new_p0 = Node::spawn(fresh_p0, Net::start(cfg, l0).unwrap(), None, logs.logger()).unwrap();
+    logs.wait_for("P1 refuses the restarted P0", |p, e| {
+        p == ProcessId(1) && *e == LogEvent::PeerRestarted(ProcessId(0))
+    })
+    .await;
+    logs.wait_for("the restarted P0 is told", |p, e| {
+        p == ProcessId(0)
+            && matches!(
+                e,
+                LogEvent::Refused {
+                    error: HandshakeError::Refused(Refusal::Restarted),
+                    ..
+                }
+            )
+    })
+    .await;
+    // P1 needs P0's permission to enter: a typed error, not a hang
+    assert_eq!(
+        h1.enter().await,
+        Err(NodeError::PeerUnreachable(ProcessId(0)))
+    );
+    new_p0.shutdown();
+    for h in &handles {
+        h.shutdown();
+    }
+}
