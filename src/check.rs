@@ -1,12 +1,17 @@
-//! The exhaustive checker (DESIGN §2.4): every interleaving of FIFO deliveries and client
+//! The exhaustive checker (DESIGN §2.4): every interleaving of message deliveries and client
 //! steps on a small instance, over the same sans-IO CS objects the simulator and the runtime
 //! drive.
 //!
 //! Model: every process is an actor wrapping its [`CsObject`]; every ordered pair of
-//! processes, self-pairs included, is a FIFO link. An action belongs to one process: the
-//! delivery of the head of a link `(src, p)` to `p`, or a client step of `p` (starting its
-//! Exit or Entry), enabled while `p`'s previous sequence has completed and it has sequences
-//! left; so client steps interleave with every delivery. Each process runs `pairs` pairs,
+//! processes, self-pairs included, is a link: FIFO by default ([`Network::Fifo`]), or, to
+//! find out which algorithm needs FIFO links or at-most-once delivery,
+//! [`Network::Unordered`] (any message in flight on a link may be delivered next, each at
+//! most once) or [`Network::Duplicating`] (unordered, and a delivered message stays in
+//! flight: it may be delivered again any number of times). An action belongs to one
+//! process: the delivery of a message of a link `(src, p)` to `p` (on FIFO links its head),
+//! or a client step of `p` (starting its Exit or Entry), enabled while `p`'s previous
+//! sequence has completed and it has sequences left; so client steps interleave with every
+//! delivery. Each process runs `pairs` pairs,
 //! which bounds the space. A process may send only within its closed neighbourhood of the
 //! instance's topology (the local algorithms' contract; the global ones run on the complete
 //! graph): a send outside it is dropped and fails `invariants`.
@@ -15,8 +20,9 @@
 //! - **safety**: l_i ≤ |CS_i| ≤ k_i for every process;
 //! - **invariants**: every object's own invariants ([`CsObject::check_invariants`], e.g. an
 //!   arbiter's cap), no calling-convention error, no send outside the neighbourhood;
-//! - **no deadlock**: a state with nothing in flight in which every process is blocked in a
-//!   pending sequence is a deadlock when some non-empty set of them could change state
+//! - **no deadlock**: a state with nothing in flight (on a [`Network::Duplicating`] network,
+//!   where what was sent stays in flight: in which no delivery changes anything) in which
+//!   every process is blocked in a pending sequence is a deadlock when some non-empty set of them could change state
 //!   together and keep every bound: the specification allows the move, the algorithm never
 //!   makes it. A process that has run its pairs stops; the papers' liveness assumes every
 //!   process eventually moves again (e.g. an LMUTIN process out of the CS eventually enters
@@ -24,6 +30,10 @@
 //!   client cannot tell it from progress that is merely postponed.
 //!
 //! Liveness on cycles is left to the simulator; the bounded client makes every run finite.
+//! On a [`Network::Duplicating`] network the space may still be infinite (a handler that
+//! answers every replay with a message carrying a fresh stamp): the budgets
+//! ([`CheckConfig::max_states`], [`CheckConfig::max_memory`], [`CheckConfig::max_time`])
+//! then end the search with a [`Verdict::Bounded`] verdict, never a proof.
 //!
 //! # Searches
 //!
@@ -119,6 +129,19 @@
 //! instances: every observation of the full search is dominated by one of the reduced
 //! search, and the terminal states are the same.
 //!
+//! # Networks that are not FIFO
+//!
+//! The argument above rests on FIFO links twice: a process's solo exploration follows each
+//! incoming link in its one order, and only an append to an *empty* link enables a new
+//! action. Without FIFO every message in flight is an action of its receiver, so every
+//! append enables one, the closure would have to take every process that may send into `C`
+//! at all, and the solo exploration would have to follow every delivery order (on a
+//! duplicating network: every replay, without end). That adaptation is not made: on
+//! [`Network::Unordered`] and [`Network::Duplicating`] networks [`Search::Reduced`] runs as
+//! [`Search::Full`] (every reachable state), which needs no argument. The messages in flight
+//! on a link are then kept sorted (a multiset, on a duplicating network a set), so two
+//! states that differ only in the order of a link's messages are one state.
+//!
 //! Symmetry reduction is not used: every algorithm here breaks ties between equal clocks by
 //! process id, so permuting ids does not map behaviours onto behaviours, and a reduction
 //! would be unsound.
@@ -130,7 +153,9 @@ use crate::cs::{CsObject, CsState, Outbox, Sequence};
 use crate::error::CallError;
 use crate::id::ProcessId;
 use serde::Serialize;
-use stateright::actor::{model_timeout, Actor, ActorModel, ActorModelAction, Id, Network, Out};
+use stateright::actor::{
+    model_timeout, Actor, ActorModel, ActorModelAction, Id, Network as SrNetwork, Out,
+};
 use stateright::{Checker, Expectation, HasDiscoveries, Model};
 use std::borrow::Cow;
 use std::time::{Duration, Instant};
@@ -147,14 +172,29 @@ pub struct CheckConfig {
     /// bounded check; with [`Search::Reduced`] only the successors along the selected
     /// actions are generated); `None` explores everything.
     pub max_states: Option<usize>,
-    /// Stop before the explorer's tables would grow past this many bytes (the result is then
-    /// a bounded check, [`Limit::Memory`]): the visited fingerprints, the arena of local
-    /// states and its remembered steps, the memos and the stack, counted at the peak of the
-    /// visited table's next growth (heap memory inside local states and the program are not
-    /// counted: the process's peak passed small budgets by up to 25 MiB). `None`: no limit.
-    /// Enforced by the own explorer ([`Search::Reduced`], [`Search::Full`]), not by
-    /// [`Search::Stateright`].
+    /// Stop before the search's memory could grow past this many bytes (the result is then
+    /// a bounded check, [`Limit::Memory`]). Counted by capacity: the visited fingerprints,
+    /// the arena of local states with its remembered steps, the memos, and the depth-first
+    /// stack with every successor and message vector its frames hold, plus the next growth
+    /// step of every table close to growing (a table that doubles holds its old and new
+    /// buckets at once), checked before every state is expanded. What a local state or a
+    /// message holds on the heap is counted only with [`CheckConfig::count_resident`].
+    /// `None`: no limit. Enforced by the own explorer ([`Search::Reduced`],
+    /// [`Search::Full`]), not by [`Search::Stateright`].
     pub max_memory: Option<usize>,
+    /// Also count, against [`CheckConfig::max_memory`], how far the process's resident memory
+    /// (Linux: `VmRSS` in `/proc/self/status`, read every 2^12 new states) has grown since
+    /// the search started beyond what the tables account for: the heap inside local states
+    /// and messages, the allocator's overhead. The budget then bounds the process's growth,
+    /// but another thread's allocations count too, and where the stop falls depends on the
+    /// allocator: for a process that runs one search at a time (`lkcs check` sets it).
+    pub count_resident: bool,
+    /// Stop once the search has run this long (the result is then a bounded check,
+    /// [`Limit::Time`]); `None`: no limit. Enforced by the own explorer, checked every 1,024
+    /// generated states, not by [`Search::Stateright`].
+    pub max_time: Option<Duration>,
+    /// The links' delivery discipline.
+    pub network: Network,
     /// Worker threads of the [`Search::Stateright`] search (the own explorer runs on the
     /// calling thread; run several checks in parallel instead).
     pub threads: usize,
@@ -168,7 +208,8 @@ pub struct CheckConfig {
 pub enum Search {
     /// The own depth-first explorer with the partial-order reduction: a subset of the
     /// reachable states that still contains every reachable observation (published states
-    /// and invariants) and every reachable terminal state (see the module doc).
+    /// and invariants) and every reachable terminal state (see the module doc). On a
+    /// [`Network`] that is not FIFO it runs as [`Search::Full`].
     #[default]
     Reduced,
     /// The own depth-first explorer without reduction: every reachable state.
@@ -185,9 +226,50 @@ impl Default for CheckConfig {
             pairs: 1,
             max_states: None,
             max_memory: None,
+            count_resident: false,
+            max_time: None,
+            network: Network::default(),
             threads: std::thread::available_parallelism().map_or(1, usize::from),
             search: Search::default(),
         }
+    }
+}
+
+/// How the links between processes deliver messages (see the module doc).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub enum Network {
+    /// Every link delivers its messages in the order they were sent, each once.
+    #[default]
+    Fifo,
+    /// Any message in flight on a link may be delivered next; each is delivered at most once.
+    Unordered,
+    /// Any message in flight on a link may be delivered next, and a delivered message stays
+    /// in flight: it may be delivered again any number of times.
+    Duplicating,
+}
+
+impl Network {
+    /// Every network, FIFO first.
+    pub const ALL: [Network; 3] = [Network::Fifo, Network::Unordered, Network::Duplicating];
+
+    /// Its name on the command line: `fifo`, `unordered` or `duplicating`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Network::Fifo => "fifo",
+            Network::Unordered => "unordered",
+            Network::Duplicating => "duplicating",
+        }
+    }
+
+    /// The network named `name` (see [`Network::name`]), if any.
+    pub fn parse(name: &str) -> Option<Network> {
+        Network::ALL.into_iter().find(|n| n.name() == name)
+    }
+}
+
+impl std::fmt::Display for Network {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -245,6 +327,8 @@ pub enum Limit {
     States,
     /// [`CheckConfig::max_memory`]: the bytes of the explorer's tables.
     Memory,
+    /// [`CheckConfig::max_time`]: the wall-clock time of the search.
+    Time,
 }
 
 impl CheckReport {
@@ -301,6 +385,62 @@ fn deadlocked(instance: &Instance, states: &[CsState]) -> bool {
     })
 }
 
+/// Bytes of memory this process may still use, on Linux: the least of the system's
+/// available memory (`MemAvailable` in `/proc/meminfo`), what the address-space limit
+/// (`RLIMIT_AS`, the soft limit in `/proc/self/limits`) leaves beside the process's current
+/// virtual size (`VmSize`), and what the memory limit of the process's cgroup leaves beside
+/// the cgroup's current use (v2: `memory.max` and `memory.current`; v1:
+/// `memory.limit_in_bytes` and `memory.usage_in_bytes`). `None` where none can be read.
+/// A default for [`CheckConfig::max_memory`] is a fraction of it (`lkcs check` takes three
+/// quarters).
+pub fn memory_limit() -> Option<usize> {
+    let read = |path: &str| std::fs::read_to_string(path).ok();
+    let number = |text: Option<String>| -> Option<usize> { text?.trim().parse().ok() };
+    // a line "Name: value [kB]" of a /proc file, in bytes
+    let field = |text: &str, name: &str| -> Option<usize> {
+        let line = text.lines().find(|l| l.starts_with(name))?;
+        let kib: usize = line[name.len()..].split_whitespace().next()?.parse().ok()?;
+        kib.checked_mul(1024)
+    };
+    let mut limits: Vec<usize> = Vec::new();
+    if let Some(info) = read("/proc/meminfo") {
+        limits.extend(field(&info, "MemAvailable:"));
+    }
+    if let Some(text) = read("/proc/self/limits") {
+        let soft = text
+            .lines()
+            .find(|l| l.starts_with("Max address space"))
+            .and_then(|l| l["Max address space".len()..].split_whitespace().next())
+            .and_then(|v| v.parse::<usize>().ok());
+        if let Some(soft) = soft {
+            let used = read("/proc/self/status")
+                .and_then(|s| field(&s, "VmSize:"))
+                .unwrap_or(0);
+            limits.push(soft.saturating_sub(used));
+        }
+    }
+    // cgroup v2: the process's own group, then the root of the mount
+    let group = read("/proc/self/cgroup").and_then(|t| {
+        t.lines()
+            .find_map(|l| l.strip_prefix("0::").map(|p| p.trim().to_string()))
+    });
+    let mut dirs: Vec<String> = group.iter().map(|g| format!("/sys/fs/cgroup{g}")).collect();
+    dirs.push("/sys/fs/cgroup".to_string());
+    let v2 = dirs.iter().find_map(|d| {
+        let max = number(read(&format!("{d}/memory.max")))?;
+        let current = number(read(&format!("{d}/memory.current"))).unwrap_or(0);
+        Some(max.saturating_sub(current))
+    });
+    let v1 = || {
+        let max = number(read("/sys/fs/cgroup/memory/memory.limit_in_bytes"))?;
+        let used = number(read("/sys/fs/cgroup/memory/memory.usage_in_bytes")).unwrap_or(0);
+        // an unlimited v1 group reads as a huge page-aligned number
+        (max < 1 << 60).then(|| max.saturating_sub(used))
+    };
+    limits.extend(v2.or_else(v1));
+    limits.into_iter().min()
+}
+
 /// Explores every interleaving of the system and checks the properties. `procs[i]` must be
 /// process `i`; `instance` gives the bounds.
 ///
@@ -338,19 +478,23 @@ pub fn check_with_progress<A: CsObject>(
             stopped_by: None,
         };
     }
-    let sequences = 2 * cfg.pairs;
+    let sequences = cfg.pairs.saturating_mul(2);
     let start = Instant::now();
     let (outcome, states, max_depth) = match cfg.search {
         Search::Stateright => stateright_search(instance, procs, sequences, cfg),
         Search::Reduced | Search::Full => {
+            // the reduction's argument needs FIFO links (see the module doc)
+            let reduce = cfg.search == Search::Reduced && cfg.network == Network::Fifo;
             let explorer = explore::Explorer::new(
                 instance,
                 sequences,
-                cfg.search == Search::Reduced,
+                reduce,
                 cfg.max_states.map(|m| m.max(1)),
                 None,
             )
-            .with_memory_budget(cfg.max_memory)
+            .with_network(cfg.network)
+            .with_memory_budget(cfg.max_memory, cfg.count_resident)
+            .with_deadline(cfg.max_time.map(|t| (start, t)))
             .with_progress(Some(progress));
             let (outcome, stats) = explorer.run(procs);
             (outcome, stats.unique, stats.max_depth)
@@ -534,11 +678,36 @@ fn invariants_hold<A: CsObject>(_: &Model_<A>, s: &State_<A>) -> bool {
 }
 
 fn no_deadlock<A: CsObject>(m: &Model_<A>, s: &State_<A>) -> bool {
-    let quiet = s.network.len() == 0 && s.timers_set.iter().all(|t| t.iter().next().is_none());
+    let quiet = s.timers_set.iter().all(|t| t.iter().next().is_none())
+        && match &s.network {
+            SrNetwork::UnorderedDuplicating(..) => replays_change_nothing(s),
+            _ => s.network.len() == 0,
+        };
     if !quiet || s.actor_states.iter().any(|n| n.obj.pending().is_none()) {
         return true;
     }
     !deadlocked(&m.cfg, &states_of(s))
+}
+
+/// On a duplicating network: whether delivering any message in flight again leaves its
+/// receiver as it is and sends only messages already in flight.
+fn replays_change_nothing<A: CsObject>(s: &State_<A>) -> bool {
+    let in_flight: std::collections::HashSet<(usize, usize, &A::Msg)> = s
+        .network
+        .iter_deliverable()
+        .map(|e| (usize::from(e.src), usize::from(e.dst), e.msg))
+        .collect();
+    s.network.iter_deliverable().all(|e| {
+        let dst = usize::from(e.dst);
+        let before = &s.actor_states[dst].obj;
+        let mut obj = before.clone();
+        let mut out = Outbox::new();
+        obj.on_message(ProcessId::from(usize::from(e.src)), e.msg.clone(), &mut out);
+        obj == *before
+            && out
+                .drain()
+                .all(|(to, m)| in_flight.contains(&(dst, to.index(), &m)))
+    })
 }
 
 /// Runs stateright's checker; returns the outcome, unique states and the maximal depth.
@@ -550,7 +719,11 @@ fn stateright_search<A: CsObject>(
 ) -> (Outcome, usize, usize) {
     let model: Model_<A> = ActorModel::new(instance.clone(), ())
         .actors(procs.into_iter().map(|init| ProcActor { init, sequences }))
-        .init_network(Network::new_ordered(vec![]))
+        .init_network(match cfg.network {
+            Network::Fifo => SrNetwork::new_ordered(vec![]),
+            Network::Unordered => SrNetwork::new_unordered_nonduplicating(vec![]),
+            Network::Duplicating => SrNetwork::new_unordered_duplicating(vec![]),
+        })
         .property(Expectation::Always, "safety", safe::<A>)
         .property(Expectation::Always, "invariants", invariants_hold::<A>)
         .property(Expectation::Always, "no deadlock", no_deadlock::<A>);

@@ -122,12 +122,22 @@ struct CheckArgs {
     /// Stop after generating this many states, duplicates included (a bounded check).
     #[arg(long)]
     max_states: Option<usize>,
-    /// Stop before the checker's tables would grow past this many GiB (a bounded check);
-    /// default: three quarters of the memory available when the check starts (Linux's
-    /// MemAvailable), no limit where that cannot be read. Not enforced with --search
+    /// Stop before the checker's memory would grow past this many GiB (a bounded check);
+    /// default: three quarters of the memory the process may use when the check starts (the
+    /// least of Linux's MemAvailable, the address-space limit RLIMIT_AS and the cgroup's
+    /// memory limit), no limit where none can be read. Not enforced with --search
     /// stateright.
     #[arg(long, value_name = "GIB")]
     max_memory: Option<f64>,
+    /// Stop after this many seconds (a bounded check). Not enforced with --search
+    /// stateright.
+    #[arg(long, value_name = "SECONDS")]
+    max_time: Option<f64>,
+    /// fifo (default), unordered (any message in flight on a link may be delivered next,
+    /// each once) or duplicating (unordered, and a delivered message may be delivered
+    /// again). The reduced search runs as the full one on the last two.
+    #[arg(long, default_value = "fifo", value_parser = ["fifo", "unordered", "duplicating"])]
+    network: String,
     /// Report the states explored so far on stderr every 10 seconds.
     #[arg(long)]
     progress: bool,
@@ -197,13 +207,12 @@ fn main() -> ExitCode {
 /// Bytes in a GiB.
 const GIB: f64 = (1u64 << 30) as f64;
 
-/// Bytes of memory available to a new process, from Linux's `/proc/meminfo` (`None`
-/// elsewhere).
+/// Bytes of memory this process may still use: the least of Linux's MemAvailable, what the
+/// address-space limit (RLIMIT_AS) leaves beside the process's current virtual size, and
+/// what the cgroup's memory limit leaves beside its current use (`None` when none of them
+/// can be read).
 fn available_memory() -> Option<usize> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
-    kib.checked_mul(1024)
+    lkcs::check::memory_limit()
 }
 
 fn bad_input(e: &ConfigError) -> ExitCode {
@@ -413,6 +422,18 @@ fn run_check(args: &CheckArgs) -> ExitCode {
             spec.topology.len()
         ))));
     }
+    let max_time = match args.max_time {
+        None => None,
+        Some(s) if s.is_finite() && s > 0.0 && s < 1e12 => {
+            Some(std::time::Duration::from_secs_f64(s))
+        }
+        Some(s) => {
+            return bad_input(&ConfigError::one(Problem::Invalid(format!(
+                "--max-time must be a positive number of seconds, not {s}"
+            ))))
+        }
+    };
+    let network = lkcs::Network::parse(&args.network).unwrap_or_default();
     let max_memory = match args.max_memory {
         None => available_memory().map(|b| b / 4 * 3),
         Some(gib) if gib.is_finite() && gib > 0.0 && gib < 1e9 => Some((gib * GIB) as usize),
@@ -426,6 +447,9 @@ fn run_check(args: &CheckArgs) -> ExitCode {
         pairs: args.system.pairs,
         max_states: args.max_states,
         max_memory,
+        count_resident: true,
+        max_time,
+        network,
         search: match args.search.as_str() {
             "full" => Search::Full,
             "stateright" => Search::Stateright,
@@ -468,6 +492,12 @@ fn run_check(args: &CheckArgs) -> ExitCode {
                 report.states,
                 max_memory.unwrap_or_default() as f64 / GIB
             ),
+            Some(Limit::Time) => format!(
+                "no violation in {} states (bounded by the time budget of {}s; --max-time \
+                 raises it)",
+                report.states,
+                args.max_time.unwrap_or_default()
+            ),
             _ => format!(
                 "no violation in {} states (bounded by --max-states {})",
                 report.states,
@@ -483,6 +513,7 @@ fn run_check(args: &CheckArgs) -> ExitCode {
             "initial": format_initial(&initial),
             "pairs": cfg.pairs,
             "search": args.search,
+            "network": network.name(),
             "verdict": verdict,
             "states": report.states,
             "max_depth": report.max_depth,
@@ -492,6 +523,7 @@ fn run_check(args: &CheckArgs) -> ExitCode {
             "stopped_by": report.stopped_by.map(|l| match l {
                 Limit::States => "max_states",
                 Limit::Memory => "max_memory",
+                Limit::Time => "max_time",
             }),
             "printed_rules": printed_rules,
         });
@@ -502,8 +534,12 @@ fn run_check(args: &CheckArgs) -> ExitCode {
         } else {
             format!(" (printed: {})", printed_rules.join(", "))
         };
+        let links = match network {
+            lkcs::Network::Fifo => String::new(),
+            other => format!(" over {other} links"),
+        };
         say!(
-            "{}{rules} on {} from {}, {} pair(s) per process: {verdict}",
+            "{}{rules} on {}{links} from {}, {} pair(s) per process: {verdict}",
             spec.algorithm,
             spec.topology.name(),
             format_initial(&initial),

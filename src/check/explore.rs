@@ -9,13 +9,14 @@
 //! computed once per local state and input and remembered: the search mostly replays
 //! remembered steps instead of cloning and running objects.
 
-use super::{deadlocked, Limit, Outcome, Path, PathStep, Progress, MAX_CHECK_PROCESSES};
+use super::{deadlocked, Limit, Network, Outcome, Path, PathStep, Progress, MAX_CHECK_PROCESSES};
 use crate::config::Instance;
 use crate::cs::{CsObject, CsState, Outbox, Sequence};
 use crate::error::CallError;
 use crate::id::ProcessId;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::time::{Duration, Instant};
 
 /// One process of the model: its object, how many sequences it has started, and whether its
 /// client step is enabled.
@@ -105,6 +106,7 @@ struct World<A: CsObject> {
     steps: HashMap<StepKey<A>, Step, BuildHasherDefault<Fingerprinter>>,
     sends: Vec<(u8, A::Msg)>,
     sequences: usize,
+    network: Network,
 }
 
 impl<A: CsObject> World<A> {
@@ -156,6 +158,42 @@ impl<A: CsObject> World<A> {
             + table_bytes::<(StepKey<A>, Step)>(self.steps.capacity())
             + self.sends.capacity() * std::mem::size_of::<(u8, A::Msg)>()
     }
+
+    /// Bytes its tables may allocate on top of [`World::bytes`] before the next state is
+    /// expanded: the growth step of every table within [`SLACK`] entries of growing.
+    fn growth(&self) -> usize {
+        vec_growth::<Local<A>>(self.locals.len(), self.locals.capacity(), SLACK)
+            + table_growth::<(u128, u32)>(self.ids.len(), self.ids.capacity(), SLACK)
+            + table_growth::<(StepKey<A>, Step)>(self.steps.len(), self.steps.capacity(), SLACK)
+            + vec_growth::<(u8, A::Msg)>(self.sends.len(), self.sends.capacity(), 4 * SLACK)
+    }
+}
+
+/// Entries a table may gain while one state is expanded (its successors' local states and
+/// steps, and the solo explorations, up to [`SOLO_BUDGET`] steps per process), counted
+/// generously.
+const SLACK: usize = 2048;
+
+/// The bytes a vector of `len` of `cap` `T`s allocates when it grows within `slack` more
+/// entries: its new buffer, twice the old (a large buffer is moved by `mremap`, so the old
+/// one is not held beside it).
+fn vec_growth<T>(len: usize, cap: usize, slack: usize) -> usize {
+    if len + slack > cap {
+        cap.max(slack) * std::mem::size_of::<T>()
+    } else {
+        0
+    }
+}
+
+/// The bytes a hash table of `len` of `capacity` entries allocates when it grows within
+/// `slack` more entries: its new table, twice the old, held beside the old while the
+/// entries move.
+fn table_growth<T>(len: usize, capacity: usize, slack: usize) -> usize {
+    if len + slack > capacity {
+        table_bytes::<T>(2 * capacity.max(slack))
+    } else {
+        0
+    }
 }
 
 /// Bytes of a hash table holding up to `capacity` entries of type `T` without growing: its
@@ -187,9 +225,10 @@ const MAX_LINKS: usize = MAX_CHECK_PROCESSES * MAX_CHECK_PROCESSES;
 pub(super) struct Sys<A: CsObject> {
     locals: [u32; MAX_CHECK_PROCESSES],
     n: u8,
-    /// Every message in flight with its link `src * n + dst`, sorted by link (stably: each
-    /// link's messages in FIFO order). One vector rather than n² queues: a step copies one
-    /// allocation.
+    /// Every message in flight with its link `src * n + dst`, sorted by link: on FIFO links
+    /// stably (each link's messages in FIFO order), otherwise by link and message (a link
+    /// holds a multiset, on a duplicating network a set). One vector rather than n² queues:
+    /// a step copies one allocation.
     msgs: Vec<(u16, A::Msg)>,
 }
 
@@ -208,8 +247,9 @@ impl<A: CsObject> Hash for Sys<A> {
 pub(super) enum Act {
     /// The client of this process starts its next sequence.
     Step(usize),
-    /// The head of link `(src, dst)` is delivered to `dst`.
-    Deliver { src: usize, dst: usize },
+    /// The message at index `at` of [`Sys::msgs`], on link `(src, dst)`, is delivered to
+    /// `dst` (on FIFO links: the link's head).
+    Deliver { src: usize, dst: usize, at: usize },
 }
 
 impl Act {
@@ -243,26 +283,24 @@ impl<A: CsObject> Sys<A> {
         Links { start }
     }
 
-    /// The index in `msgs` of the head of the non-empty link `l`.
-    fn head(&self, l: usize) -> usize {
-        let at = self.msgs.partition_point(|&(k, _)| usize::from(k) < l);
-        debug_assert!(self.msgs.get(at).is_some_and(|&(k, _)| usize::from(k) == l));
-        at
-    }
-
-    /// Every enabled action, in a fixed order: deliveries by link, then client steps by
-    /// process (the search takes them from the back, like stateright's depth-first search).
+    /// Every enabled action, in a fixed order: deliveries by link (on FIFO links each link's
+    /// head, otherwise each distinct message), then client steps by process (the search
+    /// takes them from the back, like stateright's depth-first search).
     fn enabled(&self, w: &World<A>) -> Vec<Act> {
         let n = self.n();
         let mut acts: Vec<Act> = Vec::with_capacity(self.msgs.len() + n);
-        let mut last = None;
-        for &(l, _) in &self.msgs {
-            if last != Some(l) {
-                last = Some(l);
-                let l = usize::from(l);
+        for (at, (l, m)) in self.msgs.iter().enumerate() {
+            let new = match at.checked_sub(1).map(|i| &self.msgs[i]) {
+                None => true,
+                Some((k, _)) if k != l => true,
+                Some((_, prev)) => w.network != Network::Fifo && prev != m,
+            };
+            if new {
+                let l = usize::from(*l);
                 acts.push(Act::Deliver {
                     src: l / n,
                     dst: l % n,
+                    at,
                 });
             }
         }
@@ -278,9 +316,30 @@ impl<A: CsObject> Sys<A> {
         &w.locals[self.locals[p] as usize]
     }
 
-    /// Whether nothing is enabled: no message in flight and no client step left to take.
+    /// Whether nothing can happen: no client step left to take and no message in flight;
+    /// on a duplicating network, where a delivered message stays in flight, no delivery
+    /// that changes its receiver or sends a message not in flight yet.
     fn quiet(&self, w: &World<A>) -> bool {
-        self.msgs.is_empty() && (0..self.n()).all(|p| !self.local(w, p).armed)
+        if (0..self.n()).any(|p| self.local(w, p).armed) {
+            return false;
+        }
+        if w.network != Network::Duplicating {
+            return self.msgs.is_empty();
+        }
+        let n = self.n();
+        self.msgs.iter().all(|(l, m)| {
+            let (src, dst) = (usize::from(*l) / n, usize::from(*l) % n);
+            let before = &self.local(w, dst).node;
+            let mut node = before.clone();
+            let sends = node.run(Some((src, m.clone())), w.sequences);
+            node == *before
+                && sends.iter().all(|(to, m)| {
+                    let l = (dst * n + usize::from(*to)) as u16;
+                    self.msgs
+                        .binary_search_by(|(k, x)| (*k, x).cmp(&(l, m)))
+                        .is_ok()
+                })
+        })
     }
 
     fn cs_states(&self, w: &World<A>) -> Vec<CsState> {
@@ -298,10 +357,10 @@ impl<A: CsObject> Sys<A> {
     fn describe(&self, act: Act) -> PathStep {
         match act {
             Act::Step(p) => PathStep::Client(p),
-            Act::Deliver { src, dst } => PathStep::Deliver {
+            Act::Deliver { src, dst, at } => PathStep::Deliver {
                 src,
                 dst,
-                msg: format!("{:?}", self.msgs[self.head(src * self.n() + dst)].1),
+                msg: format!("{:?}", self.msgs[at].1),
             },
         }
     }
@@ -311,18 +370,35 @@ impl<A: CsObject> Sys<A> {
         let n = self.n();
         let p = act.owner();
         let mut msgs = self.msgs.clone();
+        let network = w.network;
         let input = match act {
             Act::Step(_) => None,
-            Act::Deliver { src, dst } => {
-                let (_, m) = msgs.remove(self.head(src * n + dst));
+            Act::Deliver { src, at, .. } => {
+                let m = match network {
+                    Network::Duplicating => msgs[at].1.clone(),
+                    Network::Fifo | Network::Unordered => msgs.remove(at).1,
+                };
                 Some((src as u16, m))
             }
         };
         let st = w.step(self.locals[p], input);
         for (to, msg) in w.sends(st) {
             let l = (p * n + usize::from(*to)) as u16;
-            let at = msgs.partition_point(|&(k, _)| k <= l);
-            msgs.insert(at, (l, msg.clone()));
+            match network {
+                Network::Fifo => {
+                    let at = msgs.partition_point(|&(k, _)| k <= l);
+                    msgs.insert(at, (l, msg.clone()));
+                }
+                Network::Unordered => {
+                    let at = msgs.partition_point(|(k, x)| (*k, x) <= (l, msg));
+                    msgs.insert(at, (l, msg.clone()));
+                }
+                Network::Duplicating => {
+                    if let Err(at) = msgs.binary_search_by(|(k, x)| (*k, x).cmp(&(l, msg))) {
+                        msgs.insert(at, (l, msg.clone()));
+                    }
+                }
+            }
         }
         let mut locals = self.locals;
         locals[p] = st.to;
@@ -503,12 +579,22 @@ const SHARDS: usize = 256;
 /// within a few percent of the set's size.
 struct Visited {
     shards: Vec<FpSet>,
+    /// Bytes of the tables, kept up to date.
+    bytes: usize,
+    /// The largest table's capacity.
+    largest: usize,
 }
 
 impl Visited {
     fn new() -> Self {
+        let shards: Vec<FpSet> = (0..SHARDS).map(|_| FpSet::default()).collect();
         Visited {
-            shards: (0..SHARDS).map(|_| FpSet::default()).collect(),
+            bytes: shards
+                .iter()
+                .map(|t| table_bytes::<u128>(t.capacity()))
+                .sum(),
+            largest: 0,
+            shards,
         }
     }
 
@@ -518,26 +604,51 @@ impl Visited {
 
     /// Inserts `fp`; `false` if it was there.
     fn insert(&mut self, fp: u128) -> bool {
-        self.shards[Self::shard(fp)].insert(fp)
+        let t = &mut self.shards[Self::shard(fp)];
+        let before = t.capacity();
+        let new = t.insert(fp);
+        if t.capacity() != before {
+            self.bytes =
+                self.bytes + table_bytes::<u128>(t.capacity()) - table_bytes::<u128>(before);
+            self.largest = self.largest.max(t.capacity());
+        }
+        new
     }
 
-    /// Whether inserting `fp` would make its table grow (it is new and its table full).
-    fn grows_with(&self, fp: u128) -> bool {
-        let t = &self.shards[Self::shard(fp)];
-        t.len() >= t.capacity() && !t.contains(&fp)
+    /// Bytes of the tables.
+    fn bytes(&self) -> usize {
+        self.bytes
     }
 
-    /// Bytes of the tables; with `growing`, at the peak of that fingerprint's table growth.
-    fn bytes(&self, growing: Option<u128>) -> usize {
-        let all: usize = self
-            .shards
-            .iter()
-            .map(|t| table_bytes::<u128>(t.capacity()))
-            .sum();
-        all + growing.map_or(0, |fp| {
-            2 * table_bytes::<u128>(self.shards[Self::shard(fp)].capacity())
-        })
+    /// Bytes the next growth of a table may allocate beside it (its new table): at most
+    /// twice the largest table.
+    fn growth(&self) -> usize {
+        table_bytes::<u128>(2 * self.largest.max(16))
     }
+}
+
+/// New states between two readings of the resident memory while it grows slowly.
+const RESIDENT_EVERY: usize = 1 << 12;
+
+/// The process's resident memory in bytes (`VmRSS` in `/proc/self/status`; `None` where it
+/// cannot be read).
+fn resident_bytes() -> Option<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: usize = line["VmRSS:".len()..]
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    kib.checked_mul(1024)
+}
+
+/// The depth-first stack.
+type Stack<A> = Vec<Frame<A>>;
+
+/// Bytes the messages in flight of `s` take on the heap.
+fn msgs_heap<A: CsObject>(s: &Sys<A>) -> usize {
+    s.msgs.capacity() * std::mem::size_of::<(u16, A::Msg)>()
 }
 
 /// One state on the depth-first stack, with the successors still to visit.
@@ -575,6 +686,21 @@ pub(super) struct Explorer<'a, A: CsObject> {
     max_states: Option<usize>,
     /// Stop before the tables would grow past this many bytes.
     max_memory: Option<usize>,
+    /// With [`crate::check::CheckConfig::count_resident`]: the process's resident bytes
+    /// when the search started, and the growth since then not counted by the tables, as
+    /// last read.
+    resident: Option<(usize, usize)>,
+    /// New states between two readings of the resident memory, and how many are left
+    /// before the next: 4,096 while it grows slowly, down to 1 while it grows by more than
+    /// 1/64 of the budget between readings.
+    resident_every: (usize, usize),
+    /// Stop once this much time has passed since this instant.
+    deadline: Option<(Instant, Duration)>,
+    /// The links' delivery discipline.
+    network: Network,
+    /// Bytes the frames on the depth-first stack hold on the heap: their successor lists
+    /// and the messages in flight of their states and successors.
+    stack_heap: usize,
     progress: Option<ProgressFn<'a>>,
     visit: Option<Visit<'a, A>>,
     /// Per process: the processes it may send to (its closed neighbourhood), a bit set.
@@ -623,6 +749,11 @@ impl<'a, A: CsObject> Explorer<'a, A> {
             reduce,
             max_states,
             max_memory: None,
+            resident: None,
+            resident_every: (RESIDENT_EVERY, RESIDENT_EVERY),
+            deadline: None,
+            network: Network::Fifo,
+            stack_heap: 0,
             progress: None,
             visit,
             peers,
@@ -637,8 +768,47 @@ impl<'a, A: CsObject> Explorer<'a, A> {
 
     /// Stops the search (a bounded check) before its tables would hold more than `bytes`
     /// bytes; see [`Explorer::over_budget`].
-    pub(super) fn with_memory_budget(mut self, bytes: Option<usize>) -> Self {
+    pub(super) fn with_memory_budget(mut self, bytes: Option<usize>, resident: bool) -> Self {
         self.max_memory = bytes;
+        self.resident = if resident && bytes.is_some() {
+            resident_bytes().map(|start| (start, 0))
+        } else {
+            None
+        };
+        self
+    }
+
+    /// Counts one new state; when it is time, reads the process's resident memory again
+    /// and keeps its growth beyond `counted` (see [`Explorer::resident_every`]).
+    fn measure_resident(&mut self, counted: usize) {
+        let (every, left) = &mut self.resident_every;
+        *left -= 1;
+        if *left > 0 {
+            return;
+        }
+        if let (Some((start, extra)), Some(now)) = (self.resident.as_mut(), resident_bytes()) {
+            let before = *extra;
+            *extra = now.saturating_sub(*start).saturating_sub(counted);
+            let fast = extra.saturating_sub(before) > self.max_memory.unwrap_or(0) / 64;
+            *every = if fast {
+                (*every / 4).max(1)
+            } else {
+                (*every * 2).min(RESIDENT_EVERY)
+            };
+        }
+        *left = *every;
+    }
+
+    /// Stops the search (a bounded check, [`Limit::Time`]) once `budget` has passed since
+    /// `start`.
+    pub(super) fn with_deadline(mut self, deadline: Option<(Instant, Duration)>) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// Delivers messages as `network` does.
+    pub(super) fn with_network(mut self, network: Network) -> Self {
+        self.network = network;
         self
     }
 
@@ -648,36 +818,62 @@ impl<'a, A: CsObject> Explorer<'a, A> {
         self
     }
 
-    /// Bytes the tables hold: the visited and on-stack fingerprint sets, the arena with its
-    /// remembered steps, the solo memo and the stack; with `growing`, at the peak of the
-    /// growth of the visited table that fingerprint enters (see [`Visited`]).
-    fn bytes(
-        &self,
-        w: &World<A>,
-        visited: &Visited,
-        growing: Option<u128>,
-        on_stack: &FpSet,
-        depth: usize,
-    ) -> usize {
-        visited.bytes(growing)
+    /// Bytes the search holds, by the capacity of every table: the visited and on-stack
+    /// fingerprint sets, the arena with its remembered steps, the solo memo, and the
+    /// depth-first stack with what its frames hold on the heap (what a local state or a
+    /// message allocates on the heap is not counted).
+    fn bytes(&self, w: &World<A>, visited: &Visited, on_stack: &FpSet, stack: &Stack<A>) -> usize {
+        visited.bytes()
             + table_bytes::<u128>(on_stack.capacity())
             + table_bytes::<(u128, Solo)>(self.solo_memo.capacity())
-            + depth * std::mem::size_of::<Frame<A>>()
+            + stack.capacity() * std::mem::size_of::<Frame<A>>()
+            + self.stack_heap
             + w.bytes()
     }
 
-    /// Whether the tables could pass the memory budget (see [`Explorer::bytes`]). Checked
-    /// before a new state makes its visited table grow and every 2^14 new states.
+    /// Bytes the search may allocate on top of [`Explorer::bytes`] before the next check:
+    /// the growth step of every table close to growing, and of the largest visited table.
+    fn growth(&self, w: &World<A>, visited: &Visited, on_stack: &FpSet, stack: &Stack<A>) -> usize {
+        visited.growth()
+            + table_growth::<u128>(on_stack.len(), on_stack.capacity(), 1)
+            + table_growth::<(u128, Solo)>(
+                self.solo_memo.len(),
+                self.solo_memo.capacity(),
+                MAX_CHECK_PROCESSES,
+            )
+            + vec_growth::<Frame<A>>(stack.len(), stack.capacity(), 1)
+            + w.growth()
+    }
+
+    /// Whether the search could pass the memory budget before the next check: what it holds
+    /// and what its tables' next growth steps may allocate. Checked before every state is
+    /// expanded.
     fn over_budget(
         &self,
         w: &World<A>,
         visited: &Visited,
-        growing: Option<u128>,
         on_stack: &FpSet,
-        depth: usize,
+        stack: &Stack<A>,
     ) -> bool {
-        self.max_memory
-            .is_some_and(|budget| self.bytes(w, visited, growing, on_stack, depth) > budget)
+        self.max_memory.is_some_and(|budget| {
+            self.bytes(w, visited, on_stack, stack)
+                + self.growth(w, visited, on_stack, stack)
+                + self.resident.map_or(0, |(_, extra)| extra)
+                > budget
+        })
+    }
+
+    /// Whether the time budget has run out.
+    fn out_of_time(&self) -> bool {
+        self.deadline
+            .is_some_and(|(start, budget)| start.elapsed() >= budget)
+    }
+
+    /// Bytes a frame holds on the heap (see [`Explorer::stack_heap`]).
+    fn frame_heap(f: &Frame<A>) -> usize {
+        f.todo.capacity() * std::mem::size_of::<(Act, Sys<A>, u128)>()
+            + msgs_heap(&f.state)
+            + f.todo.iter().map(|(_, t, _)| msgs_heap(t)).sum::<usize>()
     }
 
     /// Whether a step of process `p` from local state `before` (in a state where every
@@ -826,7 +1022,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
             Some("safety")
         } else if !(0..s.n()).all(|p| s.local(w, p).ok) {
             Some("invariants")
-        } else if s.quiet(w) && (0..s.n()).all(|p| s.local(w, p).pending) && {
+        } else if (0..s.n()).all(|p| s.local(w, p).pending) && s.quiet(w) && {
             let instance = self.instance;
             let states = s.cs_states(w);
             *self.deadlock_mask[mask].get_or_insert_with(|| deadlocked(instance, &states))
@@ -924,6 +1120,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
             steps: Default::default(),
             sends: Vec::new(),
             sequences: self.sequences,
+            network: self.network,
         };
         let mut locals = [0u32; MAX_CHECK_PROCESSES];
         for (i, obj) in procs.into_iter().enumerate() {
@@ -962,21 +1159,26 @@ impl<'a, A: CsObject> Explorer<'a, A> {
         }
         on_stack.insert(fp);
         let todo = self.expand(&mut w, &init, &on_stack);
-        let mut stack = vec![Frame {
+        let mut stack: Stack<A> = Vec::new();
+        let frame = Frame {
             state: init,
             fp,
             todo,
             taken: None,
-        }];
+        };
+        self.stack_heap += Self::frame_heap(&frame);
+        stack.push(frame);
         while let Some(top) = stack.last_mut() {
             let Some((act, next, fp)) = top.todo.pop() else {
                 on_stack.remove(&top.fp);
+                self.stack_heap -= Self::frame_heap(top);
                 stack.pop();
                 continue;
             };
+            self.stack_heap -= msgs_heap(&next);
             stats.generated += 1;
             if stats.generated % (1 << 16) == 0 && self.progress.is_some() {
-                let memory = self.bytes(&w, &visited, None, &on_stack, stats.max_depth);
+                let memory = self.bytes(&w, &visited, &on_stack, &stack);
                 if let Some(report) = self.progress.as_mut() {
                     report(&Progress {
                         states: stats.unique,
@@ -986,11 +1188,12 @@ impl<'a, A: CsObject> Explorer<'a, A> {
                     });
                 }
             }
-            if visited.grows_with(fp)
-                && self.over_budget(&w, &visited, Some(fp), &on_stack, stats.max_depth)
-            {
-                return (Outcome::Bounded(Limit::Memory), stats);
+            if stats.generated % (1 << 10) == 0 && self.out_of_time() {
+                return (Outcome::Bounded(Limit::Time), stats);
             }
+            let Some(top) = stack.last_mut() else {
+                unreachable!("the loop holds a frame")
+            };
             if !visited.insert(fp) {
                 continue;
             }
@@ -1016,19 +1219,23 @@ impl<'a, A: CsObject> Explorer<'a, A> {
             if self.max_states.is_some_and(|m| stats.generated >= m) {
                 return (Outcome::Bounded(Limit::States), stats);
             }
-            if stats.unique % (1 << 14) == 0
-                && self.over_budget(&w, &visited, None, &on_stack, stats.max_depth)
-            {
+            if self.resident.is_some() {
+                let counted = self.bytes(&w, &visited, &on_stack, &stack);
+                self.measure_resident(counted);
+            }
+            if self.over_budget(&w, &visited, &on_stack, &stack) {
                 return (Outcome::Bounded(Limit::Memory), stats);
             }
             on_stack.insert(fp);
             let todo = self.expand(&mut w, &next, &on_stack);
-            stack.push(Frame {
+            let frame = Frame {
                 state: next,
                 fp,
                 todo,
                 taken: None,
-            });
+            };
+            self.stack_heap += Self::frame_heap(&frame);
+            stack.push(frame);
             stats.max_depth = stats.max_depth.max(stack.len());
         }
         (Outcome::Complete, stats)
