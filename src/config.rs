@@ -371,9 +371,18 @@ pub fn parse_initial(spec: &str, n: usize) -> Result<Vec<CsState>, ConfigError> 
     })?;
     let mut states = vec![CsState::OutCs; n];
     let mut problems = Vec::new();
-    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    if list.trim().is_empty() {
+        return Ok(states);
+    }
+    for item in list.split(',').map(str::trim) {
         match item.parse::<usize>() {
+            Ok(i) if i < n && states[i] == CsState::InCs => problems.push(Problem::Invalid(
+                format!("initial configuration names P{i} twice"),
+            )),
             Ok(i) if i < n => states[i] = CsState::InCs,
+            Err(_) if item.is_empty() => problems.push(Problem::Invalid(format!(
+                "initial configuration `{spec}` has an empty entry (expected in:I,J,...)"
+            ))),
             Ok(i) => problems.push(Problem::Invalid(format!(
                 "initial configuration names P{i}, but processes are 0..{n}"
             ))),
@@ -509,5 +518,13 @@ mod tests {
         assert_eq!(parse_initial("in:", 2).unwrap(), vec![CsState::OutCs; 2]);
         assert_eq!(parse_initial("in:5,x", 3).unwrap_err().problems.len(), 2);
         assert!(parse_initial("0,1", 3).is_err());
+        // a repeated index and an empty entry are mistakes, not silently merged or skipped
+        let twice = parse_initial("in:0,0", 3).unwrap_err().to_string();
+        assert!(twice.contains("P0 twice"), "{twice}");
+        for spec in ["in:0,,1", "in:0,", "in:,1"] {
+            let err = parse_initial(spec, 3).unwrap_err().to_string();
+            assert!(err.contains("empty entry"), "{spec}: {err}");
+        }
+        assert_eq!(parse_initial("in: 1 , 2", 3).unwrap()[2], CsState::InCs);
     }
 }

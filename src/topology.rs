@@ -12,6 +12,11 @@ use std::collections::{BTreeSet, VecDeque};
 
 /// How many graphs `random:N:P:SEED` draws before it gives up on finding a connected one.
 const RANDOM_ATTEMPTS: usize = 10_000;
+/// The coin flips every draw of a random graph may spend in total (a draw flips n(n−1)/2).
+const RANDOM_FLIPS: f64 = 4e8;
+/// A random graph is refused at once when the expected number of isolated processes in a draw
+/// is above this: a draw is then connected with probability below about e^-20.
+const MAX_EXPECTED_ISOLATED: f64 = 20.0;
 
 /// The largest number of processes a topology may have.
 pub const MAX_PROCESSES: usize = 20_000;
@@ -164,7 +169,9 @@ impl Topology {
     }
 
     /// A connected Erdős–Rényi graph G(n, p): graphs are drawn from a ChaCha8 stream seeded
-    /// with `seed` until one is connected (at most 10,000 draws).
+    /// with `seed` until one is connected (at most 10,000 draws, and at most 4·10^8 coin flips
+    /// in all). A (n, p) whose draws are almost never connected (more than 20 isolated
+    /// processes expected per draw) is refused before drawing.
     pub fn random(n: usize, p: f64, seed: u64) -> Result<Topology, ConfigError> {
         let name = format!("random:{n}:{p}:{seed}");
         if !(0.0..=1.0).contains(&p) {
@@ -179,8 +186,34 @@ impl Topology {
                 "too large: more than the process or expected edge limit",
             ));
         }
+        // A draw is connected only if no process is isolated; n(1−p)^(n−1) is the expected
+        // number of isolated processes, and P(none) ≈ e^-μ, so a large μ means the draws
+        // would go on (almost) forever: refuse before drawing.
+        if p == 0.0 && n > 1 {
+            return Err(bad(
+                &name,
+                "with edge probability 0 no graph of two or more processes is connected",
+            ));
+        }
+        let isolated = if n == 1 {
+            0.0
+        } else {
+            n as f64 * (1.0 - p).powf((n - 1) as f64)
+        };
+        if isolated > MAX_EXPECTED_ISOLATED {
+            let needed = ((n as f64).ln() + MAX_EXPECTED_ISOLATED.ln()) / (n as f64 - 1.0);
+            return Err(bad(
+                &name,
+                &format!(
+                    "a draw is almost never connected (about {isolated:.0} isolated processes \
+                     expected); raise the edge probability to at least {needed:.2e}"
+                ),
+            ));
+        }
+        let flips = (n as f64) * (n as f64 - 1.0) / 2.0;
+        let attempts = ((RANDOM_FLIPS / flips.max(1.0)) as usize).clamp(1, RANDOM_ATTEMPTS);
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        for _ in 0..RANDOM_ATTEMPTS {
+        for _ in 0..attempts {
             let mut edges = Vec::new();
             for a in 0..n {
                 for b in a + 1..n {
@@ -195,7 +228,7 @@ impl Topology {
         }
         Err(bad(
             &name,
-            &format!("no connected graph in {RANDOM_ATTEMPTS} draws; raise the edge probability"),
+            &format!("no connected graph in {attempts} draws; raise the edge probability"),
         ))
     }
 
@@ -430,5 +463,22 @@ mod tests {
             assert_eq!(a, b);
             assert!(a.distances(ProcessId(0)).iter().all(Option::is_some));
         }
+    }
+
+    /// Graphs that can (practically) never be connected are refused before any draw, naming the
+    /// probability that would do; those just above the threshold still draw.
+    #[test]
+    fn hopeless_random_graphs_are_refused_at_once() {
+        let err = Topology::random(2, 0.0, 1).unwrap_err().to_string();
+        assert!(err.contains("edge probability 0"), "{err}");
+        for (n, p) in [(20_000, 0.0001), (500, 0.001), (3000, 1e-300)] {
+            let err = Topology::random(n, p, 1).unwrap_err().to_string();
+            assert!(err.contains("almost never connected"), "{n} {p}: {err}");
+            assert!(err.contains("raise the edge probability"), "{err}");
+        }
+        assert_eq!(Topology::random(1, 0.0, 1).unwrap().len(), 1);
+        // ln(200)/199 ≈ 0.0266: 200·(1−0.04)^199 ≈ 0.06 isolated processes expected
+        let t = Topology::random(200, 0.04, 3).unwrap();
+        assert!(t.distances(ProcessId(0)).iter().all(Option::is_some));
     }
 }
