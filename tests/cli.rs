@@ -368,9 +368,9 @@ fn bad_input_exits_2_with_one_line_per_problem() {
             "--coterie",
         ),
         (
-            &["--algorithm", "lmutin", "--topology", "ring:100000"],
+            &["--algorithm", "lmutin", "--topology", "ring:1000001"],
             1,
-            "more than 20000",
+            "more than 1000000",
         ),
         (
             &["--algorithm", "lmutin", "--topology", "complete:9000"],
