@@ -407,10 +407,17 @@ impl FromStr for Algorithm {
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BoundsFile {
-    /// Lower bounds l_i.
+    /// Lower bounds l_i (absent: not given; `null` is refused rather than read as absent).
+    #[serde(default, deserialize_with = "present_list")]
     pub l: Option<Vec<usize>>,
-    /// Upper bounds k_i.
+    /// Upper bounds k_i (absent: not given; `null` is refused rather than read as absent).
+    #[serde(default, deserialize_with = "present_list")]
     pub k: Option<Vec<usize>>,
+}
+
+/// A bounds list that is present must be a list: `"l": null` is an error, not "no bounds".
+fn present_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<usize>>, D::Error> {
+    <Vec<usize> as serde::Deserialize>::deserialize(d).map(Some)
 }
 
 /// What to build: an algorithm on a topology with bounds and an initial configuration.
@@ -1037,6 +1044,22 @@ mod tests {
         s.coterie = Some("tree".into());
         assert!(s.build(Count).unwrap_err().to_string().contains("tree"));
         assert!(Algorithm::Maekawa.is_global() && !Algorithm::Lkcs.is_global());
+    }
+
+    /// A bounds file reads absent lists as not given, but refuses `null` lists and unknown keys.
+    #[test]
+    fn a_bounds_file_refuses_null_lists() {
+        let parse = serde_json::from_str::<BoundsFile>;
+        let both = parse(r#"{"l": [1, 2], "k": [3, 3]}"#).unwrap();
+        assert_eq!((both.l, both.k), (Some(vec![1, 2]), Some(vec![3, 3])));
+        assert_eq!(parse(r#"{"k": [1]}"#).unwrap().l, None);
+        for text in [
+            r#"{"l": null, "k": null}"#,
+            r#"{"l": null}"#,
+            r#"{"m": [1]}"#,
+        ] {
+            assert!(parse(text).is_err(), "{text}");
+        }
     }
 
     #[test]

@@ -28,6 +28,26 @@ pub struct Bounds {
 pub struct Instance {
     topology: Topology,
     bounds: Vec<Bounds>,
+    /// On a complete graph every closed neighbourhood is the whole system, so one count
+    /// decides every bound: the lower bounds and the upper bounds, each sorted, answer "how
+    /// many bounds fail with c processes in the CS" in O(log n).
+    global: Option<GlobalBounds>,
+}
+
+/// Every process's bounds, sorted, for the O(log n) safety questions of a complete graph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct GlobalBounds {
+    lower: Vec<usize>,
+    upper: Vec<usize>,
+}
+
+impl GlobalBounds {
+    /// How many processes' bounds fail when `c` processes are in the CS.
+    fn broken_at(&self, c: usize) -> usize {
+        let too_few = self.lower.len() - self.lower.partition_point(|&l| l <= c);
+        let too_many = self.upper.partition_point(|&k| k < c);
+        too_few + too_many
+    }
 }
 
 impl Instance {
@@ -56,7 +76,23 @@ impl Instance {
             })
             .collect();
         ConfigError::check(problems)?;
-        Ok(Instance { topology, bounds })
+        let global = topology.is_complete().then(|| {
+            let mut lower: Vec<usize> = bounds.iter().map(|b| b.l).collect();
+            let mut upper: Vec<usize> = bounds.iter().map(|b| b.k).collect();
+            lower.sort_unstable();
+            upper.sort_unstable();
+            GlobalBounds { lower, upper }
+        });
+        Ok(Instance {
+            topology,
+            bounds,
+            global,
+        })
+    }
+
+    /// How many processes are in the CS in `states`.
+    fn count_in_cs(states: &[CsState]) -> usize {
+        states.iter().filter(|&&s| s == CsState::InCs).count()
     }
 
     /// The graph.
@@ -86,6 +122,9 @@ impl Instance {
 
     /// |CS_p(C)|: how many processes of `p`'s closed neighbourhood are in the CS.
     pub fn in_cs_around(&self, states: &[CsState], p: ProcessId) -> usize {
+        if self.global.is_some() {
+            return Self::count_in_cs(states);
+        }
         usize::from(states[p.index()] == CsState::InCs)
             + self
                 .topology
@@ -104,12 +143,17 @@ impl Instance {
 
     /// One problem for every process whose bounds fail in `states`.
     pub fn violations(&self, states: &[CsState]) -> Vec<Problem> {
+        let total = self.global.as_ref().map(|_| Self::count_in_cs(states));
+        let count = |p| total.unwrap_or_else(|| self.in_cs_around(states, p));
         self.topology
             .processes()
-            .filter(|&p| !self.holds_at(states, p))
+            .filter(|&p| {
+                let (c, b) = (count(p), self.bounds(p));
+                c < b.l || c > b.k
+            })
             .map(|p| Problem::UnsafeInitial {
                 process: p,
-                in_cs: self.in_cs_around(states, p),
+                in_cs: count(p),
                 l: self.bounds(p).l,
                 k: self.bounds(p).k,
             })
@@ -152,6 +196,13 @@ impl Instance {
     /// How many bounds of `p`'s closed neighbourhood would fail if `p` flipped its state in
     /// `states` (which is left as it was).
     pub fn bounds_broken_by_move(&self, states: &mut [CsState], p: ProcessId) -> usize {
+        if let Some(global) = &self.global {
+            let c = Self::count_in_cs(states);
+            return global.broken_at(match states[p.index()] {
+                CsState::OutCs => c + 1,
+                CsState::InCs => c - 1,
+            });
+        }
         states[p.index()] = !states[p.index()];
         let broken = self
             .topology
@@ -187,6 +238,31 @@ impl Instance {
 
     fn search(&self, order: impl Fn(ProcessId) -> [CsState; 2]) -> Result<Vec<CsState>, Problem> {
         let n = self.len();
+        if let Some(global) = &self.global {
+            // Every closed neighbourhood is the whole system: with c in the CS and r processes
+            // undecided, a value is feasible exactly when every bound can still hold
+            // (c' <= min k and c' + r' >= max l), so the backtracking search below would never
+            // backtrack; the same choices, in the same order (0..n is its breadth-first order
+            // on a complete graph), in O(n).
+            let (max_l, min_k) = (global.lower[n - 1], global.upper[0]);
+            let mut c = 0;
+            let mut states = Vec::with_capacity(n);
+            for p in self.topology.processes() {
+                let rest = n - 1 - p.index();
+                let value = (order)(p).into_iter().find(|v| {
+                    let c = c + usize::from(*v == CsState::InCs);
+                    c <= min_k && c + rest >= max_l
+                });
+                let Some(value) = value else {
+                    return Err(Problem::NoSafeInitial(
+                        "no assignment of InCS/OutCS meets every process's bounds".into(),
+                    ));
+                };
+                c += usize::from(value == CsState::InCs);
+                states.push(value);
+            }
+            return Ok(states);
+        }
         let mut bfs = Vec::with_capacity(n);
         let mut seen = vec![false; n];
         let mut queue = VecDeque::from([ProcessId(0)]);
@@ -212,7 +288,7 @@ impl Instance {
                 .collect(),
             budget: SEARCH_BUDGET,
         };
-        match s.go(0) {
+        match s.go() {
             Some(true) => Ok(s
                 .states
                 .into_iter()
@@ -239,41 +315,61 @@ struct Search<'a, F> {
 }
 
 impl<F: Fn(ProcessId) -> [CsState; 2]> Search<'_, F> {
-    /// `Some(found)`, or `None` when the budget ran out.
-    fn go(&mut self, depth: usize) -> Option<bool> {
-        let Some(&p) = self.bfs.get(depth) else {
-            return Some(true);
-        };
-        let closed = self.inst.topology.closed(p);
-        for value in (self.order)(p) {
+    /// `Some(found)`, or `None` when the budget ran out. Depth-first over the processes in
+    /// breadth-first order, each trying its two values in `order`; iterative, so that the
+    /// depth (one level per process) never meets the thread's stack.
+    fn go(&mut self) -> Option<bool> {
+        let n = self.bfs.len();
+        // values tried so far at each depth (0, 1 or 2); the last one tried is applied
+        let mut tried = vec![0usize; n];
+        let mut depth = 0;
+        loop {
+            let Some(&p) = self.bfs.get(depth) else {
+                return Some(true);
+            };
+            let values = (self.order)(p);
+            if tried[depth] > 0 {
+                self.assign(p, values[tried[depth] - 1], false);
+            }
+            if tried[depth] == 2 {
+                tried[depth] = 0;
+                self.states[p.index()] = None;
+                if depth == 0 {
+                    return Some(false);
+                }
+                depth -= 1;
+                continue;
+            }
+            let value = values[tried[depth]];
+            tried[depth] += 1;
             self.budget = self.budget.checked_sub(1)?;
-            self.states[p.index()] = Some(value);
-            for q in &closed {
-                self.undecided[q.index()] -= 1;
-                if value == CsState::InCs {
-                    self.in_cs[q.index()] += 1;
-                }
+            if self.assign(p, value, true) {
+                depth += 1;
             }
-            let feasible = closed.iter().all(|q| {
-                let b = self.inst.bounds(*q);
-                let c = self.in_cs[q.index()];
-                c <= b.k && c + self.undecided[q.index()] >= b.l
-            });
-            if feasible {
-                match self.go(depth + 1) {
-                    Some(false) => {}
-                    other => return other,
-                }
-            }
-            for q in &closed {
-                self.undecided[q.index()] += 1;
-                if value == CsState::InCs {
-                    self.in_cs[q.index()] -= 1;
-                }
-            }
-            self.states[p.index()] = None;
         }
-        Some(false)
+    }
+
+    /// Applies (`on`) or takes back `p = value` in the counts; after applying, whether every
+    /// bound of `p`'s closed neighbourhood can still hold.
+    fn assign(&mut self, p: ProcessId, value: CsState, on: bool) -> bool {
+        let closed = self.inst.topology.closed(p);
+        self.states[p.index()] = on.then_some(value);
+        for q in &closed {
+            let (u, c) = (&mut self.undecided[q.index()], &mut self.in_cs[q.index()]);
+            let inc = usize::from(value == CsState::InCs);
+            if on {
+                *u -= 1;
+                *c += inc;
+            } else {
+                *u += 1;
+                *c -= inc;
+            }
+        }
+        on && closed.iter().all(|q| {
+            let b = self.inst.bounds(*q);
+            let c = self.in_cs[q.index()];
+            c <= b.k && c + self.undecided[q.index()] >= b.l
+        })
     }
 }
 
@@ -283,12 +379,18 @@ impl<F: Fn(ProcessId) -> [CsState; 2]> Search<'_, F> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Observed {
     states: Vec<CsState>,
+    /// The in-CS count of every closed neighbourhood; on a complete graph, one count (the
+    /// whole system's), so each change costs O(1).
     in_cs: Vec<usize>,
 }
 
 impl Observed {
     /// Starts observing `states` (one per process of `inst`).
     pub fn new(inst: &Instance, states: Vec<CsState>) -> Observed {
+        if inst.global.is_some() {
+            let in_cs = vec![Instance::count_in_cs(&states)];
+            return Observed { states, in_cs };
+        }
         let in_cs = inst
             .topology()
             .processes()
@@ -307,8 +409,18 @@ impl Observed {
         inst.topology()
             .processes()
             .filter(|&q| !self.holds(inst, q))
-            .map(|q| (q, self.in_cs[q.index()]))
+            .map(|q| (q, self.count(q)))
             .collect()
+    }
+
+    /// The in-CS count of `q`'s closed neighbourhood.
+    fn count(&self, q: ProcessId) -> usize {
+        // one count on a complete graph (with one process, both layouts agree)
+        if self.in_cs.len() == 1 {
+            self.in_cs[0]
+        } else {
+            self.in_cs[q.index()]
+        }
     }
 
     /// Sets `p`'s state to `now` and returns the processes of its closed neighbourhood whose
@@ -324,6 +436,18 @@ impl Observed {
             return Vec::new();
         }
         self.states[p.index()] = now;
+        if let Some(global) = &inst.global {
+            let c = &mut self.in_cs[0];
+            match now {
+                CsState::InCs => *c += 1,
+                CsState::OutCs => *c -= 1,
+            }
+            return if global.broken_at(*c) == 0 {
+                Vec::new()
+            } else {
+                self.broken(inst)
+            };
+        }
         let closed = inst.topology().closed(p);
         for q in &closed {
             let c = &mut self.in_cs[q.index()];
@@ -344,6 +468,10 @@ impl Observed {
     /// counts).
     pub fn bounds_broken_by_move(&self, inst: &Instance, p: ProcessId) -> usize {
         let entering = self.states[p.index()] == CsState::OutCs;
+        if let Some(global) = &inst.global {
+            let c = self.in_cs[0];
+            return global.broken_at(if entering { c + 1 } else { c.saturating_sub(1) });
+        }
         inst.topology()
             .closed(p)
             .into_iter()
@@ -357,7 +485,7 @@ impl Observed {
     }
 
     fn holds(&self, inst: &Instance, q: ProcessId) -> bool {
-        let (c, b) = (self.in_cs[q.index()], inst.bounds(q));
+        let (c, b) = (self.count(q), inst.bounds(q));
         b.l <= c && c <= b.k
     }
 }
@@ -371,9 +499,18 @@ pub fn parse_initial(spec: &str, n: usize) -> Result<Vec<CsState>, ConfigError> 
     })?;
     let mut states = vec![CsState::OutCs; n];
     let mut problems = Vec::new();
-    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    if list.trim().is_empty() {
+        return Ok(states);
+    }
+    for item in list.split(',').map(str::trim) {
         match item.parse::<usize>() {
+            Ok(i) if i < n && states[i] == CsState::InCs => problems.push(Problem::Invalid(
+                format!("initial configuration names P{i} twice"),
+            )),
             Ok(i) if i < n => states[i] = CsState::InCs,
+            Err(_) if item.is_empty() => problems.push(Problem::Invalid(format!(
+                "initial configuration `{spec}` has an empty entry (expected in:I,J,...)"
+            ))),
             Ok(i) => problems.push(Problem::Invalid(format!(
                 "initial configuration names P{i}, but processes are 0..{n}"
             ))),
@@ -509,5 +646,52 @@ mod tests {
         assert_eq!(parse_initial("in:", 2).unwrap(), vec![CsState::OutCs; 2]);
         assert_eq!(parse_initial("in:5,x", 3).unwrap_err().problems.len(), 2);
         assert!(parse_initial("0,1", 3).is_err());
+        // a repeated index and an empty entry are mistakes, not silently merged or skipped
+        let twice = parse_initial("in:0,0", 3).unwrap_err().to_string();
+        assert!(twice.contains("P0 twice"), "{twice}");
+        for spec in ["in:0,,1", "in:0,", "in:,1"] {
+            let err = parse_initial(spec, 3).unwrap_err().to_string();
+            assert!(err.contains("empty entry"), "{spec}: {err}");
+        }
+        assert_eq!(parse_initial("in: 1 , 2", 3).unwrap()[2], CsState::InCs);
+    }
+
+    /// On a complete graph the observer keeps one count; after every flip of a random walk it
+    /// reports exactly the processes a from-scratch count finds broken, and its move costs
+    /// agree with the instance's.
+    #[test]
+    fn the_global_observer_agrees_with_counting_from_scratch() {
+        let n = 7;
+        let bounds: Vec<Bounds> = (0..n)
+            .map(|i| Bounds {
+                l: i % 3,
+                k: 4 + i % 3,
+            })
+            .collect();
+        let inst = Instance::new(Topology::complete(n).unwrap(), bounds).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut states = vec![CsState::OutCs; n];
+        let mut obs = Observed::new(&inst, states.clone());
+        for _ in 0..500 {
+            let p = ProcessId::from(rng.random_range(0..n));
+            let mut probe = states.clone();
+            assert_eq!(
+                obs.bounds_broken_by_move(&inst, p),
+                inst.bounds_broken_by_move(&mut probe, p)
+            );
+            states[p.index()] = !states[p.index()];
+            let broken: Vec<ProcessId> = obs
+                .apply(&inst, p, states[p.index()])
+                .into_iter()
+                .map(|(q, _)| q)
+                .collect();
+            let expected: Vec<ProcessId> = inst
+                .topology()
+                .processes()
+                .filter(|&q| !inst.holds_at(&states, q))
+                .collect();
+            assert_eq!(broken, expected);
+            assert_eq!(obs.broken(&inst).len(), expected.len());
+        }
     }
 }

@@ -185,6 +185,10 @@ fn main() -> ExitCode {
             let _ = e.print();
             return ExitCode::SUCCESS;
         }
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            warn!("error: lkcs needs a subcommand: simulate, check or sweep (see lkcs --help)");
+            return ExitCode::from(2);
+        }
         Err(e) => {
             // one line, as for every other bad input
             let text = e.render().to_string();
@@ -222,6 +226,35 @@ fn bad_input(e: &ConfigError) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// The most pairs a process may be asked to run (so n × pairs never wraps).
+const MAX_PAIRS: usize = 1_000_000_000;
+
+/// The most events `--trace` keeps (each is held in memory until the run ends).
+const MAX_TRACE: usize = 1_000_000;
+
+/// The largest `--bounds` file read (about 16 bytes per process for 10^6 processes).
+const MAX_BOUNDS_FILE: u64 = 16 << 20;
+
+/// Reads a text file of at most `limit` bytes: a longer one (or an endless one such as
+/// /dev/zero) is refused after reading `limit` + 1 bytes.
+fn read_bounded(path: &std::path::Path, limit: u64) -> Result<String, String> {
+    use std::io::Read;
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if bytes.len() as u64 > limit {
+        return Err(format!(
+            "{} is larger than {} MiB: not a bounds file",
+            path.display(),
+            limit >> 20
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))
+}
+
 /// Collects every problem in the system options, then builds the spec.
 fn system_spec(a: &SystemArgs) -> Result<SystemSpec, ConfigError> {
     let mut problems = Vec::new();
@@ -244,16 +277,14 @@ fn system_spec(a: &SystemArgs) -> Result<SystemSpec, ConfigError> {
         }
     };
     let bounds = a.bounds.as_ref().and_then(|path| {
-        let parsed = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))
-            .and_then(|text| {
-                serde_json::from_str::<BoundsFile>(&text).map_err(|e| {
-                    format!(
-                        "{} is not a bounds file ({{\"l\": [...], \"k\": [...]}}): {e}",
-                        path.display()
-                    )
-                })
-            });
+        let parsed = read_bounded(path, MAX_BOUNDS_FILE).and_then(|text| {
+            serde_json::from_str::<BoundsFile>(&text).map_err(|e| {
+                format!(
+                    "{} is not a bounds file ({{\"l\": [...], \"k\": [...]}}): {e}",
+                    path.display()
+                )
+            })
+        });
         parsed.map_err(|e| problems.push(Problem::Invalid(e))).ok()
     });
     let initial = match (&a.initial, &topology) {
@@ -264,6 +295,19 @@ fn system_spec(a: &SystemArgs) -> Result<SystemSpec, ConfigError> {
     };
     if a.pairs == 0 {
         problems.push(Problem::Invalid("--pairs must be at least 1".into()));
+    } else if a.pairs > MAX_PAIRS {
+        problems.push(Problem::Invalid(format!(
+            "--pairs {}: at most {MAX_PAIRS} pairs per process",
+            a.pairs
+        )));
+    }
+    if bounds
+        .as_ref()
+        .is_some_and(|b: &BoundsFile| b.l.is_none() && b.k.is_none())
+    {
+        problems.push(Problem::Invalid(
+            "the --bounds file lists neither `l` nor `k`".into(),
+        ));
     }
     if let Some(alg) = algorithm {
         for (flag, given) in [
@@ -360,14 +404,24 @@ fn simulate_run(args: &SimulateArgs) -> Result<SimRun, ConfigError> {
     let workload = Workload::parse(&args.workload)
         .map_err(|e| problems.extend(e.problems))
         .ok();
+    if args.think > MAX_DELAY {
+        problems.push(Problem::Invalid(format!(
+            "--think must not exceed {MAX_DELAY}"
+        )));
+    }
+    if args.trace > MAX_TRACE {
+        problems.push(Problem::Invalid(format!(
+            "--trace {}: at most {MAX_TRACE} events",
+            args.trace
+        )));
+    }
+    if args.max_events == 0 {
+        problems.push(Problem::Invalid("--max-events must be at least 1".into()));
+    }
     let (Some(spec), Some(delay), Some(workload)) = (spec, delay, workload) else {
         return Err(ConfigError::new(problems));
     };
-    if args.think > MAX_DELAY {
-        return Err(ConfigError::one(Problem::Invalid(format!(
-            "--think must not exceed {MAX_DELAY}"
-        ))));
-    }
+    ConfigError::check(problems)?;
     let cfg = SimConfig {
         seed: args.seed,
         max_events: args.max_events,

@@ -42,6 +42,30 @@
 use crate::error::{ConfigError, CoterieProblem, Problem};
 use crate::id::ProcessId;
 
+/// The most quorum entries (the sum of |Q_i| over the processes) a generated coterie may have:
+/// every process of a global algorithm keeps its Q_i and R_i, each more than once when objects
+/// are composed, so memory grows with this sum (about 0.3 GB per 10^7 entries for GCS).
+pub const MAX_QUORUM_ENTRIES: usize = 30_000_000;
+
+/// Refuses a generated coterie of `per_quorum` members per quorum on `n` processes when it
+/// would exceed [`MAX_QUORUM_ENTRIES`].
+fn within_limit(name: &str, n: usize, per_quorum: usize) -> Result<(), ConfigError> {
+    let entries = n.saturating_mul(per_quorum);
+    if entries > MAX_QUORUM_ENTRIES {
+        return Err(ConfigError::one(Problem::Invalid(format!(
+            "the {name} coterie on {n} processes has {per_quorum} members per quorum, \
+             {entries} in all: more than the limit of {MAX_QUORUM_ENTRIES} \
+             (memory grows with n·|Q|){}",
+            if name == "majority" {
+                "; the grid coterie needs about 2√n per quorum"
+            } else {
+                ""
+            }
+        ))));
+    }
+    Ok(())
+}
+
 /// A coterie: one quorum Q_i per process, and R_i = {k : P_i ∈ Q_k}.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Coterie {
@@ -55,6 +79,7 @@ impl Coterie {
     /// (n+1)/2 for odd n, n/2 or n/2+1 for even n; P_i ∈ Q_i.
     pub fn majority(n: usize) -> Result<Coterie, ConfigError> {
         nonzero(n)?;
+        within_limit("majority", n, n / 2 + 1)?;
         let window = |start: usize, len: usize| -> Vec<usize> {
             (start..start + len).map(|x| x % n).collect()
         };
@@ -82,6 +107,7 @@ impl Coterie {
     pub fn grid(n: usize) -> Result<Coterie, ConfigError> {
         nonzero(n)?;
         let (c, r) = grid_shape(n);
+        within_limit("grid", n, c + r - 1)?;
         let w = n - c * (r - 1);
         let host = |y: usize, x: usize| -> usize {
             let t = y * c + x;

@@ -26,7 +26,7 @@ use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::fmt;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 /// Sequential workload: helper moves allowed per process before the run counts as stalled.
 const HELPER_MOVE_LIMIT: u64 = 1_000;
@@ -326,7 +326,22 @@ struct Track {
 /// process `i`) is not run: the report says why in `stalled`.
 pub fn simulate<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &SimConfig) -> SimReport {
     match crate::cs::check_system(instance, &procs) {
-        Ok(()) => Sim::new(instance, procs, cfg).run(),
+        Ok(()) if cfg.trace_capacity == 0 => Sim::new(instance, procs, cfg).run(),
+        Ok(()) => {
+            // The trace is reported for failed runs only, and keeping it costs a clone of
+            // every message: run without it, and replay a failed run (the same seed runs the
+            // same events) to collect it.
+            let quick = SimConfig {
+                trace_capacity: 0,
+                ..cfg.clone()
+            };
+            let report = Sim::new(instance, procs.clone(), &quick).run();
+            if report.safety_violations == 0 && !report.deadlock && report.stalled.is_none() {
+                report
+            } else {
+                Sim::new(instance, procs, cfg).run()
+            }
+        }
         Err(why) => SimReport {
             processes: procs.len(),
             pairs_requested: procs.len() * cfg.pairs,
@@ -352,6 +367,67 @@ pub fn simulate<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &SimConfig
     }
 }
 
+/// The simulator's event loop with nothing else: the ceiling a simulation's events/s is
+/// measured against (benches/sim.rs). It keeps `in_flight` deliveries of `msg` queued in the
+/// simulator's own priority queue and event type, and handles `events` of them: each pop
+/// pushes a copy of its message to the next process at a delay drawn as [`simulate`] draws
+/// it (a unit delay costs no draw). No handler, observer, trace or accounting runs. Returns
+/// the final time, so the work cannot be optimised away.
+#[doc(hidden)]
+pub fn bare_event_loop<M: Message>(
+    msg: &M,
+    processes: usize,
+    in_flight: usize,
+    events: u64,
+    delay: Delay,
+    seed: u64,
+) -> u64 {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut queue: BinaryHeap<Reverse<Event<M>>> = BinaryHeap::with_capacity(in_flight);
+    let n = processes.max(1);
+    let mut seq = 0;
+    for i in 0..in_flight {
+        let to = ProcessId::from(i % n);
+        queue.push(Reverse(Event {
+            time: 0,
+            seq,
+            kind: EventKind::Deliver {
+                from: to,
+                to,
+                msg: msg.clone(),
+                tag: (to, 0),
+            },
+        }));
+        seq += 1;
+    }
+    let mut now = 0;
+    for _ in 0..events {
+        let Some(Reverse(ev)) = queue.pop() else {
+            break;
+        };
+        now = ev.time;
+        if let EventKind::Deliver { to, msg, tag, .. } = ev.kind {
+            let d = match delay {
+                Delay::Unit => 1,
+                Delay::Uniform { min, max } => rng.random_range(min..=max),
+            };
+            let next = ProcessId::from((to.index() + 1) % n);
+            queue.push(Reverse(Event {
+                time: now + d,
+                seq,
+                kind: EventKind::Deliver {
+                    from: to,
+                    to: next,
+                    msg,
+                    tag,
+                },
+            }));
+            seq += 1;
+        }
+    }
+    now
+}
+
 struct Sim<'a, A: CsObject> {
     inst: &'a Instance,
     /// The bounds the sequential workload moves within: the objects' operating bounds where
@@ -363,7 +439,7 @@ struct Sim<'a, A: CsObject> {
     queue: BinaryHeap<Reverse<Event<A::Msg>>>,
     next_seq: u64,
     /// The last delivery time on each link that carried a message (looked up, never iterated).
-    link_clock: HashMap<(ProcessId, ProcessId), u64>,
+    link_clock: HashMap<(ProcessId, ProcessId), u64, BuildHasherDefault<LinkHasher>>,
     now: u64,
     events: u64,
     observed: Observed,
@@ -380,6 +456,8 @@ struct Sim<'a, A: CsObject> {
     helper_moves: u64,
     /// Helper moves still to make, found by the sequential workload's search.
     plan: VecDeque<usize>,
+    /// How many processes still owe moves (see [`Sim::still_owes`]): the run is done at 0.
+    owing: usize,
     done: bool,
 }
 
@@ -404,7 +482,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             queue: BinaryHeap::new(),
             next_seq: 0,
-            link_clock: HashMap::new(),
+            link_clock: HashMap::default(),
             now: 0,
             events: 0,
             observed,
@@ -427,6 +505,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
             rr: 0,
             helper_moves: 0,
             plan: VecDeque::new(),
+            owing: if cfg.pairs == 0 { 0 } else { n },
             done: cfg.pairs == 0,
         }
     }
@@ -481,14 +560,27 @@ impl<'a, A: CsObject> Sim<'a, A> {
         self.pairs_done(p) < self.cfg.pairs || self.track[p].started % 2 == 1
     }
 
+    /// Whether `p` keeps the run going: in the concurrent workload, pairs left; in the
+    /// sequential one, pairs left or a pair half done.
+    fn still_owes(&self, p: usize) -> bool {
+        match self.cfg.workload {
+            Workload::Concurrent => self.pairs_done(p) < self.cfg.pairs,
+            Workload::Sequential => self.owes(p),
+        }
+    }
+
+    /// Keeps [`Sim::owing`] current after a change to `p`'s track (O(1) per event).
+    fn recount(&mut self, before: bool, p: usize) {
+        match (before, self.still_owes(p)) {
+            (true, false) => self.owing -= 1,
+            (false, true) => self.owing += 1,
+            _ => {}
+        }
+    }
+
     fn update_done(&mut self) {
         if !self.done {
-            self.done = match self.cfg.workload {
-                Workload::Concurrent => {
-                    (0..self.procs.len()).all(|p| self.pairs_done(p) >= self.cfg.pairs)
-                }
-                Workload::Sequential => (0..self.procs.len()).all(|p| !self.owes(p)),
-            };
+            self.done = self.owing == 0;
         }
     }
 
@@ -558,54 +650,63 @@ impl<'a, A: CsObject> Sim<'a, A> {
     /// then anyone.
     fn next_mover(&mut self) -> Option<ProcessId> {
         let n = self.procs.len();
-        let mut states = self.observed.states().to_vec();
-        let required: Vec<bool> = (0..n)
-            .map(|p| self.pairs_done(p) < self.cfg.pairs)
-            .collect();
-        let safe: Vec<bool> = (0..n)
-            .map(|p| {
-                self.observed
-                    .bounds_broken_by_move(&self.schedule, ProcessId::from(p))
-                    == 0
-            })
-            .collect();
-        let rotation: Vec<usize> = (0..n).map(|i| (self.rr + i) % n).collect();
+        let rotation = (0..n).map(|i| (self.rr + i) % n);
+        // the common case costs one safety question per process tried, not one per process
+        let first = rotation.clone().find(|&p| self.required(p) && self.safe(p));
         let planned = match self.plan.front() {
-            Some(&h) if safe[h] && !rotation.iter().any(|&p| required[p] && safe[p]) => {
-                self.plan.pop_front()
-            }
+            Some(&h) if first.is_none() && self.safe(h) => self.plan.pop_front(),
             _ => {
                 self.plan.clear();
                 None
             }
         };
-        let pick = planned
-            .or_else(|| rotation.iter().copied().find(|&p| required[p] && safe[p]))
-            .or_else(|| {
-                let blocked: Vec<usize> = (0..n).filter(|&p| required[p] && !safe[p]).collect();
-                let before = self.blocking(&mut states, &blocked);
-                let mut best: Option<(usize, usize)> = None;
-                for &h in rotation.iter().filter(|&&h| safe[h]) {
-                    states[h] = !states[h];
-                    let after = self.blocking(&mut states, &blocked);
-                    states[h] = !states[h];
-                    if after < before && best.is_none_or(|(_, b)| after < b) {
-                        best = Some((h, after));
-                    }
-                }
-                best.map(|(h, _)| h)
-            })
+        let pick = match planned.or(first) {
+            Some(p) => p,
+            None => self.unblock(rotation.collect())?,
+        };
+        self.rr = (pick + 1) % n;
+        if !self.required(pick) {
+            self.helper_moves += 1;
+        }
+        Some(ProcessId::from(pick))
+    }
+
+    /// Whether `p` still owes pairs.
+    fn required(&self, p: usize) -> bool {
+        self.pairs_done(p) < self.cfg.pairs
+    }
+
+    /// Whether `p` can move now without breaking a (schedule) bound.
+    fn safe(&self, p: usize) -> bool {
+        self.observed
+            .bounds_broken_by_move(&self.schedule, ProcessId::from(p))
+            == 0
+    }
+
+    /// No process that owes pairs can move: a helper move, as [`Sim::next_mover`] describes.
+    fn unblock(&mut self, rotation: Vec<usize>) -> Option<usize> {
+        let n = self.procs.len();
+        let mut states = self.observed.states().to_vec();
+        let required: Vec<bool> = (0..n).map(|p| self.required(p)).collect();
+        let safe: Vec<bool> = (0..n).map(|p| self.safe(p)).collect();
+        let blocked: Vec<usize> = (0..n).filter(|&p| required[p] && !safe[p]).collect();
+        let before = self.blocking(&mut states, &blocked);
+        let mut best: Option<(usize, usize)> = None;
+        for &h in rotation.iter().filter(|&&h| safe[h]) {
+            states[h] = !states[h];
+            let after = self.blocking(&mut states, &blocked);
+            states[h] = !states[h];
+            if after < before && best.is_none_or(|(_, b)| after < b) {
+                best = Some((h, after));
+            }
+        }
+        best.map(|(h, _)| h)
             .or_else(|| {
                 self.plan = self.helper_path(&states, &required);
                 self.plan.pop_front()
             })
             .or_else(|| rotation.iter().copied().find(|&p| safe[p] && self.owes(p)))
-            .or_else(|| rotation.iter().copied().find(|&p| safe[p]))?;
-        self.rr = (pick + 1) % n;
-        if !required[pick] {
-            self.helper_moves += 1;
-        }
-        Some(ProcessId::from(pick))
+            .or_else(|| rotation.iter().copied().find(|&p| safe[p]))
     }
 
     /// A shortest sequence of moves, each keeping every (schedule) bound, after which some
@@ -690,7 +791,9 @@ impl<'a, A: CsObject> Sim<'a, A> {
                 let i = p.index();
                 let seq = Sequence::leaving(self.observed.states()[i]);
                 let tag = (p, self.track[i].started / 2);
+                let before = self.still_owes(i);
                 self.track[i].started += 1;
+                self.recount(before, i);
                 self.track[i].begun_at = self.now;
                 (1u8, self.now, p, seq).hash(&mut self.trace_hash);
                 self.record(TraceEntry::Begin(p, seq));
@@ -718,15 +821,28 @@ impl<'a, A: CsObject> Sim<'a, A> {
         for (to, msg) in out.drain() {
             let delay = self.delay();
             self.messages += 1;
-            *self.by_kind.entry(msg.kind().into_owned()).or_insert(0) += 1;
+            let kind = msg.kind();
+            match self.by_kind.get_mut(kind.as_ref()) {
+                Some(count) => *count += 1,
+                None => {
+                    self.by_kind.insert(kind.into_owned(), 1);
+                }
+            }
             let a = &mut self.acc[owner][tag.1];
             a.messages += 1;
             if to != from {
                 a.remote += 1;
             }
-            let last = self.link_clock.entry((from, to)).or_insert(0);
-            let at = self.now.saturating_add(delay).max(*last);
-            *last = at;
+            let at = self.now.saturating_add(delay);
+            // with one delay for every message, links are FIFO by construction (time never
+            // goes back); random delays need each link's last delivery time
+            let at = if let Delay::Unit = self.cfg.delay {
+                at
+            } else {
+                let last = self.link_clock.entry((from, to)).or_insert(0);
+                *last = at.max(*last);
+                *last
+            };
             self.push(at, EventKind::Deliver { from, to, msg, tag });
         }
     }
@@ -750,7 +866,9 @@ impl<'a, A: CsObject> Sim<'a, A> {
                 self.acc[i][pair].entry_wait = wait;
             }
         }
+        let before = self.still_owes(i);
         self.track[i].completed += 1;
+        self.recount(before, i);
         (2u8, self.now, p, new).hash(&mut self.trace_hash);
         self.record(TraceEntry::Complete(p, new));
         if new == old {
@@ -845,6 +963,31 @@ impl<'a, A: CsObject> Sim<'a, A> {
 /// may change between releases).
 #[derive(Clone, Copy, Debug)]
 struct Fnv(u64);
+
+/// The link table's hasher: a multiply-rotate over the two process ids (the `rustc-hash`
+/// scheme), far cheaper than SipHash for keys no adversary chooses.
+#[derive(Default)]
+struct LinkHasher(u64);
+
+impl Hasher for LinkHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 impl Default for Fnv {
     fn default() -> Fnv {

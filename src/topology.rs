@@ -8,22 +8,45 @@ use crate::error::{ConfigError, Problem};
 use crate::id::ProcessId;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 /// How many graphs `random:N:P:SEED` draws before it gives up on finding a connected one.
 const RANDOM_ATTEMPTS: usize = 10_000;
+/// The coin flips every draw of a random graph may spend in total (a draw flips n(n−1)/2).
+const RANDOM_FLIPS: f64 = 4e8;
+/// A random graph is refused at once when the expected number of isolated processes in a draw
+/// is above this: a draw is then connected with probability below about e^-20.
+const MAX_EXPECTED_ISOLATED: f64 = 20.0;
 
 /// The largest number of processes a topology may have.
-pub const MAX_PROCESSES: usize = 20_000;
+pub const MAX_PROCESSES: usize = 1_000_000;
 
-/// The largest number of edges a topology may have.
-pub const MAX_EDGES: usize = 2_000_000;
+/// The largest number of edges a stored topology may have (the complete graph is not stored:
+/// [`Topology::complete`] takes any `n` up to [`MAX_PROCESSES`]).
+pub const MAX_EDGES: usize = 10_000_000;
 
 /// An undirected, connected, simple communication graph over processes `0..n`.
+///
+/// Memory is O(n + edges): neighbour lists are one flat array indexed by per-process offsets.
+/// The complete graph is implicit: one table of 2n ids, whatever n, so the global algorithms
+/// run on `complete:N` without n² anywhere.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Topology {
     name: String,
-    adj: Vec<Vec<ProcessId>>,
+    graph: Graph,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Graph {
+    /// Neighbours of `p`: `targets[offsets[p]..offsets[p + 1]]`, sorted by id.
+    Lists {
+        offsets: Vec<usize>,
+        targets: Vec<ProcessId>,
+        complete: bool,
+    },
+    /// The complete graph: `cycle` is `0..n` twice, and the neighbours of `p` are the slice
+    /// `cycle[p + 1..p + n]`, the other processes from `p + 1` round to `p − 1`.
+    Complete { cycle: Vec<ProcessId> },
 }
 
 impl Topology {
@@ -45,21 +68,36 @@ impl Topology {
                 edges.len()
             ))));
         }
-        let mut sets = vec![BTreeSet::new(); n];
+        let mut arcs: Vec<(u32, u32)> = Vec::with_capacity(2 * edges.len());
         for &(a, b) in edges {
             if a >= n || b >= n {
                 problems.push(Problem::EdgeOutOfRange { edge: (a, b), n });
             } else if a == b {
                 problems.push(Problem::SelfLoop(ProcessId::from(a)));
             } else {
-                sets[a].insert(ProcessId::from(b));
-                sets[b].insert(ProcessId::from(a));
+                // both ends fit in u32: n <= MAX_PROCESSES
+                arcs.push((a as u32, b as u32));
+                arcs.push((b as u32, a as u32));
             }
         }
         ConfigError::check(problems)?;
+        arcs.sort_unstable();
+        arcs.dedup();
+        let mut offsets = vec![0; n + 1];
+        for &(a, _) in &arcs {
+            offsets[a as usize + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let complete = arcs.len() == n * (n - 1);
         let topo = Topology {
             name: name.into(),
-            adj: sets.into_iter().map(|s| s.into_iter().collect()).collect(),
+            graph: Graph::Lists {
+                offsets,
+                targets: arcs.into_iter().map(|(_, b)| ProcessId(b)).collect(),
+                complete,
+            },
         };
         if let Some(p) = topo
             .distances(ProcessId(0))
@@ -73,18 +111,22 @@ impl Topology {
         Ok(topo)
     }
 
-    /// The complete graph on `n` processes.
+    /// The complete graph on `n` processes, implicit: O(n) memory.
     pub fn complete(n: usize) -> Result<Topology, ConfigError> {
-        if n.saturating_mul(n.saturating_sub(1)) / 2 > MAX_EDGES {
+        if n == 0 {
+            return Err(ConfigError::one(Problem::ZeroProcesses));
+        }
+        if n > MAX_PROCESSES {
             return Err(bad(
                 &format!("complete:{n}"),
-                &format!("more than {MAX_EDGES} edges"),
+                &format!("more than {MAX_PROCESSES} processes"),
             ));
         }
-        let edges: Vec<_> = (0..n)
-            .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
-            .collect();
-        Topology::from_edges(format!("complete:{n}"), n, &edges)
+        let cycle = (0..2 * n).map(|i| ProcessId::from(i % n)).collect();
+        Ok(Topology {
+            name: format!("complete:{n}"),
+            graph: Graph::Complete { cycle },
+        })
     }
 
     /// The ring `P0 - P1 - ... - P(n-1) - P0`; needs `n >= 3`.
@@ -164,7 +206,9 @@ impl Topology {
     }
 
     /// A connected Erdős–Rényi graph G(n, p): graphs are drawn from a ChaCha8 stream seeded
-    /// with `seed` until one is connected (at most 10,000 draws).
+    /// with `seed` until one is connected (at most 10,000 draws, and at most 4·10^8 coin flips
+    /// in all). A (n, p) whose draws are almost never connected (more than 20 isolated
+    /// processes expected per draw) is refused before drawing.
     pub fn random(n: usize, p: f64, seed: u64) -> Result<Topology, ConfigError> {
         let name = format!("random:{n}:{p}:{seed}");
         if !(0.0..=1.0).contains(&p) {
@@ -179,8 +223,43 @@ impl Topology {
                 "too large: more than the process or expected edge limit",
             ));
         }
+        // A draw is connected only if no process is isolated; n(1−p)^(n−1) is the expected
+        // number of isolated processes, and P(none) ≈ e^-μ, so a large μ means the draws
+        // would go on (almost) forever: refuse before drawing.
+        if p == 0.0 && n > 1 {
+            return Err(bad(
+                &name,
+                "with edge probability 0 no graph of two or more processes is connected",
+            ));
+        }
+        let isolated = if n == 1 {
+            0.0
+        } else {
+            n as f64 * (1.0 - p).powf((n - 1) as f64)
+        };
+        if isolated > MAX_EXPECTED_ISOLATED {
+            let needed = ((n as f64).ln() + MAX_EXPECTED_ISOLATED.ln()) / (n as f64 - 1.0);
+            return Err(bad(
+                &name,
+                &format!(
+                    "a draw is almost never connected (about {isolated:.0} isolated processes \
+                     expected); raise the edge probability to at least {needed:.2e}"
+                ),
+            ));
+        }
+        let flips = (n as f64) * (n as f64 - 1.0) / 2.0;
+        if flips > RANDOM_FLIPS {
+            let most = (2.0 * RANDOM_FLIPS).sqrt() as usize;
+            return Err(bad(
+                &name,
+                &format!(
+                    "a draw flips a coin for every pair of processes: at most {most} processes"
+                ),
+            ));
+        }
+        let attempts = ((RANDOM_FLIPS / flips.max(1.0)) as usize).clamp(1, RANDOM_ATTEMPTS);
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        for _ in 0..RANDOM_ATTEMPTS {
+        for _ in 0..attempts {
             let mut edges = Vec::new();
             for a in 0..n {
                 for b in a + 1..n {
@@ -195,7 +274,7 @@ impl Topology {
         }
         Err(bad(
             &name,
-            &format!("no connected graph in {RANDOM_ATTEMPTS} draws; raise the edge probability"),
+            &format!("no connected graph in {attempts} draws; raise the edge probability"),
         ))
     }
 
@@ -267,12 +346,15 @@ impl Topology {
 
     /// The number of processes.
     pub fn len(&self) -> usize {
-        self.adj.len()
+        match &self.graph {
+            Graph::Lists { offsets, .. } => offsets.len() - 1,
+            Graph::Complete { cycle } => cycle.len() / 2,
+        }
     }
 
     /// Always false: a topology has at least one process.
     pub fn is_empty(&self) -> bool {
-        self.adj.is_empty()
+        self.len() == 0
     }
 
     /// All process ids in order.
@@ -280,28 +362,75 @@ impl Topology {
         (0..self.len()).map(ProcessId::from)
     }
 
-    /// The neighbours N_i of `p`, sorted by id.
+    /// The neighbours N_i of `p`, each once: sorted by id, except on [`Topology::complete`],
+    /// whose neighbours run from `p + 1` round to `p − 1` (one shared table instead of n²
+    /// entries).
     pub fn neighbors(&self, p: ProcessId) -> &[ProcessId] {
-        &self.adj[p.index()]
+        let i = p.index();
+        match &self.graph {
+            Graph::Lists {
+                offsets, targets, ..
+            } => &targets[offsets[i]..offsets[i + 1]],
+            Graph::Complete { cycle } => &cycle[i + 1..i + cycle.len() / 2],
+        }
     }
 
     /// The degree |N_i|.
     pub fn degree(&self, p: ProcessId) -> usize {
-        self.adj[p.index()].len()
+        match &self.graph {
+            Graph::Lists { offsets, .. } => offsets[p.index() + 1] - offsets[p.index()],
+            Graph::Complete { cycle } => cycle.len() / 2 - 1,
+        }
     }
 
     /// The closed neighbourhood N_i ∪ {P_i}, sorted by id.
     pub fn closed(&self, p: ProcessId) -> Vec<ProcessId> {
-        let mut v = self.adj[p.index()].clone();
-        let at = v.partition_point(|&q| q < p);
-        v.insert(at, p);
-        v
+        match &self.graph {
+            Graph::Lists { .. } => {
+                let mut v = Vec::with_capacity(self.degree(p) + 1);
+                v.extend_from_slice(self.neighbors(p));
+                let at = v.partition_point(|&q| q < p);
+                v.insert(at, p);
+                v
+            }
+            Graph::Complete { cycle } => cycle[..cycle.len() / 2].to_vec(),
+        }
     }
 
-    /// Whether every pair of distinct processes is adjacent.
+    /// Whether every pair of distinct processes is adjacent (O(1)).
     pub fn is_complete(&self) -> bool {
-        let n = self.len();
-        self.adj.iter().all(|a| a.len() + 1 == n)
+        match &self.graph {
+            Graph::Lists { complete, .. } => *complete,
+            Graph::Complete { .. } => true,
+        }
+    }
+
+    /// For algorithms that keep every closed neighbourhood (LMUTIN, LMUTEX, LKCS): refuses a
+    /// graph with more than [`MAX_EDGES`] edges, which only the implicit complete graph can
+    /// have (`complete:N` for N above about 4,500).
+    pub fn require_stored(&self, algorithm: &str) -> Result<(), ConfigError> {
+        let m = self.edge_count();
+        if m > MAX_EDGES {
+            return Err(bad(
+                &self.name,
+                &format!(
+                    "{algorithm} keeps every closed neighbourhood: {m} edges, more than the \
+                     limit of {MAX_EDGES}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The number of edges.
+    pub fn edge_count(&self) -> usize {
+        match &self.graph {
+            Graph::Lists { targets, .. } => targets.len() / 2,
+            Graph::Complete { cycle } => {
+                let n = cycle.len() / 2;
+                n * (n - 1) / 2
+            }
+        }
     }
 
     /// The edges `(a, b)` with `a < b`, in order.
@@ -430,5 +559,53 @@ mod tests {
             assert_eq!(a, b);
             assert!(a.distances(ProcessId(0)).iter().all(Option::is_some));
         }
+    }
+
+    /// Graphs that can (practically) never be connected are refused before any draw, naming the
+    /// probability that would do; those just above the threshold still draw.
+    #[test]
+    fn hopeless_random_graphs_are_refused_at_once() {
+        let err = Topology::random(2, 0.0, 1).unwrap_err().to_string();
+        assert!(err.contains("edge probability 0"), "{err}");
+        for (n, p) in [(20_000, 0.0001), (500, 0.001), (3000, 1e-300)] {
+            let err = Topology::random(n, p, 1).unwrap_err().to_string();
+            assert!(err.contains("almost never connected"), "{n} {p}: {err}");
+            assert!(err.contains("raise the edge probability"), "{err}");
+        }
+        assert_eq!(Topology::random(1, 0.0, 1).unwrap().len(), 1);
+        // ln(200)/199 ≈ 0.0266: 200·(1−0.04)^199 ≈ 0.06 isolated processes expected
+        let t = Topology::random(200, 0.04, 3).unwrap();
+        assert!(t.distances(ProcessId(0)).iter().all(Option::is_some));
+    }
+
+    /// The implicit complete graph answers like the stored one: same neighbours (as sets),
+    /// degrees, closed neighbourhoods, edges and distances; and it takes any size up to the cap.
+    #[test]
+    fn the_implicit_complete_graph_matches_the_stored_one() {
+        for n in 1..8 {
+            let implicit = Topology::complete(n).unwrap();
+            let edges: Vec<_> = (0..n)
+                .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+                .collect();
+            let stored = Topology::from_edges("stored", n, &edges).unwrap();
+            assert!(implicit.is_complete() && stored.is_complete());
+            assert_eq!(implicit.edges(), stored.edges());
+            assert_eq!(implicit.edge_count(), stored.edge_count());
+            for p in implicit.processes() {
+                let mut a = implicit.neighbors(p).to_vec();
+                a.sort();
+                assert_eq!(a, stored.neighbors(p), "complete:{n} {p}");
+                assert_eq!(implicit.closed(p), stored.closed(p));
+                assert_eq!(implicit.distances(p), stored.distances(p));
+            }
+        }
+        let big = Topology::complete(MAX_PROCESSES).unwrap();
+        assert_eq!(big.degree(ProcessId(7)), MAX_PROCESSES - 1);
+        assert!(Topology::complete(MAX_PROCESSES + 1).is_err());
+        assert!(big.require_stored("lmutin").is_err());
+        assert!(Topology::torus(300, 300)
+            .unwrap()
+            .require_stored("lmutin")
+            .is_ok());
     }
 }

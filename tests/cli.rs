@@ -190,6 +190,22 @@ fn bounds_file_sets_per_process_bounds() {
         file.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(2));
+    // a file with no list, or null lists, gives no bounds: refused rather than ignored
+    for text in ["{}", r#"{"l": null, "k": null}"#] {
+        std::fs::write(&file, text).unwrap();
+        let out = lkcs(&[
+            "simulate",
+            "--algorithm",
+            "lkcs",
+            "--topology",
+            "ring:5",
+            "--bounds",
+            file.to_str().unwrap(),
+        ]);
+        let err = stderr_lines(&out);
+        assert_eq!(out.status.code(), Some(2), "{text}: {err:?}");
+        assert_eq!(err.len(), 1, "{text}: {err:?}");
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -352,9 +368,9 @@ fn bad_input_exits_2_with_one_line_per_problem() {
             "--coterie",
         ),
         (
-            &["--algorithm", "lmutin", "--topology", "ring:100000"],
+            &["--algorithm", "lmutin", "--topology", "ring:1000001"],
             1,
-            "more than 20000",
+            "more than 1000000",
         ),
         (
             &["--algorithm", "lmutin", "--topology", "complete:9000"],
@@ -404,6 +420,82 @@ fn bad_input_exits_2_with_one_line_per_problem() {
             ],
             3,
             "unknown algorithm",
+        ),
+        // found by fuzzing: each was a hang, a wrap, a silent acceptance or exit 1
+        (
+            &["--algorithm", "lmutin", "--topology", "random:3000:0:1"],
+            1,
+            "edge probability 0",
+        ),
+        (
+            &[
+                "--algorithm",
+                "lmutin",
+                "--topology",
+                "random:20000:0.0001:1",
+            ],
+            1,
+            "almost never connected",
+        ),
+        (
+            &[
+                "--algorithm",
+                "lmutin",
+                "--topology",
+                "complete:2",
+                "--pairs",
+                "9223372036854775808",
+            ],
+            1,
+            "--pairs 9223372036854775808: at most",
+        ),
+        (
+            &[
+                "--algorithm",
+                "lmutin",
+                "--topology",
+                "ring:5",
+                "--max-events",
+                "0",
+            ],
+            1,
+            "--max-events must be at least 1",
+        ),
+        (
+            &[
+                "--algorithm",
+                "lmutin",
+                "--topology",
+                "ring:3",
+                "--initial",
+                "in:0,0",
+            ],
+            1,
+            "P0 twice",
+        ),
+        (
+            &[
+                "--algorithm",
+                "lmutin",
+                "--topology",
+                "ring:3",
+                "--initial",
+                "in:0,,1",
+            ],
+            1,
+            "empty entry",
+        ),
+        (
+            &[
+                "--algorithm",
+                "lmutin",
+                "--topology",
+                "ring:3",
+                "--bounds",
+                "/dev/zero",
+            ],
+            1,
+            "larger than 16 MiB",
         ),
     ];
     for (args, lines, needle) in cases {

@@ -706,6 +706,7 @@ impl Lkcs {
         initial: Option<&[CsState]>,
         rules: LkcsRules,
     ) -> Result<LkcsSystem, ConfigError> {
+        inst.topology().require_stored("lkcs")?;
         let n = inst.len();
         if let Some(s) = initial.filter(|s| s.len() != n) {
             return Err(ConfigError::one(Problem::Invalid(format!(

@@ -199,6 +199,7 @@ impl Lmutin {
         initial: &[CsState],
         rules: LmutinRules,
     ) -> Result<(Instance, Vec<Lmutin>), ConfigError> {
+        topology.require_stored("lmutin")?;
         let inst = Lmutin::instance(topology, l)?;
         check_initial(&inst, initial)?;
         let procs = topology
@@ -395,6 +396,7 @@ pub fn lmutex_system(
     initial: &[CsState],
     rules: LmutinRules,
 ) -> Result<(Instance, Vec<Lmutex>), ConfigError> {
+    topology.require_stored("lmutex")?;
     let inst = lmutex_instance(topology, k)?;
     check_initial(&inst, initial)?;
     let inner_initial: Vec<CsState> = initial.iter().map(|&s| !s).collect();

@@ -392,7 +392,9 @@ impl MigrationCondition {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Migration {
     condition: MigrationCondition,
-    candidates: Vec<ProcessId>,
+    /// Shared by the clones of one `Migration` (every process of a system): n ids in all,
+    /// not n per process.
+    candidates: std::sync::Arc<[ProcessId]>,
     served: usize,
     since: u64,
 }
@@ -409,7 +411,7 @@ impl Migration {
         candidates.dedup();
         Migration {
             condition,
-            candidates,
+            candidates: candidates.into(),
             served: 0,
             since: 0,
         }
@@ -810,10 +812,10 @@ impl<R: RequestsInfo> Migrating<R, Migration> {
                 "maxreq must be at least 1".into(),
             )));
         }
-        let n = inst.len();
+        let migration = Migration::new(condition, inst.len());
         let procs = topology
             .processes()
-            .map(|p| Migrating::new(p, initial, Migration::new(condition, n), rules))
+            .map(|p| Migrating::new(p, initial, migration.clone(), rules))
             .collect();
         Ok((inst, procs))
     }
@@ -821,15 +823,9 @@ impl<R: RequestsInfo> Migrating<R, Migration> {
     /// `n` processes, all OutCS, P0 the controller: the `mx` object of a composite.
     pub fn processes(n: usize, condition: MigrationCondition, rules: MigratingRules) -> Vec<Self> {
         let initial = vec![CsState::OutCs; n];
+        let migration = Migration::new(condition, n);
         (0..n)
-            .map(|i| {
-                Migrating::new(
-                    ProcessId::from(i),
-                    &initial,
-                    Migration::new(condition, n),
-                    rules,
-                )
-            })
+            .map(|i| Migrating::new(ProcessId::from(i), &initial, migration.clone(), rules))
             .collect()
     }
 }

@@ -35,7 +35,7 @@
 //! | — | `phase` | where the pending Exit stands: in `mx.Entry`, querying, acquiring, in `mx.Exit` |
 //! | `reqCnt_i` | `req_cnt` | the request counter; answers to an older Query are ignored |
 //! | `procsInCS_i` | `procs_in_cs` | the members of R_i in the CS, as far as P_i knows |
-//! | `currentInCS_i` | `current_in_cs` | the processes found in the CS for the pending Exit (P_i included) |
+//! | `currentInCS_i` | `current_in_cs` | the processes found in the CS for the pending Exit (P_i included); emptied once it counts l+1, as nothing reads it until the next Exit |
 //! | `ackFrom_i` | `ack_from` | the members of Q_i that acknowledged the Acquire |
 //! | `responseAgainTo_i`, `respAgainReqCnt_i` | `response_again_to` | the querier waiting for a Response2, with its reqCnt |
 //!
@@ -339,6 +339,9 @@ impl<M: CsObject> Mutin<M> {
     fn check_count(&mut self, out: &mut Outbox<MutinMsg<M::Msg>>) {
         if self.phase == Some(MutinPhase::Querying) && self.current_in_cs.len() > self.l {
             self.phase = Some(MutinPhase::Acquiring);
+            // the count is settled: the set is not read again until the next Exit, and kept
+            // it would hold up to n ids in every process (n² in all)
+            self.current_in_cs.clear();
             self.ack_from.clear();
             for &q in &self.quorum {
                 out.send(q, MutinMsg::Acquire);
@@ -416,7 +419,7 @@ impl<M: CsObject> CsObject for Mutin<M> {
                 self.response_again_to = Some((from, req));
             }
             MutinMsg::Response1 { procs, req } | MutinMsg::Response2 { procs, req } => {
-                if req == self.req_cnt {
+                if req == self.req_cnt && self.phase == Some(MutinPhase::Querying) {
                     self.current_in_cs.extend(procs);
                     self.check_count(out);
                 }
@@ -593,6 +596,10 @@ pub fn check_quorums(
         sorted.push(q);
     }
     ConfigError::check(problems)?;
+    if is_generated(&sorted, n) {
+        // the majority and grid coteries intersect pairwise by construction (crate::quorum)
+        return Ok(sorted);
+    }
     let words = n.div_ceil(64);
     let bits: Vec<Vec<u64>> = sorted
         .iter()
@@ -619,6 +626,25 @@ pub fn check_quorums(
         ))));
     }
     Ok(sorted)
+}
+
+/// Whether `sorted` (each quorum sorted) is exactly the majority or the grid coterie on `n`
+/// processes: built and compared in O(n·|Q|), instead of the O(n²) pairwise check.
+fn is_generated(sorted: &[Vec<ProcessId>], n: usize) -> bool {
+    let size = sorted.first().map_or(0, Vec::len);
+    let candidate = if size * 4 >= n {
+        Coterie::majority(n)
+    } else {
+        Coterie::grid(n)
+    };
+    candidate.is_ok_and(|c| {
+        sorted.iter().enumerate().all(|(i, q)| {
+            let mut g = c.quorum(ProcessId::from(i)).to_vec();
+            g.sort();
+            g.dedup();
+            g == *q
+        })
+    })
 }
 
 /// The quorums Q_0, ..., Q_{n−1} of `coterie`, for the system builders here.
