@@ -51,6 +51,14 @@ pub enum Delay {
 }
 
 impl Delay {
+    /// One message's delay: 1, or a uniform draw from `rng` (a unit delay draws nothing).
+    fn draw(self, rng: &mut ChaCha8Rng) -> u64 {
+        match self {
+            Delay::Unit => 1,
+            Delay::Uniform { min, max } => rng.random_range(min..=max),
+        }
+    }
+
     /// Parses `unit` or `uniform:A:B`.
     pub fn parse(s: &str) -> Result<Delay, ConfigError> {
         let bad = |why: &str| ConfigError::one(Problem::Invalid(format!("delay `{s}`: {why}")));
@@ -407,10 +415,7 @@ pub fn bare_event_loop<M: Message>(
         };
         now = ev.time;
         if let EventKind::Deliver { to, msg, tag, .. } = ev.kind {
-            let d = match delay {
-                Delay::Unit => 1,
-                Delay::Uniform { min, max } => rng.random_range(min..=max),
-            };
+            let d = delay.draw(&mut rng);
             let next = ProcessId::from((to.index() + 1) % n);
             queue.push(Reverse(Event {
                 time: now + d,
@@ -520,10 +525,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
     }
 
     fn delay(&mut self) -> u64 {
-        match self.cfg.delay {
-            Delay::Unit => 1,
-            Delay::Uniform { min, max } => self.rng.random_range(min..=max),
-        }
+        self.cfg.delay.draw(&mut self.rng)
     }
 
     fn think(&mut self) -> u64 {
