@@ -1,7 +1,8 @@
 //! The `lkcs` command line: `lkcs simulate` runs an algorithm in the deterministic simulator
 //! and reports safety, liveness, message counts and waiting times (DESIGN §5); `lkcs check`
 //! explores every interleaving of a small instance; `lkcs sweep` runs a grid of simulations
-//! in parallel and writes a CSV row per run and SVG plots (`src/cli/sweep.rs`).
+//! in parallel and writes a CSV row per run and SVG plots (`src/cli/sweep.rs`); `lkcs node`
+//! runs one member of a cluster over TCP (`src/cli/node.rs`).
 //!
 //! Exit codes: 0 safe and every pair completed; 1 a safety violation, a deadlock or a stall
 //! (the trace goes to stderr); 2 bad input, one line per problem on stderr.
@@ -39,7 +40,7 @@ mod cli;
 #[command(
     name = "lkcs",
     version,
-    about = "Distributed critical-section algorithms: simulate, check and sweep"
+    about = "Distributed critical-section algorithms: simulate, check, sweep, and run as a cluster"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -55,6 +56,9 @@ enum Command {
     /// Run a grid of simulations in parallel; write a CSV row per run and SVG plots.
     #[command(long_about = cli::sweep::LONG_ABOUT, after_long_help = cli::sweep::FILE_HELP)]
     Sweep(cli::sweep::SweepArgs),
+    /// Run one member of a cluster over TCP (a cluster file names the members and the quota).
+    #[command(long_about = cli::node::LONG_ABOUT, after_long_help = cli::node::FILE_HELP)]
+    Node(cli::node::NodeArgs),
 }
 
 /// Options that describe the system (shared by `simulate` and `check`).
@@ -186,7 +190,9 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            warn!("error: lkcs needs a subcommand: simulate, check or sweep (see lkcs --help)");
+            warn!(
+                "error: lkcs needs a subcommand: simulate, check, sweep or node (see lkcs --help)"
+            );
             return ExitCode::from(2);
         }
         Err(e) => {
@@ -205,6 +211,7 @@ fn main() -> ExitCode {
         Command::Simulate(args) => run_simulate(&args),
         Command::Check(args) => run_check(&args),
         Command::Sweep(args) => cli::sweep::run(&args),
+        Command::Node(args) => cli::node::run(&args),
     }
 }
 

@@ -1,7 +1,9 @@
 //! Modules of the `lkcs` binary only (the library does not see them): the readable summary
-//! of `lkcs simulate` and the `lkcs sweep` subcommand with its grid, CSV and plots.
+//! of `lkcs simulate`, the `lkcs sweep` subcommand with its grid, CSV and plots, and
+//! `lkcs node`.
 
 pub(crate) mod formula;
+pub(crate) mod node;
 pub(crate) mod plot;
 pub(crate) mod summary;
 pub(crate) mod sweep;

@@ -166,6 +166,9 @@ pub enum NetEvent<M> {
     Unreachable(ProcessId),
     /// The peer is back (a connection resumed after [`NetEvent::Unreachable`]).
     Reachable(ProcessId),
+    /// A connection to the peer passed its handshake and resumed the link (the first one, or
+    /// a new one after a reset).
+    Connected(ProcessId),
     /// The link to the peer gave up for good: it restarted (lost its state), or its
     /// retransmission buffer overflowed [`Timing::window`]. Nothing more goes to it.
     Lost(ProcessId),
@@ -615,6 +618,7 @@ where
             peer: self.peer,
             resent: self.out.len(),
         });
+        let _ = self.events.send(NetEvent::Connected(self.peer));
         if self.unreachable {
             self.unreachable = false;
             let _ = self.events.send(NetEvent::Reachable(self.peer));

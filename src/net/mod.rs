@@ -56,14 +56,16 @@
 //! incarnation, and the peers that knew the old one refuse it ([`frame::Refusal::Restarted`]);
 //! the cluster is restarted as a whole under a new epoch.
 
+pub mod cluster;
 pub mod frame;
 pub mod handshake;
 pub mod link;
 pub mod node;
 
+pub use cluster::Cluster;
 pub use handshake::HandshakeError;
 pub use link::{Net, NetEvent};
-pub use node::{Node, NodeError, NodeHandle, Observer};
+pub use node::{Node, NodeError, NodeHandle, NodeStatus, Observer, Wire};
 
 use crate::id::ProcessId;
 use sha2::{Digest, Sha256};

@@ -14,17 +14,62 @@
 //! [`awaiting`](crate::CsObject::awaiting) set, or every unreachable peer when the algorithm
 //! does not say. The move keeps running: the next call of the same kind waits for it again,
 //! and returns at once once it completed.
+//!
+//! # Ending a run together
+//! A member that stops answering can hold the others back for good (the last member in the
+//! CS under a lower bound cannot leave while everyone else is out and idle), so a workload
+//! ends for every member at once: [`NodeHandle::finish`] says this member made its own
+//! moves, the nodes flood the set of finished members to their neighbours
+//! ([`Wire::Finished`]), and once every member of the cluster has finished each node says
+//! [`Wire::Bye`] to its neighbours. [`NodeHandle::status`] tells when every member finished
+//! and when every neighbour said bye (or is unreachable): from then on no neighbour needs
+//! this node, and its process may exit.
 
 use super::link::{Net, NetEvent};
 use super::{LogEvent, Logger};
 use crate::cs::{CsObject, CsState, Outbox, Sequence};
 use crate::error::CallError;
 use crate::id::ProcessId;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
+
+/// What a node sends its neighbours: its object's messages, and the few of its own that end
+/// a run together (see the module doc).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Wire<M> {
+    /// A message of the CS object.
+    Cs(M),
+    /// The members the sender knows have finished (sorted).
+    Finished(Vec<ProcessId>),
+    /// Every member has finished; the sender needs nothing more from the receiver.
+    Bye,
+}
+
+/// What a node tells its application besides the calls' answers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeStatus {
+    /// The node's peers (its neighbours in the topology).
+    pub peers: BTreeSet<ProcessId>,
+    /// Peers that have connected at least once.
+    pub connected: BTreeSet<ProcessId>,
+    /// Peers silent beyond the timeout, or whose link is lost.
+    pub unreachable: BTreeSet<ProcessId>,
+    /// Messages the object sent (to itself included).
+    pub sent: u64,
+    /// Messages the object sent to itself.
+    pub sent_to_self: u64,
+    /// Members known to have finished ([`NodeHandle::finish`]).
+    pub finished: usize,
+    /// Every member of the cluster has finished.
+    pub all_finished: bool,
+    /// Every member has finished and every neighbour said bye (or is unreachable): no
+    /// neighbour needs this node any more.
+    pub quiet: bool,
+}
 
 /// Sees every change of a member's published state, inside the handler that made it.
 pub type Observer = Arc<dyn Fn(ProcessId, CsState) + Send + Sync>;
@@ -60,6 +105,7 @@ type Reply = oneshot::Sender<Result<(), NodeError>>;
 
 enum Command {
     Move(Sequence, Reply),
+    Finish,
 }
 
 /// The application's side of a node: enter and exit the CS. Clones share the node.
@@ -67,7 +113,8 @@ enum Command {
 pub struct NodeHandle {
     id: ProcessId,
     commands: mpsc::UnboundedSender<Command>,
-    state: watch::Receiver<CsState>,
+    state: watch::Receiver<(CsState, Option<Sequence>)>,
+    status: watch::Receiver<NodeStatus>,
     task: Arc<JoinHandle<()>>,
 }
 
@@ -79,7 +126,40 @@ impl NodeHandle {
 
     /// The published state.
     pub fn state(&self) -> CsState {
-        *self.state.borrow()
+        self.state.borrow().0
+    }
+
+    /// The move in progress, if any (a call that returned `PeerUnreachable`, timed out or
+    /// was dropped leaves it running).
+    pub fn pending(&self) -> Option<Sequence> {
+        self.state.borrow().1
+    }
+
+    /// What the node tells besides the calls' answers (unreachable peers, messages sent, how
+    /// far the run's end has come).
+    pub fn status(&self) -> NodeStatus {
+        self.status.borrow().clone()
+    }
+
+    /// Waits until the status satisfies `f` (or the node stopped: `Err`).
+    pub async fn wait_status(
+        &self,
+        f: impl FnMut(&NodeStatus) -> bool,
+    ) -> Result<NodeStatus, NodeError> {
+        let mut rx = self.status.clone();
+        let status = match rx.wait_for(f).await {
+            Ok(s) => Ok(s.clone()),
+            Err(_) => Err(NodeError::Stopped),
+        };
+        status
+    }
+
+    /// Says this member made its own moves: once every member of the cluster has, the run
+    /// ends together (see the module doc).
+    pub fn finish(&self) -> Result<(), NodeError> {
+        self.commands
+            .send(Command::Finish)
+            .map_err(|_| NodeError::Stopped)
     }
 
     /// Enters the CS: returns once in, or with why not.
@@ -110,11 +190,17 @@ impl NodeHandle {
 /// One member's CS object and its links.
 pub struct Node<A: CsObject> {
     obj: A,
-    net: Net<A::Msg>,
+    net: Net<Wire<A::Msg>>,
+    /// How many members the cluster has (for the end of a run).
+    members: usize,
+    finished: BTreeSet<ProcessId>,
+    byes: BTreeSet<ProcessId>,
+    connected: BTreeSet<ProcessId>,
+    status: watch::Sender<NodeStatus>,
     peers: BTreeSet<ProcessId>,
     observer: Option<Observer>,
     log: Logger,
-    published: watch::Sender<CsState>,
+    published: watch::Sender<(CsState, Option<Sequence>)>,
     waiting: Option<(Sequence, Reply)>,
     /// A move that completed after its call returned `PeerUnreachable`: the next call of
     /// its kind returns at once.
@@ -134,11 +220,25 @@ impl<A: CsObject> fmt::Debug for Node<A> {
 }
 
 impl<A: CsObject> Node<A> {
-    /// Starts the node task for `obj` over `net` (the object's id must be the net's). Must run
+    /// Starts the node task for `obj` over `net` (the object's id must be the net's), in a
+    /// cluster of the node and its peers (a complete graph; see [`Node::spawn_in`]). Must run
     /// inside a tokio runtime.
     pub fn spawn(
         obj: A,
-        net: Net<A::Msg>,
+        net: Net<Wire<A::Msg>>,
+        observer: Option<Observer>,
+        log: Logger,
+    ) -> Result<NodeHandle, super::NetError> {
+        let members = net.peers().count() + 1;
+        Self::spawn_in(obj, net, members, observer, log)
+    }
+
+    /// [`Node::spawn`] in a cluster of `members` members (ids `0..members`), which the end
+    /// of a run counts.
+    pub fn spawn_in(
+        obj: A,
+        net: Net<Wire<A::Msg>>,
+        members: usize,
         observer: Option<Observer>,
         log: Logger,
     ) -> Result<NodeHandle, super::NetError> {
@@ -149,9 +249,15 @@ impl<A: CsObject> Node<A> {
                 net.id()
             )));
         }
-        let (published, state) = watch::channel(obj.state());
+        let (published, state) = watch::channel((obj.state(), obj.pending()));
+        let (status_tx, status) = watch::channel(NodeStatus::default());
         let (commands, rx) = mpsc::unbounded_channel();
         let node = Node {
+            members,
+            finished: BTreeSet::new(),
+            byes: BTreeSet::new(),
+            connected: BTreeSet::new(),
+            status: status_tx,
             peers: net.peers().collect(),
             obj,
             net,
@@ -163,11 +269,13 @@ impl<A: CsObject> Node<A> {
             unreachable: BTreeSet::new(),
             start: std::time::Instant::now(),
         };
+        node.publish_status();
         let task = tokio::spawn(node.run(rx));
         Ok(NodeHandle {
             id,
             commands,
             state,
+            status,
             task: Arc::new(task),
         })
     }
@@ -182,22 +290,40 @@ impl<A: CsObject> Node<A> {
                 c = commands.recv() => match c {
                     None => return,
                     Some(Command::Move(seq, reply)) => self.call(seq, reply),
+                    Some(Command::Finish) => {
+                        let me = self.obj.id();
+                        self.learn_finished(&[me]);
+                    }
                 },
                 e = self.net.recv() => match e {
                     None => return,
                     Some(NetEvent::Message { from, msg }) => {
-                        if self.peers.contains(&from) {
-                            self.handle(from, msg);
-                        } else {
+                        if !self.peers.contains(&from) {
                             self.log(LogEvent::Dropped { peer: from, reason: "a message from a non-neighbour".into() });
+                            continue;
+                        }
+                        match msg {
+                            Wire::Cs(msg) => self.handle(from, msg),
+                            Wire::Finished(ids) => self.learn_finished(&ids),
+                            Wire::Bye => {
+                                self.byes.insert(from);
+                                self.publish_status();
+                            }
                         }
                     }
                     Some(NetEvent::Unreachable(p) | NetEvent::Lost(p)) => {
                         self.unreachable.insert(p);
+                        self.publish_status();
                         self.fail_blocked();
                     }
                     Some(NetEvent::Reachable(p)) => {
                         self.unreachable.remove(&p);
+                        self.publish_status();
+                    }
+                    Some(NetEvent::Connected(p)) => {
+                        self.unreachable.remove(&p);
+                        self.connected.insert(p);
+                        self.publish_status();
                     }
                 },
             }
@@ -247,11 +373,15 @@ impl<A: CsObject> Node<A> {
         let mut local = VecDeque::new();
         loop {
             let state = self.obj.state();
-            if state != *self.published.borrow() {
+            let was = *self.published.borrow();
+            if state != was.0 {
                 if let Some(o) = &self.observer {
                     o(me, state);
                 }
-                self.published.send_replace(state);
+            }
+            let now = (state, self.obj.pending());
+            if now != was {
+                self.published.send_replace(now);
             }
             if out.take_completed() {
                 match self.waiting.take() {
@@ -267,9 +397,13 @@ impl<A: CsObject> Node<A> {
                 }
             }
             for (to, msg) in out.drain() {
+                self.status.send_modify(|s| {
+                    s.sent += 1;
+                    s.sent_to_self += u64::from(to == me);
+                });
                 if to == me {
                     local.push_back(msg);
-                } else if let Err(e) = self.net.send(to, msg) {
+                } else if let Err(e) = self.net.send(to, Wire::Cs(msg)) {
                     self.log(LogEvent::Dropped {
                         peer: to,
                         reason: format!("a send the object made: {e}"),
@@ -280,6 +414,54 @@ impl<A: CsObject> Node<A> {
             self.obj.set_time(self.now());
             self.obj.on_message(me, msg, &mut out);
         }
+    }
+
+    /// Adds members to the finished set; passes news on to the neighbours, and says bye to
+    /// them once every member has finished.
+    fn learn_finished(&mut self, ids: &[ProcessId]) {
+        let before = self.finished.len();
+        self.finished
+            .extend(ids.iter().copied().filter(|p| p.index() < self.members));
+        if self.finished.len() == before {
+            return;
+        }
+        let known: Vec<ProcessId> = self.finished.iter().copied().collect();
+        let all = self.finished.len() == self.members;
+        for &p in &self.peers {
+            let send = |w| {
+                if let Err(e) = self.net.send(p, w) {
+                    (self.log)(
+                        self.obj.id(),
+                        &LogEvent::Dropped {
+                            peer: p,
+                            reason: format!("the end of the run: {e}"),
+                        },
+                    );
+                }
+            };
+            send(Wire::Finished(known.clone()));
+            if all {
+                send(Wire::Bye);
+            }
+        }
+        self.publish_status();
+    }
+
+    fn publish_status(&self) {
+        let all_finished = self.finished.len() == self.members;
+        let quiet = all_finished
+            && self
+                .peers
+                .iter()
+                .all(|p| self.byes.contains(p) || self.unreachable.contains(p));
+        self.status.send_modify(|s| {
+            s.peers.clone_from(&self.peers);
+            s.connected.clone_from(&self.connected);
+            s.unreachable.clone_from(&self.unreachable);
+            s.finished = self.finished.len();
+            s.all_finished = all_finished;
+            s.quiet = quiet;
+        });
     }
 
     /// Answers a waiting call with `PeerUnreachable` when a peer it waits on is unreachable.

@@ -1,0 +1,569 @@
+//! `lkcs node`: one member of a cluster ([`lkcs::net::Cluster`]) in this process, driven by
+//! a line protocol on stdin/stdout or by the cycle workload.
+
+use clap::Args;
+use lkcs::net::{Cluster, LogEvent, Logger, NodeError, NodeHandle, NodeStatus, Observer};
+use lkcs::{CsState, ProcessId, Sequence, Stats, Waiting};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+/// The most pairs `--pairs` takes.
+const MAX_PAIRS: usize = 1_000_000_000;
+
+/// Options of `lkcs node`.
+#[derive(Args)]
+pub struct NodeArgs {
+    /// The cluster file (TOML: members, quota, secret; see `lkcs node --help`).
+    #[arg(long, value_name = "FILE")]
+    cluster: PathBuf,
+    /// This node's member id in the cluster file.
+    #[arg(long, value_name = "I")]
+    id: usize,
+    /// Listen here instead of at the member's address in the cluster file (e.g.
+    /// 0.0.0.0:7411 behind an address translation).
+    #[arg(long, value_name = "ADDR")]
+    bind: Option<std::net::SocketAddr>,
+    /// cycle: make --pairs exit/entry pairs, keep cycling until every member has made its
+    /// own, print the report and exit. Without it, the node serves the line protocol on
+    /// stdin/stdout.
+    #[arg(long, value_parser = ["cycle"])]
+    workload: Option<String>,
+    /// Pairs the cycle workload makes.
+    #[arg(long, default_value_t = 1)]
+    pairs: usize,
+    /// Print the cycle workload's report as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// The cycle workload waits this long for every neighbour to connect before it starts.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    start_timeout: f64,
+    /// Log every link event to stderr (default: refusals, drops, unreachable and lost
+    /// peers).
+    #[arg(long)]
+    verbose: bool,
+    /// Report every change of the member's state to a monitor at ADDR and wait for its
+    /// answer before the change can be seen by anyone (tests; see docs/net.md).
+    #[arg(long, value_name = "ADDR")]
+    monitor: Option<std::net::SocketAddr>,
+}
+
+/// The long help: the cluster file and the line protocol.
+pub const LONG_ABOUT: &str = "Run one member of a cluster: its CS object over authenticated, \
+reliable TCP links to its neighbours.
+
+Without --workload the node serves a line protocol on stdin/stdout, one command per line:
+  enter [TIMEOUT_MS]   become active (blocks while entering would break a bound)
+  exit [TIMEOUT_MS]    become inactive (blocks while leaving would break a bound)
+  state                active, inactive, entering or exiting
+  status               peers, unreachable peers, messages sent
+  quit                 stop the node (also at the end of stdin)
+Each answer is one line: `ok`, `ok VALUE`, or `error: ...` (a timed-out move keeps running:
+the next call of the same kind waits for it). A call that waits on a peer silent beyond the
+peer timeout answers `error: P2 is unreachable ...`.
+
+With --workload cycle --pairs P the member makes P exit/entry pairs, keeps cycling until
+every member has made its own, prints its report (the fields of `lkcs simulate`, waiting
+times in ms) and exits 0; it exits 1 with an `error:` line naming the peer when a peer
+becomes unreachable first.
+
+Exit codes: 0 done; 1 a peer became unreachable (or a neighbour never connected); 2 bad
+input.";
+
+/// The cluster file's format, after the options.
+pub const FILE_HELP: &str = "Cluster file (TOML):
+  secret = \"at least 16 bytes, the same in every member's file\"
+  epoch = 1                       # bump to restart the whole cluster
+  [quota]                         # the options of `lkcs simulate`
+  algorithm = \"gcs\"
+  topology = \"complete:3\"         # default complete:N over the members
+  l = 1
+  k = 2
+  [members]
+  0 = \"127.0.0.1:7411\"
+  1 = \"127.0.0.1:7412\"
+  2 = \"127.0.0.1:7413\"
+  [timing]                        # optional, milliseconds
+  peer_timeout_ms = 3000
+The members refuse each other unless their quotas are the same (a hash of its canonical text
+is compared at the handshake), their secrets match and they run the same epoch.";
+
+/// Runs `lkcs node`.
+pub fn run(args: &NodeArgs) -> ExitCode {
+    let cluster = match Cluster::load(&args.cluster) {
+        Ok(c) => c,
+        Err(e) => {
+            for p in &e.problems {
+                warn!("error: {p}");
+            }
+            return ExitCode::from(2);
+        }
+    };
+    let mut problems = Vec::new();
+    if args.id >= cluster.len() {
+        problems.push(format!(
+            "--id {}: the cluster has members 0..{}",
+            args.id,
+            cluster.len() - 1
+        ));
+    }
+    if args.pairs == 0 || args.pairs > MAX_PAIRS {
+        problems.push(format!("--pairs must be in 1..={MAX_PAIRS}"));
+    }
+    if !(args.start_timeout.is_finite() && args.start_timeout > 0.0 && args.start_timeout <= 1e6) {
+        problems.push("--start-timeout must be a positive number of seconds".into());
+    }
+    if args.workload.is_none() && args.json {
+        problems.push("--json applies to --workload cycle".into());
+    }
+    if !problems.is_empty() {
+        for p in problems {
+            warn!("error: {p}");
+        }
+        return ExitCode::from(2);
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            warn!("error: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let code = rt.block_on(node(&cluster, args));
+    // the links' tasks end with the runtime; nothing waits for them
+    rt.shutdown_timeout(Duration::from_millis(100));
+    code
+}
+
+fn logger(verbose: bool) -> Logger {
+    Arc::new(move |me, event| {
+        let noisy = matches!(
+            event,
+            LogEvent::Connected { .. } | LogEvent::Disconnected { .. }
+        ) || matches!(
+            event,
+            LogEvent::Refused {
+                peer: Some(_),
+                error: lkcs::net::HandshakeError::Io(_),
+                ..
+            }
+        );
+        if verbose || !noisy {
+            warn!("lkcs-net {me}: {event}");
+        }
+    })
+}
+
+/// The test monitor's side in the node: a blocking round trip per state change, made inside
+/// the handler that changed the state, before its messages leave and before the call is
+/// answered (see docs/net.md).
+fn monitor_observer(addr: std::net::SocketAddr) -> Result<Observer, String> {
+    use std::io::{BufRead, BufReader, Write};
+    let stream = std::net::TcpStream::connect(addr)
+        .map_err(|e| format!("cannot reach the monitor at {addr}: {e}"))?;
+    let _ = stream.set_nodelay(true);
+    let reader = BufReader::new(
+        stream
+            .try_clone()
+            .map_err(|e| format!("monitor at {addr}: {e}"))?,
+    );
+    let conn = Mutex::new((stream, reader));
+    Ok(Arc::new(move |me: ProcessId, state: CsState| {
+        let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
+        let (stream, reader) = &mut *guard;
+        let word = match state {
+            CsState::InCs => "in",
+            CsState::OutCs => "out",
+        };
+        let mut answer = String::new();
+        let ok = writeln!(stream, "{} {word}", me.index()).is_ok()
+            && reader.read_line(&mut answer).is_ok()
+            && answer.trim() == "ok";
+        if !ok {
+            warn!("error: the monitor at {addr} did not answer `ok` ({answer:?}): stopping");
+            std::process::exit(1);
+        }
+    }))
+}
+
+async fn node(cluster: &Cluster, args: &NodeArgs) -> ExitCode {
+    let me = ProcessId(args.id as u32);
+    let addr = args
+        .bind
+        .unwrap_or_else(|| cluster.address(me).expect("id checked"));
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            warn!("error: {me} cannot listen on {addr}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let observer = match args.monitor.map(monitor_observer).transpose() {
+        Ok(o) => o,
+        Err(e) => {
+            warn!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let handle = match cluster.spawn(me, listener, observer, logger(args.verbose)) {
+        Ok(h) => h,
+        Err(e) => {
+            warn!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let code = match args.workload {
+        Some(_) => cycle(cluster, &handle, args).await,
+        None => serve(&handle).await,
+    };
+    handle.shutdown();
+    code
+}
+
+/// The line protocol on stdin/stdout.
+async fn serve(h: &NodeHandle) -> ExitCode {
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut out = tokio::io::stdout();
+    loop {
+        let line = match lines.next_line().await {
+            Ok(Some(l)) => l,
+            Ok(None) => return ExitCode::SUCCESS,
+            Err(e) => {
+                warn!("error: stdin: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let answer = match words.as_slice() {
+            [] => continue,
+            ["quit"] => {
+                let _ = out.write_all(b"ok\n").await;
+                let _ = out.flush().await;
+                return ExitCode::SUCCESS;
+            }
+            ["state"] => format!("ok {}", state_word(h)),
+            ["status"] => {
+                let s = h.status();
+                format!(
+                    "ok peers={} unreachable={} sent={}",
+                    ids(s.peers.iter()),
+                    ids(s.unreachable.iter()),
+                    s.sent
+                )
+            }
+            [cmd @ ("enter" | "exit"), rest @ ..] if rest.len() <= 1 => {
+                let timeout = match rest.first().map(|t| t.parse::<u64>()) {
+                    None => Ok(None),
+                    Some(Ok(ms)) => Ok(Some(Duration::from_millis(ms))),
+                    Some(Err(_)) => Err(format!(
+                        "error: `{}` is not a timeout in milliseconds",
+                        rest[0]
+                    )),
+                };
+                match timeout {
+                    Err(e) => e,
+                    Ok(timeout) => {
+                        let target = if *cmd == "enter" {
+                            CsState::InCs
+                        } else {
+                            CsState::OutCs
+                        };
+                        match reach(h, target, timeout).await {
+                            Ok(()) => "ok".to_string(),
+                            Err(e) => format!("error: {e}"),
+                        }
+                    }
+                }
+            }
+            _ => format!(
+                "error: unknown command `{}`: enter [MS], exit [MS], state, status or quit",
+                line.trim()
+            ),
+        };
+        if out
+            .write_all(format!("{answer}\n").as_bytes())
+            .await
+            .is_err()
+            || out.flush().await.is_err()
+        {
+            return ExitCode::SUCCESS;
+        }
+    }
+}
+
+fn ids<'a>(ps: impl Iterator<Item = &'a ProcessId>) -> String {
+    let v: Vec<String> = ps.map(|p| p.index().to_string()).collect();
+    if v.is_empty() {
+        "-".into()
+    } else {
+        v.join(",")
+    }
+}
+
+fn state_word(h: &NodeHandle) -> &'static str {
+    match (h.state(), h.pending()) {
+        (CsState::InCs, Some(_)) => "exiting",
+        (CsState::InCs, None) => "active",
+        (CsState::OutCs, Some(_)) => "entering",
+        (CsState::OutCs, None) => "inactive",
+    }
+}
+
+/// Moves the member to `target` (idempotent, as `Member` calls are), within `timeout`.
+async fn reach(h: &NodeHandle, target: CsState, timeout: Option<Duration>) -> Result<(), String> {
+    let call = async {
+        if h.state() == target {
+            if h.pending().is_none() {
+                return Ok(());
+            }
+            // a move away from `target` is pending: it completes first, then the member
+            // comes back
+            match target {
+                CsState::InCs => h.exit().await,
+                CsState::OutCs => h.enter().await,
+            }
+            .map_err(describe)?;
+        }
+        match target {
+            CsState::InCs => h.enter().await,
+            CsState::OutCs => h.exit().await,
+        }
+        .map_err(describe)
+    };
+    match timeout {
+        None => call.await,
+        Some(t) => match tokio::time::timeout(t, call).await {
+            Ok(r) => r,
+            Err(_) => Err(format!(
+                "timed out after {} ms; the move keeps running",
+                t.as_millis()
+            )),
+        },
+    }
+}
+
+fn describe(e: NodeError) -> String {
+    e.to_string()
+}
+
+/// What the cycle workload measured.
+struct Run {
+    pairs_completed: usize,
+    entry_ms: Vec<f64>,
+    exit_ms: Vec<f64>,
+    /// Messages sent at the end of each completed pair.
+    sent_at_pair: Vec<u64>,
+    remote_at_pair: Vec<u64>,
+    elapsed: Duration,
+    status: NodeStatus,
+}
+
+enum Stop {
+    /// A peer became unreachable.
+    Unreachable(ProcessId),
+    Stopped,
+}
+
+async fn cycle(cluster: &Cluster, h: &NodeHandle, args: &NodeArgs) -> ExitCode {
+    let me = h.id();
+    let start_timeout = Duration::from_secs_f64(args.start_timeout);
+    let connected = tokio::time::timeout(
+        start_timeout,
+        h.wait_status(|s| s.connected.len() == s.peers.len()),
+    )
+    .await;
+    match connected {
+        Ok(Ok(_)) => {}
+        Ok(Err(_)) => {
+            warn!("error: {me}: the node stopped");
+            return ExitCode::from(1);
+        }
+        Err(_) => {
+            let s = h.status();
+            let missing: Vec<_> = s.peers.difference(&s.connected).collect();
+            warn!(
+                "error: {me}: {} never connected within {} s",
+                ids(missing.into_iter()),
+                args.start_timeout
+            );
+            return ExitCode::from(1);
+        }
+    }
+    let run = match drive(h, args.pairs).await {
+        Ok(run) => run,
+        Err(Stop::Unreachable(p)) => {
+            warn!(
+                "error: {me}: {p} is unreachable (silent for {} ms) before every member finished",
+                cluster.timing().peer_timeout.as_millis()
+            );
+            return ExitCode::from(1);
+        }
+        Err(Stop::Stopped) => {
+            warn!("error: {me}: the node stopped");
+            return ExitCode::from(1);
+        }
+    };
+    report(cluster, me, args, &run);
+    ExitCode::SUCCESS
+}
+
+/// Cycles pairs until every member finished, then waits until no neighbour needs this node.
+async fn drive(h: &NodeHandle, pairs: usize) -> Result<Run, Stop> {
+    let t0 = Instant::now();
+    let mut run = Run {
+        pairs_completed: 0,
+        entry_ms: Vec::new(),
+        exit_ms: Vec::new(),
+        sent_at_pair: Vec::new(),
+        remote_at_pair: Vec::new(),
+        elapsed: Duration::ZERO,
+        status: h.status(),
+    };
+    let mut moves = 0usize;
+    let mut finished = false;
+    let failed = |s: &NodeStatus| !s.all_finished && !s.unreachable.is_empty();
+    loop {
+        let seq = Sequence::leaving(h.state());
+        let began = Instant::now();
+        let call = async {
+            match seq {
+                Sequence::Entry => h.enter().await,
+                Sequence::Exit => h.exit().await,
+            }
+        };
+        let outcome = tokio::select! {
+            r = call => Some(r),
+            s = h.wait_status(|s| s.all_finished || failed(s)) => match s {
+                Ok(s) if s.all_finished => None,
+                Ok(s) => return Err(Stop::Unreachable(*s.unreachable.iter().next().expect("failed"))),
+                Err(_) => return Err(Stop::Stopped),
+            },
+        };
+        let Some(result) = outcome else { break };
+        match result {
+            Ok(()) => {}
+            Err(NodeError::PeerUnreachable(p)) => {
+                if h.status().all_finished {
+                    break;
+                }
+                return Err(Stop::Unreachable(p));
+            }
+            Err(_) => return Err(Stop::Stopped),
+        }
+        let ms = began.elapsed().as_secs_f64() * 1e3;
+        match seq {
+            Sequence::Entry => run.entry_ms.push(ms),
+            Sequence::Exit => run.exit_ms.push(ms),
+        }
+        moves += 1;
+        if moves % 2 == 0 {
+            run.pairs_completed += 1;
+            let s = h.status();
+            run.sent_at_pair.push(s.sent);
+            run.remote_at_pair.push(s.sent - s.sent_to_self);
+        }
+        if !finished && moves == 2 * pairs {
+            finished = true;
+            h.finish().map_err(|_| Stop::Stopped)?;
+        }
+        if h.status().all_finished {
+            break;
+        }
+    }
+    run.elapsed = t0.elapsed();
+    // every member finished: wait until each neighbour said bye (or went silent)
+    run.status = h
+        .wait_status(|s| s.quiet)
+        .await
+        .map_err(|_| Stop::Stopped)?;
+    // let the last byes and acknowledgements leave before the process ends
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    Ok(run)
+}
+
+/// Per-pair differences of a running count.
+fn per_pair(at: &[u64]) -> Stats {
+    let mut prev = 0;
+    Stats::of(at.iter().map(|&c| {
+        let d = c - prev;
+        prev = c;
+        d as f64
+    }))
+}
+
+fn report(cluster: &Cluster, me: ProcessId, args: &NodeArgs, run: &Run) {
+    let spec = cluster.spec();
+    let mean = |v: &[f64]| {
+        if v.is_empty() {
+            0.0
+        } else {
+            v.iter().sum::<f64>() / v.len() as f64
+        }
+    };
+    let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    let waiting = Waiting {
+        exit_max: max(&run.exit_ms),
+        exit_mean: mean(&run.exit_ms),
+        entry_max: max(&run.entry_ms),
+        entry_mean: mean(&run.entry_ms),
+    };
+    let mpp = per_pair(&run.sent_at_pair);
+    let remote = per_pair(&run.remote_at_pair);
+    let messages = run.sent_at_pair.last().copied().unwrap_or(0);
+    if args.json {
+        let v = serde_json::json!({
+            "node": me.index(),
+            "processes": cluster.len(),
+            "algorithm": spec.algorithm.name(),
+            "topology": spec.topology.name(),
+            "workload": "cycle",
+            "pairs_requested": args.pairs,
+            "pairs_completed": run.pairs_completed,
+            "messages": messages,
+            "messages_per_pair": mpp,
+            "remote_messages_per_pair": remote,
+            "waiting_time": waiting,
+            "waiting_time_unit": "ms",
+            "elapsed_ms": run.elapsed.as_secs_f64() * 1e3,
+            "pairs_per_second": run.pairs_completed as f64 / run.elapsed.as_secs_f64().max(1e-9),
+        });
+        say!("{v}");
+    } else {
+        say!(
+            "{me}: {} on {}, {} members",
+            spec.algorithm.name(),
+            spec.topology.name(),
+            cluster.len()
+        );
+        say!(
+            "  pairs              {} completed ({} requested)",
+            run.pairs_completed,
+            args.pairs
+        );
+        say!(
+            "  messages per pair  mean {:.2} (min {}, max {}); remote {:.2}",
+            mpp.mean,
+            mpp.min,
+            mpp.max,
+            remote.mean
+        );
+        say!(
+            "  waiting (ms)       entry mean {:.3} max {:.3}; exit mean {:.3} max {:.3}",
+            waiting.entry_mean,
+            waiting.entry_max,
+            waiting.exit_mean,
+            waiting.exit_max
+        );
+        say!(
+            "  elapsed            {:.3} s, {:.1} pairs/s",
+            run.elapsed.as_secs_f64(),
+            run.pairs_completed as f64 / run.elapsed.as_secs_f64().max(1e-9)
+        );
+    }
+}
