@@ -516,6 +516,22 @@ fn report(cluster: &Cluster, me: ProcessId, args: &NodeArgs, run: &Run) {
     let mpp = per_pair(&run.sent_at_pair);
     let remote = per_pair(&run.remote_at_pair);
     let messages = run.sent_at_pair.last().copied().unwrap_or(0);
+    let links: serde_json::Map<String, serde_json::Value> = run
+        .status
+        .links
+        .iter()
+        .map(|(p, t)| {
+            (
+                p.index().to_string(),
+                serde_json::json!({
+                    "sent": t.sent.count,
+                    "sent_hash": format!("{:016x}", t.sent.hash),
+                    "received": t.received.count,
+                    "received_hash": format!("{:016x}", t.received.hash),
+                }),
+            )
+        })
+        .collect();
     if args.json {
         let v = serde_json::json!({
             "node": me.index(),
@@ -532,6 +548,7 @@ fn report(cluster: &Cluster, me: ProcessId, args: &NodeArgs, run: &Run) {
             "waiting_time_unit": "ms",
             "elapsed_ms": run.elapsed.as_secs_f64() * 1e3,
             "pairs_per_second": run.pairs_completed as f64 / run.elapsed.as_secs_f64().max(1e-9),
+            "links": links,
         });
         say!("{v}");
     } else {

@@ -49,6 +49,51 @@ pub enum Wire<M> {
     Bye,
 }
 
+/// The object's messages on one link, in one direction: how many, and a hash of the whole
+/// sequence (FNV-1a over each message's postcard encoding, chained). A sender's and a
+/// receiver's counts agree exactly when every message arrived once and in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tally {
+    /// Messages.
+    pub count: u64,
+    /// The chained hash of their encodings.
+    pub hash: u64,
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Tally {
+            count: 0,
+            hash: FNV_OFFSET,
+        }
+    }
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+impl Tally {
+    fn add<M: Serialize>(&mut self, msg: &M) {
+        self.count += 1;
+        let bytes = postcard::to_allocvec(msg).unwrap_or_default();
+        for b in bytes.iter().chain(&(bytes.len() as u64).to_le_bytes()) {
+            self.hash ^= u64::from(*b);
+            self.hash = self.hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+/// The object's messages on the links to one peer, counted until the run's end ([`Wire::Bye`]
+/// on each side: the sent tally stops when this node says bye to the peer, the received one
+/// when the peer's bye arrives, so in a run that ended together both sides count the same
+/// messages).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkTally {
+    /// Sent to the peer.
+    pub sent: Tally,
+    /// Received from the peer.
+    pub received: Tally,
+}
+
 /// What a node tells its application besides the calls' answers.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NodeStatus {
@@ -62,6 +107,8 @@ pub struct NodeStatus {
     pub sent: u64,
     /// Messages the object sent to itself.
     pub sent_to_self: u64,
+    /// Per peer: the object's messages sent and received until the run's end.
+    pub links: std::collections::BTreeMap<ProcessId, LinkTally>,
     /// Members known to have finished ([`NodeHandle::finish`]).
     pub finished: usize,
     /// Every member of the cluster has finished.
@@ -195,6 +242,8 @@ pub struct Node<A: CsObject> {
     members: usize,
     finished: BTreeSet<ProcessId>,
     byes: BTreeSet<ProcessId>,
+    /// Peers this node said bye to.
+    said_bye: BTreeSet<ProcessId>,
     connected: BTreeSet<ProcessId>,
     status: watch::Sender<NodeStatus>,
     peers: BTreeSet<ProcessId>,
@@ -256,6 +305,7 @@ impl<A: CsObject> Node<A> {
             members,
             finished: BTreeSet::new(),
             byes: BTreeSet::new(),
+            said_bye: BTreeSet::new(),
             connected: BTreeSet::new(),
             status: status_tx,
             peers: net.peers().collect(),
@@ -303,7 +353,14 @@ impl<A: CsObject> Node<A> {
                             continue;
                         }
                         match msg {
-                            Wire::Cs(msg) => self.handle(from, msg),
+                            Wire::Cs(msg) => {
+                                if !self.byes.contains(&from) {
+                                    self.status.send_modify(|s| {
+                                        s.links.entry(from).or_default().received.add(&msg);
+                                    });
+                                }
+                                self.handle(from, msg)
+                            }
                             Wire::Finished(ids) => self.learn_finished(&ids),
                             Wire::Bye => {
                                 self.byes.insert(from);
@@ -397,9 +454,13 @@ impl<A: CsObject> Node<A> {
                 }
             }
             for (to, msg) in out.drain() {
+                let counted = to != me && !self.said_bye.contains(&to);
                 self.status.send_modify(|s| {
                     s.sent += 1;
                     s.sent_to_self += u64::from(to == me);
+                    if counted {
+                        s.links.entry(to).or_default().sent.add(&msg);
+                    }
                 });
                 if to == me {
                     local.push_back(msg);
@@ -443,6 +504,9 @@ impl<A: CsObject> Node<A> {
             if all {
                 send(Wire::Bye);
             }
+        }
+        if all {
+            self.said_bye.clone_from(&self.peers);
         }
         self.publish_status();
     }

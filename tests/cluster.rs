@@ -1,0 +1,773 @@
+//! `lkcs node` as real OS processes on 127.0.0.1: clusters of the global and local
+//! algorithms under a monitor every node reports to synchronously, a node killed with
+//! SIGKILL, connections reset by a proxy, a member with the wrong secret or quota, garbage on
+//! a node's port, and the line protocol.
+//!
+//! Ports are chosen free at run time. Every process runs under a hang guard: a test that
+//! would hang fails instead.
+
+use lkcs::net::Cluster;
+use lkcs::{CsState, Instance, Observed, ProcessId};
+use rand::{Rng, SeedableRng};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_lkcs");
+
+/// The longest any node process may run in these tests.
+const GUARD: Duration = Duration::from_secs(120);
+
+const SECRET: &str = "tests/cluster.rs shared secret";
+
+/// `n` ports free now (bound and released at once).
+fn free_ports(n: usize) -> Vec<u16> {
+    let listeners: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+/// A scratch directory for one test's files.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lkcs-cluster-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A cluster file's text: `quota` is the `[quota]` table's body.
+fn cluster_text(secret: &str, quota: &str, ports: &[u16], peer_timeout_ms: u64) -> String {
+    let members: String = ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("{i} = \"127.0.0.1:{p}\"\n"))
+        .collect();
+    format!(
+        "secret = \"{secret}\"\nepoch = 1\n[quota]\n{quota}\n[members]\n{members}[timing]\nheartbeat_ms = 100\npeer_timeout_ms = {peer_timeout_ms}\nbackoff_max_ms = 200\n"
+    )
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The test monitor: every node reports each change of its member's state (`I in`,
+/// `I out`) and waits for `ok` before the change can be seen by anyone; the monitor checks
+/// every bound after every report.
+struct Monitor {
+    addr: SocketAddr,
+    state: Arc<Mutex<Watch>>,
+}
+
+struct Watch {
+    inst: Instance,
+    observed: Observed,
+    violations: Vec<String>,
+    reports: usize,
+    max_in_cs: usize,
+    min_in_cs: usize,
+}
+
+impl Monitor {
+    fn start(cluster: &Cluster) -> Monitor {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let initial = cluster.initial().to_vec();
+        let in_cs = initial.iter().filter(|s| **s == CsState::InCs).count();
+        let state = Arc::new(Mutex::new(Watch {
+            inst: cluster.instance().clone(),
+            observed: Observed::new(cluster.instance(), initial),
+            violations: Vec::new(),
+            reports: 0,
+            max_in_cs: in_cs,
+            min_in_cs: in_cs,
+        }));
+        let shared = state.clone();
+        thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { return };
+                let shared = shared.clone();
+                thread::spawn(move || serve_monitor(conn, &shared));
+            }
+        });
+        Monitor { addr, state }
+    }
+
+    fn arg(&self) -> String {
+        self.addr.to_string()
+    }
+
+    fn violations(&self) -> Vec<String> {
+        self.state.lock().unwrap().violations.clone()
+    }
+}
+
+fn serve_monitor(conn: TcpStream, shared: &Mutex<Watch>) {
+    let mut out = conn.try_clone().unwrap();
+    for line in BufReader::new(conn).lines() {
+        let Ok(line) = line else { return };
+        let mut words = line.split_whitespace();
+        let (Some(id), Some(word)) = (words.next(), words.next()) else {
+            return;
+        };
+        let p = ProcessId(id.parse().unwrap());
+        let now = if word == "in" {
+            CsState::InCs
+        } else {
+            CsState::OutCs
+        };
+        {
+            let mut w = shared.lock().unwrap();
+            let w = &mut *w;
+            w.reports += 1;
+            for (q, c) in w.observed.apply(&w.inst, p, now) {
+                let b = w.inst.bounds(q);
+                w.violations.push(format!(
+                    "{q}: {c} active around it, outside [{}, {}], after {p} went {word}",
+                    b.l, b.k
+                ));
+            }
+            let in_cs = w
+                .observed
+                .states()
+                .iter()
+                .filter(|s| **s == CsState::InCs)
+                .count();
+            w.max_in_cs = w.max_in_cs.max(in_cs);
+            w.min_in_cs = w.min_in_cs.min(in_cs);
+        }
+        if out.write_all(b"ok\n").is_err() {
+            return;
+        }
+    }
+}
+
+/// A node process and what it printed.
+struct Node {
+    child: Child,
+    id: usize,
+}
+
+struct Ended {
+    id: usize,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Ended {
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| {
+            panic!(
+                "node {}: not one JSON object ({e}): {}\nstderr: {}",
+                self.id, self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+fn spawn_node(file: &Path, id: usize, extra: &[&str]) -> Node {
+    let child = Command::new(BIN)
+        .arg("node")
+        .arg("--cluster")
+        .arg(file)
+        .args(["--id", &id.to_string()])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    Node { child, id }
+}
+
+/// Waits for the node (killing it past the guard: the test then fails).
+fn finish(mut node: Node, started: Instant) -> Ended {
+    let mut out = node.child.stdout.take().unwrap();
+    let mut err = node.child.stderr.take().unwrap();
+    let o = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let e = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let code = loop {
+        if let Some(status) = node.child.try_wait().unwrap() {
+            break status.code();
+        }
+        if started.elapsed() > GUARD {
+            let _ = node.child.kill();
+            let _ = node.child.wait();
+            panic!("node {} hung past the guard", node.id);
+        }
+        thread::sleep(Duration::from_millis(5));
+    };
+    Ended {
+        id: node.id,
+        code,
+        stdout: o.join().unwrap(),
+        stderr: e.join().unwrap(),
+    }
+}
+
+/// Starts every member with `--workload cycle --pairs P --json` under a monitor and waits for
+/// all of them.
+fn run_cycle(dir: &Path, text: &str, pairs: usize) -> (Vec<Ended>, Monitor, Cluster) {
+    run_watched(dir, text, None, pairs)
+}
+
+/// [`run_cycle`], the monitor checking the bounds of `watched` (a cluster file's text)
+/// instead of the cluster's own.
+fn run_watched(
+    dir: &Path,
+    text: &str,
+    watched: Option<&str>,
+    pairs: usize,
+) -> (Vec<Ended>, Monitor, Cluster) {
+    let file = write(dir, "cluster.toml", text);
+    let cluster = Cluster::load(&file).unwrap();
+    let monitor = match watched {
+        None => Monitor::start(&cluster),
+        Some(w) => Monitor::start(&Cluster::parse(w).unwrap()),
+    };
+    let started = Instant::now();
+    let p = pairs.to_string();
+    let m = monitor.arg();
+    let nodes: Vec<Node> = (0..cluster.len())
+        .map(|i| {
+            spawn_node(
+                &file,
+                i,
+                &[
+                    "--workload",
+                    "cycle",
+                    "--pairs",
+                    &p,
+                    "--json",
+                    "--monitor",
+                    &m,
+                ],
+            )
+        })
+        .collect();
+    let ended = nodes.into_iter().map(|n| finish(n, started)).collect();
+    (ended, monitor, cluster)
+}
+
+/// Every node exited 0 having made its pairs; the monitor saw every move and no bound broken;
+/// on every link, the receiver got exactly the sender's messages, in order.
+fn assert_clean_run(ended: &[Ended], monitor: &Monitor, pairs: usize) {
+    for e in ended {
+        assert_eq!(e.code, Some(0), "node {}: {}\n{}", e.id, e.stdout, e.stderr);
+        assert!(
+            !e.stderr.contains("panicked"),
+            "node {}: {}",
+            e.id,
+            e.stderr
+        );
+        let r = e.json();
+        assert!(r["pairs_completed"].as_u64().unwrap() >= pairs as u64);
+    }
+    assert_eq!(monitor.violations(), Vec::<String>::new());
+    let w = monitor.state.lock().unwrap();
+    let moves: u64 = ended
+        .iter()
+        .map(|e| 2 * e.json()["pairs_completed"].as_u64().unwrap())
+        .sum();
+    assert!(
+        w.reports as u64 >= moves,
+        "the monitor saw {} state changes, the nodes report {moves} moves",
+        w.reports
+    );
+    drop(w);
+    assert_links_agree(ended);
+}
+
+/// For every ordered pair of neighbours: messages sent by one == messages received by the
+/// other, with the same chained hash (exactly once, in order).
+fn assert_links_agree(ended: &[Ended]) {
+    let reports: Vec<serde_json::Value> = ended.iter().map(Ended::json).collect();
+    let mut checked = 0;
+    for (i, r) in reports.iter().enumerate() {
+        for (j, link) in r["links"].as_object().unwrap() {
+            let j: usize = j.parse().unwrap();
+            let back = &reports[j]["links"][i.to_string()];
+            assert_eq!(
+                (&link["sent"], &link["sent_hash"]),
+                (&back["received"], &back["received_hash"]),
+                "P{i} -> P{j}: sent and received differ"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 0);
+}
+
+/// (2,5)-GCS on 8 nodes: at least 2 and at most 5 active at every report.
+#[test]
+fn gcs_two_to_five_of_eight() {
+    let dir = scratch("gcs8");
+    let ports = free_ports(8);
+    let text = cluster_text(
+        SECRET,
+        "algorithm = \"gcs\"\ntopology = \"complete:8\"\nl = 2\nk = 5",
+        &ports,
+        5000,
+    );
+    let (ended, monitor, _) = run_cycle(&dir, &text, 15);
+    assert_clean_run(&ended, &monitor, 15);
+    let w = monitor.state.lock().unwrap();
+    assert!(w.min_in_cs >= 2 && w.max_in_cs <= 5);
+    assert!(w.max_in_cs > w.min_in_cs, "nobody moved");
+}
+
+/// 1-LMUTIN on a ring of 6: no closed neighbourhood ever empty.
+#[test]
+fn lmutin_on_a_ring_of_six() {
+    let dir = scratch("ring6");
+    let ports = free_ports(6);
+    let text = cluster_text(
+        SECRET,
+        "algorithm = \"lmutin\"\ntopology = \"ring:6\"\nl = 1",
+        &ports,
+        5000,
+    );
+    let (ended, monitor, _) = run_cycle(&dir, &text, 15);
+    assert_clean_run(&ended, &monitor, 15);
+}
+
+/// Mutual exclusion among 5: Maekawa (majority quorums) and CDC.
+#[test]
+fn mutual_exclusion_among_five() {
+    for alg in ["maekawa", "cdc"] {
+        let dir = scratch(alg);
+        let ports = free_ports(5);
+        let text = cluster_text(
+            SECRET,
+            &format!("algorithm = \"{alg}\"\ntopology = \"complete:5\""),
+            &ports,
+            5000,
+        );
+        let (ended, monitor, _) = run_cycle(&dir, &text, 15);
+        assert_clean_run(&ended, &monitor, 15);
+        assert_eq!(monitor.state.lock().unwrap().max_in_cs, 1, "{alg}");
+    }
+}
+
+/// The monitor sees real overlaps: nodes of a quota of at most 2 active, checked against
+/// mutual exclusion, are caught with two members active at once.
+#[test]
+fn the_monitor_catches_a_broken_bound() {
+    let dir = scratch("catch");
+    let ports = free_ports(3);
+    let quota = |k: usize| {
+        cluster_text(
+            SECRET,
+            &format!(
+                "algorithm = \"kmex\"\ntopology = \"complete:3\"\nk = {k}\ninitial = \"in:0\""
+            ),
+            &ports,
+            5000,
+        )
+    };
+    let (ended, monitor, _) = run_watched(&dir, &quota(2), Some(&quota(1)), 30);
+    for e in &ended {
+        assert_eq!(e.code, Some(0), "node {}: {}", e.id, e.stderr);
+    }
+    let v = monitor.violations();
+    assert!(!v.is_empty(), "two of three active never seen");
+    assert!(v[0].contains("outside [0, 1]"), "{}", v[0]);
+    assert_eq!(monitor.state.lock().unwrap().max_in_cs, 2);
+}
+
+/// A node killed with SIGKILL mid-run: every survivor exits 1 within the peer timeout (and a
+/// margin), with an `error:` line naming the dead member; no bound broken before.
+#[test]
+fn a_killed_node_is_named_by_the_survivors() {
+    let dir = scratch("kill");
+    let ports = free_ports(4);
+    let timeout_ms = 1000;
+    let text = cluster_text(
+        SECRET,
+        "algorithm = \"gcs\"\ntopology = \"complete:4\"\nl = 1\nk = 2",
+        &ports,
+        timeout_ms,
+    );
+    let file = write(&dir, "cluster.toml", &text);
+    let cluster = Cluster::load(&file).unwrap();
+    let monitor = Monitor::start(&cluster);
+    let m = monitor.arg();
+    let args = [
+        "--workload",
+        "cycle",
+        "--pairs",
+        "1000000000",
+        "--monitor",
+        &m,
+    ];
+    let started = Instant::now();
+    let mut nodes: Vec<Node> = (0..4).map(|i| spawn_node(&file, i, &args)).collect();
+    // wait until the run is under way: the monitor has seen moves
+    while monitor.state.lock().unwrap().reports < 40 {
+        assert!(started.elapsed() < GUARD, "the cluster never started");
+        thread::sleep(Duration::from_millis(5));
+    }
+    let mut victim = nodes.remove(2);
+    victim.child.kill().unwrap(); // SIGKILL
+    let killed = Instant::now();
+    victim.child.wait().unwrap();
+    for n in nodes {
+        let e = finish(n, started);
+        assert_eq!(e.code, Some(1), "node {}: {}", e.id, e.stderr);
+        let error = e
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("error:"))
+            .unwrap_or_else(|| panic!("node {}: no error line: {}", e.id, e.stderr));
+        assert!(error.contains("P2"), "node {}: {error}", e.id);
+        let after = killed.elapsed();
+        eprintln!("node {} named P2 {after:?} after the kill", e.id);
+        assert!(
+            after < Duration::from_millis(timeout_ms) * 10,
+            "node {} took {after:?} to notice",
+            e.id
+        );
+    }
+    assert_eq!(monitor.violations(), Vec::<String>::new());
+}
+
+/// A proxy in front of every member that resets each connection after a random number of
+/// bytes: the run completes, every link delivered exactly the messages sent, in order, and
+/// the bounds held.
+#[test]
+fn connections_reset_mid_run_lose_and_duplicate_nothing() {
+    let dir = scratch("resets");
+    let n = 4;
+    let public = free_ports(n);
+    let real = free_ports(n);
+    let text = cluster_text(
+        SECRET,
+        "algorithm = \"gcs\"\ntopology = \"complete:4\"\nl = 1\nk = 3",
+        &public,
+        5000,
+    );
+    let file = write(&dir, "cluster.toml", &text);
+    let cluster = Cluster::load(&file).unwrap();
+    let resets = Arc::new(AtomicUsize::new(0));
+    for i in 0..n {
+        proxy(public[i], real[i], 300..3000, i as u64, resets.clone());
+    }
+    let monitor = Monitor::start(&cluster);
+    let m = monitor.arg();
+    let started = Instant::now();
+    let nodes: Vec<Node> = (0..n)
+        .map(|i| {
+            let bind = format!("127.0.0.1:{}", real[i]);
+            spawn_node(
+                &file,
+                i,
+                &[
+                    "--workload",
+                    "cycle",
+                    "--pairs",
+                    "40",
+                    "--json",
+                    "--monitor",
+                    &m,
+                    "--bind",
+                    &bind,
+                ],
+            )
+        })
+        .collect();
+    let ended: Vec<Ended> = nodes.into_iter().map(|n| finish(n, started)).collect();
+    assert_clean_run(&ended, &monitor, 40);
+    assert!(
+        resets.load(Ordering::SeqCst) >= 3,
+        "only {} resets",
+        resets.load(Ordering::SeqCst)
+    );
+}
+
+/// Forwards `from` to `to`, resetting each connection after a random number of bytes in
+/// `cut` (counted both ways).
+fn proxy(from: u16, to: u16, cut: std::ops::Range<usize>, seed: u64, resets: Arc<AtomicUsize>) {
+    let listener = TcpListener::bind(("127.0.0.1", from)).unwrap();
+    thread::spawn(move || {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        for conn in listener.incoming() {
+            let Ok(a) = conn else { return };
+            let Ok(b) = TcpStream::connect(("127.0.0.1", to)) else {
+                continue;
+            };
+            let budget = Arc::new(AtomicUsize::new(rng.random_range(cut.clone())));
+            let dead = Arc::new(AtomicBool::new(false));
+            for (mut r, mut w) in [
+                (a.try_clone().unwrap(), b.try_clone().unwrap()),
+                (b.try_clone().unwrap(), a.try_clone().unwrap()),
+            ] {
+                let (budget, dead, resets) = (budget.clone(), dead.clone(), resets.clone());
+                thread::spawn(move || {
+                    let mut buf = [0u8; 512];
+                    loop {
+                        let got = match r.read(&mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(got) => got,
+                        };
+                        let left = budget.load(Ordering::SeqCst);
+                        let send = got.min(left);
+                        if w.write_all(&buf[..send]).is_err() {
+                            break;
+                        }
+                        budget.fetch_sub(send, Ordering::SeqCst);
+                        if send < got {
+                            if !dead.swap(true, Ordering::SeqCst) {
+                                resets.fetch_add(1, Ordering::SeqCst);
+                            }
+                            break;
+                        }
+                    }
+                    let _ = r.shutdown(std::net::Shutdown::Both);
+                    let _ = w.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        }
+    });
+}
+
+/// A member whose file has another secret, and one whose quota differs, are refused on both
+/// sides; the real cluster completes unaffected.
+#[test]
+fn a_wrong_secret_or_quota_is_refused_and_the_cluster_is_unaffected() {
+    for (what, secret, quota) in [
+        (
+            "secret",
+            "another secret, sixteen bytes+",
+            "algorithm = \"gcs\"\ntopology = \"complete:3\"\nl = 1\nk = 2",
+        ),
+        (
+            "quota",
+            SECRET,
+            "algorithm = \"gcs\"\ntopology = \"complete:3\"\nl = 1\nk = 3",
+        ),
+    ] {
+        let dir = scratch(&format!("rogue-{what}"));
+        let ports = free_ports(3);
+        let spare = free_ports(1)[0];
+        let good = cluster_text(
+            SECRET,
+            "algorithm = \"gcs\"\ntopology = \"complete:3\"\nl = 1\nk = 2",
+            &ports,
+            5000,
+        );
+        let bad = write(
+            &dir,
+            "rogue.toml",
+            &cluster_text(secret, quota, &ports, 5000),
+        );
+        // the rogue claims member 1 on a spare port and dials member 2
+        let started = Instant::now();
+        let bind = format!("127.0.0.1:{spare}");
+        let rogue = spawn_node(
+            &bad,
+            1,
+            &[
+                "--workload",
+                "cycle",
+                "--start-timeout",
+                "3",
+                "--bind",
+                &bind,
+            ],
+        );
+        thread::sleep(Duration::from_millis(300));
+        let (ended, monitor, _) = run_cycle(&dir, &good, 30);
+        assert_clean_run(&ended, &monitor, 30);
+        let r = finish(rogue, started);
+        assert_eq!(r.code, Some(1), "{what}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("refused"),
+            "{what}: the rogue does not say it was refused: {}",
+            r.stderr
+        );
+        assert!(
+            ended[2].stderr.contains("refused"),
+            "{what}: member 2 does not log the refusal: {}",
+            ended[2].stderr
+        );
+    }
+}
+
+/// Garbage on a node's port while the cluster runs: dropped, and the cluster completes.
+#[test]
+fn garbage_on_a_port_is_dropped_and_the_node_keeps_serving() {
+    let dir = scratch("garbage");
+    let ports = free_ports(3);
+    let text = cluster_text(
+        SECRET,
+        "algorithm = \"gcs\"\ntopology = \"complete:3\"\nl = 1\nk = 2",
+        &ports,
+        5000,
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicUsize::new(0));
+    let spammer = {
+        let (stop, sent, port) = (stop.clone(), sent.clone(), ports[0]);
+        thread::spawn(move || {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+            while !stop.load(Ordering::SeqCst) {
+                if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+                    let len = rng.random_range(1..4096);
+                    let bytes: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+                    if s.write_all(&bytes).is_ok() {
+                        sent.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+                thread::sleep(Duration::from_millis(2));
+            }
+        })
+    };
+    let (ended, monitor, _) = run_cycle(&dir, &text, 200);
+    stop.store(true, Ordering::SeqCst);
+    spammer.join().unwrap();
+    assert_clean_run(&ended, &monitor, 200);
+    assert!(
+        sent.load(Ordering::SeqCst) > 0,
+        "no garbage reached the node"
+    );
+}
+
+/// The line protocol: three nodes of a (1,2) quota driven through stdin/stdout. The last
+/// active member's exit blocks (timing out) until another member enters.
+#[test]
+fn the_line_protocol_keeps_the_lower_bound() {
+    let dir = scratch("lines");
+    let ports = free_ports(3);
+    let text = cluster_text(
+        SECRET,
+        "algorithm = \"gcs\"\ntopology = \"complete:3\"\nl = 1\nk = 2\ninitial = \"in:0\"",
+        &ports,
+        5000,
+    );
+    let file = write(&dir, "cluster.toml", &text);
+    let mut nodes: Vec<(Child, BufReader<std::process::ChildStdout>)> = (0..3)
+        .map(|i| {
+            let mut child = Command::new(BIN)
+                .arg("node")
+                .arg("--cluster")
+                .arg(&file)
+                .args(["--id", &i.to_string()])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let out = BufReader::new(child.stdout.take().unwrap());
+            (child, out)
+        })
+        .collect();
+    let mut ask = |i: usize, cmd: &str| -> String {
+        let (child, out) = &mut nodes[i];
+        writeln!(child.stdin.as_mut().unwrap(), "{cmd}").unwrap();
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        line.trim().to_string()
+    };
+    assert_eq!(ask(0, "state"), "ok active");
+    assert_eq!(ask(1, "state"), "ok inactive");
+    // the only active member cannot leave
+    assert!(ask(0, "exit 300").starts_with("error: timed out"));
+    assert_eq!(ask(0, "state"), "ok exiting");
+    assert_eq!(ask(1, "enter"), "ok");
+    // now member 0's pending exit completes
+    assert_eq!(ask(0, "exit"), "ok");
+    assert_eq!(ask(0, "state"), "ok inactive");
+    assert_eq!(ask(2, "enter"), "ok");
+    // two active: at most 2, so a third entry blocks
+    assert!(ask(0, "enter 300").starts_with("error: timed out"));
+    assert_eq!(ask(2, "exit"), "ok");
+    assert_eq!(ask(0, "enter"), "ok");
+    assert!(ask(1, "bogus").starts_with("error: unknown command"));
+    for i in 0..3 {
+        assert_eq!(ask(i, "quit"), "ok");
+    }
+    for (mut child, _) in nodes {
+        assert!(child.wait().unwrap().success());
+    }
+}
+
+/// `--id` outside the cluster, a cluster file with problems: exit 2, one `error:` line per
+/// problem.
+#[test]
+fn bad_cluster_input_exits_2() {
+    let dir = scratch("bad");
+    let ports = free_ports(3);
+    let cases = [
+        (
+            "short secret",
+            cluster_text("short", "algorithm = \"gcs\"\nl = 1\nk = 2", &ports, 5000),
+            0,
+        ),
+        (
+            "topology of another size",
+            cluster_text(
+                SECRET,
+                "algorithm = \"gcs\"\ntopology = \"complete:4\"\nl = 1\nk = 2",
+                &ports,
+                5000,
+            ),
+            0,
+        ),
+        (
+            "id outside",
+            cluster_text(SECRET, "algorithm = \"gcs\"\nl = 1\nk = 2", &ports, 5000),
+            7,
+        ),
+        (
+            "unknown key",
+            cluster_text(
+                SECRET,
+                "algorithm = \"gcs\"\nl = 1\nk = 2\nfoo = 3",
+                &ports,
+                5000,
+            ),
+            0,
+        ),
+        (
+            "bad bounds",
+            cluster_text(SECRET, "algorithm = \"gcs\"\nl = 2\nk = 1", &ports, 5000),
+            0,
+        ),
+        ("not toml", "secret = [".to_string(), 0),
+    ];
+    for (what, text, id) in cases {
+        let file = write(&dir, "bad.toml", &text);
+        let out = Command::new(BIN)
+            .arg("node")
+            .arg("--cluster")
+            .arg(&file)
+            .args(["--id", &id.to_string(), "--workload", "cycle"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{what}: {stderr}");
+        assert!(
+            stderr.lines().all(|l| l.starts_with("error: ")) && !stderr.is_empty(),
+            "{what}: {stderr}"
+        );
+    }
+}
