@@ -70,7 +70,7 @@
 //!   [`QuotaError::Shutdown`]; every later call returns it too.
 
 mod error;
-mod member;
+pub(crate) mod member;
 
 pub use crate::catalog::Algorithm;
 pub use error::{Blocked, Limit, QuotaError, Stall, Waits};
@@ -86,7 +86,7 @@ use crate::error::{ConfigError, Problem};
 use crate::id::ProcessId;
 use crate::runtime::{Handle, Inspector, Runtime, RuntimeConfig, RuntimeError, RuntimeReport};
 use crate::topology::Topology;
-use member::MemberEngine;
+use member::{MemberEngine, ThreadMember};
 use std::borrow::Borrow;
 use std::fmt;
 use std::sync::Arc;
@@ -406,7 +406,7 @@ impl QuotaBuilder {
         let members = handles
             .into_iter()
             .enumerate()
-            .map(|(i, h)| Member::new(i, h, shared.clone()))
+            .map(|(i, h)| Member::new(i, h))
             .collect();
         let shared = shared.clone();
         Ok(Quota {
@@ -852,21 +852,27 @@ impl SystemVisitor for Start {
         let mut rt = Runtime::start(procs, config)?;
         rt.detect_stalls(self.stall_check)?;
         let inspector = rt.inspector();
+        let shared = Arc::new(Shared {
+            instance: instance.clone(),
+            operating,
+            global: self.global,
+            inspector,
+        });
         let handles = rt
             .take_handles()
             .unwrap_or_default()
             .into_iter()
-            .map(|h: Handle<A>| Box::new(h) as Box<dyn MemberEngine>)
+            .map(|handle: Handle<A>| {
+                Box::new(ThreadMember {
+                    handle,
+                    shared: shared.clone(),
+                }) as Box<dyn MemberEngine>
+            })
             .collect();
         Ok(Started {
             engine: Box::new(parking_lot::Mutex::new(rt)),
             handles,
-            shared: Arc::new(Shared {
-                instance: instance.clone(),
-                operating,
-                global: self.global,
-                inspector,
-            }),
+            shared,
             initial: (0..initial.len())
                 .filter(|&i| initial[i] == CsState::InCs)
                 .collect(),

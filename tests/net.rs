@@ -872,3 +872,104 @@ async fn partition<A: CsObject>(procs: Vec<A>) {
         h.shutdown();
     }
 }
+
+fn cluster_file(quota: &str, ports: &[u16]) -> String {
+    let members: String = ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("{i} = \"127.0.0.1:{p}\"\n"))
+        .collect();
+    format!(
+        "secret = \"tests/net.rs cluster secret\"\n[quota]\n{quota}\n[members]\n{members}[timing]\nheartbeat_ms = 50\npeer_timeout_ms = 500\n"
+    )
+}
+
+fn free_ports(n: usize) -> Vec<u16> {
+    let ls: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
+}
+
+/// Members of a cluster file started in this process behave as the members of a `Quota`:
+/// a blocking exit that would leave nobody active times out and keeps running, another
+/// member's entry lets it complete, async calls work, a blocking call works inside an async
+/// runtime, and a full quota blocks an entry.
+#[test]
+fn cluster_members_keep_the_bounds_with_the_quota_calls() {
+    let text = cluster_file(
+        "algorithm = \"gcs\"\ntopology = \"complete:3\"\nl = 1\nk = 2\ninitial = \"in:0\"",
+        &free_ports(3),
+    );
+    let cluster = lkcs::net::Cluster::parse(&text).unwrap();
+    let logs = Logs::default();
+    let mut m: Vec<lkcs::Member> = (0..3)
+        .map(|i| cluster.member_with(i, None, logs.logger()).unwrap())
+        .collect();
+    assert!(m[0].is_active() && !m[1].is_active() && !m[2].is_active());
+    let e = m[0].exit_timeout(Duration::from_millis(300)).unwrap_err();
+    assert!(e.is_timeout(), "{e}");
+    assert_eq!(m[0].state(), lkcs::MemberState::Exiting);
+    m[1].enter().unwrap();
+    m[0].exit().unwrap();
+    assert!(!m[0].is_active());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        m[2].enter_async().await.unwrap();
+        // two active: a third entry waits
+        let full = tokio::time::timeout(Duration::from_millis(300), m[0].enter_async()).await;
+        assert!(full.is_err(), "a third member entered");
+        m[1].exit_async().await.unwrap();
+        // a blocking call from inside an async runtime
+        m[0].enter().unwrap();
+    });
+    assert!(m[0].is_active() && !m[1].is_active() && m[2].is_active());
+    m[0].exit().unwrap();
+    assert!(
+        m[0].enter().is_ok() && m[0].enter().is_ok(),
+        "enter is idempotent"
+    );
+}
+
+/// A member whose call waits on a member that stopped gets `PeerUnreachable` naming it
+/// within the peer timeout: CDC's controller (member 0) stops, member 1's entry names it.
+#[test]
+fn cluster_members_name_an_unreachable_member() {
+    let text = cluster_file(
+        "algorithm = \"cdc\"\ntopology = \"complete:3\"",
+        &free_ports(3),
+    );
+    let cluster = lkcs::net::Cluster::parse(&text).unwrap();
+    let logs = Logs::default();
+    let mut m: Vec<lkcs::Member> = (0..3)
+        .map(|i| cluster.member_with(i, None, logs.logger()).unwrap())
+        .collect();
+    for _ in 0..3 {
+        for mm in m.iter_mut() {
+            mm.enter().unwrap();
+            mm.exit().unwrap();
+        }
+    }
+    // P0 is the initial controller, and without --maxreq it never migrates
+    let controller = 0;
+    drop(m.remove(controller));
+    let mut errors = Vec::new();
+    for mm in m.iter_mut() {
+        match mm.enter_timeout(Duration::from_secs(30)) {
+            Ok(()) => {
+                let _ = mm.exit_timeout(Duration::from_secs(30));
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.unreachable_peer() == Some(controller)),
+        "no call named member {controller}: {errors:?}"
+    );
+    assert!(errors.iter().all(|e| !e.is_timeout()), "{errors:?}");
+}

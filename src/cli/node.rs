@@ -317,25 +317,7 @@ fn state_word(h: &NodeHandle) -> &'static str {
 
 /// Moves the member to `target` (idempotent, as `Member` calls are), within `timeout`.
 async fn reach(h: &NodeHandle, target: CsState, timeout: Option<Duration>) -> Result<(), String> {
-    let call = async {
-        if h.state() == target {
-            if h.pending().is_none() {
-                return Ok(());
-            }
-            // a move away from `target` is pending: it completes first, then the member
-            // comes back
-            match target {
-                CsState::InCs => h.exit().await,
-                CsState::OutCs => h.enter().await,
-            }
-            .map_err(describe)?;
-        }
-        match target {
-            CsState::InCs => h.enter().await,
-            CsState::OutCs => h.exit().await,
-        }
-        .map_err(describe)
-    };
+    let call = async { h.reach(target).await.map_err(describe) };
     match timeout {
         None => call.await,
         Some(t) => match tokio::time::timeout(t, call).await {

@@ -60,6 +60,7 @@ pub mod cluster;
 pub mod frame;
 pub mod handshake;
 pub mod link;
+mod member;
 pub mod node;
 
 pub use cluster::Cluster;

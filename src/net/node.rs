@@ -219,6 +219,19 @@ impl NodeHandle {
         self.call(Sequence::Exit).await
     }
 
+    /// Brings the member to `target`, as [`Member`](crate::Member) calls do: at once if it is
+    /// there with nothing pending; a pending move away from `target` completes first, then
+    /// the member comes back; a pending move to `target` is waited for.
+    pub async fn reach(&self, target: CsState) -> Result<(), NodeError> {
+        if self.state() == target {
+            if self.pending().is_none() {
+                return Ok(());
+            }
+            self.call(Sequence::leaving(target)).await?;
+        }
+        self.call(Sequence::leaving(target).flip()).await
+    }
+
     async fn call(&self, seq: Sequence) -> Result<(), NodeError> {
         let (tx, rx) = oneshot::channel();
         self.commands

@@ -29,6 +29,11 @@ pub enum QuotaError {
     /// An engine thread of the quota died: a bug in lkcs, to be reported. The quota can no
     /// longer make progress.
     Internal(String),
+    /// A member over TCP ([`Cluster::member`](crate::net::Cluster::member)): the call waits
+    /// on this member, and it has been silent beyond the cluster's peer timeout (or its link
+    /// is lost). The move keeps running, as after a timeout: the next call resolves it if
+    /// the peer comes back.
+    PeerUnreachable(usize),
 }
 
 impl QuotaError {
@@ -40,6 +45,14 @@ impl QuotaError {
     /// Whether this is [`QuotaError::Stalled`].
     pub fn is_stalled(&self) -> bool {
         matches!(self, QuotaError::Stalled(_))
+    }
+
+    /// The unreachable member of [`QuotaError::PeerUnreachable`].
+    pub fn unreachable_peer(&self) -> Option<usize> {
+        match self {
+            QuotaError::PeerUnreachable(p) => Some(*p),
+            _ => None,
+        }
     }
 
     /// Whether this is [`QuotaError::Shutdown`].
@@ -57,6 +70,10 @@ impl fmt::Display for QuotaError {
             QuotaError::Stalled(s) => write!(f, "{s}"),
             QuotaError::Shutdown => f.write_str("the quota has shut down"),
             QuotaError::Internal(why) => write!(f, "internal error in lkcs: {why}"),
+            QuotaError::PeerUnreachable(p) => write!(
+                f,
+                "member {p} is unreachable (silent beyond the peer timeout); the move keeps running and the next call resolves it"
+            ),
         }
     }
 }

@@ -26,30 +26,41 @@ pub enum MemberState {
     Exiting,
 }
 
-/// The engine side of one member, whatever the algorithm.
+/// The engine side of one member, whatever the algorithm and wherever it runs (a thread of
+/// this process, or a node over TCP).
 pub(crate) trait MemberEngine: Send + Sync {
     fn progress(&self) -> (CsState, Option<Sequence>);
-    fn reach(&self, target: CsState, deadline: Option<Instant>) -> Result<(), RuntimeError>;
-    fn poll_reach(&self, target: CsState, waker: &Waker) -> Poll<Result<(), RuntimeError>>;
+    fn reach(&self, target: CsState, deadline: Option<Instant>) -> Result<(), QuotaError>;
+    fn poll_reach(&self, target: CsState, waker: &Waker) -> Poll<Result<(), QuotaError>>;
     fn cancel_poll(&self);
     fn retire(&self);
 }
 
-impl<A: CsObject> MemberEngine for Handle<A> {
+/// A member on the thread runtime: its process's handle, and what explains a stall.
+pub(crate) struct ThreadMember<A: CsObject> {
+    pub(crate) handle: Handle<A>,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl<A: CsObject> MemberEngine for ThreadMember<A> {
     fn progress(&self) -> (CsState, Option<Sequence>) {
-        Handle::progress(self)
+        self.handle.progress()
     }
-    fn reach(&self, target: CsState, deadline: Option<Instant>) -> Result<(), RuntimeError> {
-        Handle::reach(self, target, deadline)
+    fn reach(&self, target: CsState, deadline: Option<Instant>) -> Result<(), QuotaError> {
+        self.handle
+            .reach(target, deadline)
+            .map_err(|e| self.shared.error(e))
     }
-    fn poll_reach(&self, target: CsState, waker: &Waker) -> Poll<Result<(), RuntimeError>> {
-        Handle::poll_reach(self, target, waker)
+    fn poll_reach(&self, target: CsState, waker: &Waker) -> Poll<Result<(), QuotaError>> {
+        self.handle
+            .poll_reach(target, waker)
+            .map(|r| r.map_err(|e| self.shared.error(e)))
     }
     fn cancel_poll(&self) {
-        Handle::cancel_poll(self)
+        self.handle.cancel_poll()
     }
     fn retire(&self) {
-        Handle::retire(self)
+        self.handle.retire()
     }
 }
 
@@ -69,7 +80,6 @@ impl<A: CsObject> MemberEngine for Handle<A> {
 pub struct Member {
     id: usize,
     engine: Box<dyn MemberEngine>,
-    shared: Arc<Shared>,
 }
 
 impl std::fmt::Debug for Member {
@@ -88,8 +98,8 @@ impl Drop for Member {
 }
 
 impl Member {
-    pub(crate) fn new(id: usize, engine: Box<dyn MemberEngine>, shared: Arc<Shared>) -> Member {
-        Member { id, engine, shared }
+    pub(crate) fn new(id: usize, engine: Box<dyn MemberEngine>) -> Member {
+        Member { id, engine }
     }
 
     /// The member's id: its index in [`Quota::members`](super::Quota::members), its
@@ -163,9 +173,7 @@ impl Member {
     }
 
     fn reach(&mut self, target: CsState, deadline: Option<Instant>) -> Result<(), QuotaError> {
-        self.engine
-            .reach(target, deadline)
-            .map_err(|e| self.shared.error(e))
+        self.engine.reach(target, deadline)
     }
 }
 
@@ -208,7 +216,7 @@ impl Future for Move<'_> {
             }
             Poll::Ready(r) => {
                 this.waiting = false;
-                Poll::Ready(r.map_err(|e| this.member.shared.error(e)))
+                Poll::Ready(r)
             }
         }
     }

@@ -1,0 +1,171 @@
+//! [`Member`] over TCP: the node of one member of a [`Cluster`], behind the same calls as a
+//! member of an in-process [`Quota`](crate::Quota) (blocking, with timeouts, async).
+
+use super::{Cluster, Logger, NetError, NodeError, NodeHandle};
+use crate::quota::member::MemberEngine;
+use crate::{CsState, Member, ProcessId, QuotaError, Sequence};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Instant;
+
+type Moving = Pin<Box<dyn Future<Output = Result<(), NodeError>> + Send>>;
+
+/// The engine of a member over TCP: its node, and the runtime the node's tasks run on.
+struct NetEngine {
+    node: NodeHandle,
+    runtime: Mutex<Option<tokio::runtime::Runtime>>,
+    /// The move an async call is waiting for, and where it goes.
+    polled: Mutex<Option<(CsState, Moving)>>,
+}
+
+fn quota_error(e: NodeError) -> QuotaError {
+    match e {
+        NodeError::PeerUnreachable(p) => QuotaError::PeerUnreachable(p.index()),
+        NodeError::Stopped => QuotaError::Shutdown,
+        NodeError::Call(e) => QuotaError::Internal(format!("the node refused a call: {e}")),
+    }
+}
+
+fn moving(node: &NodeHandle, target: CsState) -> Moving {
+    let node = node.clone();
+    Box::pin(async move { node.reach(target).await })
+}
+
+struct Unpark(std::thread::Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Polls `fut` on this thread until it is ready or `deadline` passes (`None`). The node's
+/// futures need no runtime of their own (its channels wake any waker), so a blocking call
+/// works from any thread, inside an async runtime or not.
+fn block_on<T>(mut fut: Pin<&mut dyn Future<Output = T>>, deadline: Option<Instant>) -> Option<T> {
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    loop {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return Some(v);
+        }
+        match deadline {
+            None => std::thread::park(),
+            Some(d) => {
+                let now = Instant::now();
+                if now >= d {
+                    return None;
+                }
+                std::thread::park_timeout(d - now);
+            }
+        }
+    }
+}
+
+impl MemberEngine for NetEngine {
+    fn progress(&self) -> (CsState, Option<Sequence>) {
+        (self.node.state(), self.node.pending())
+    }
+
+    fn reach(&self, target: CsState, deadline: Option<Instant>) -> Result<(), QuotaError> {
+        let mut fut = moving(&self.node, target);
+        match block_on(fut.as_mut(), deadline) {
+            Some(r) => r.map_err(quota_error),
+            None => Err(QuotaError::Timeout),
+        }
+    }
+
+    fn poll_reach(&self, target: CsState, waker: &Waker) -> Poll<Result<(), QuotaError>> {
+        let mut polled = self.polled.lock().unwrap_or_else(|p| p.into_inner());
+        if polled.as_ref().is_none_or(|(t, _)| *t != target) {
+            *polled = Some((target, moving(&self.node, target)));
+        }
+        let (_, fut) = polled.as_mut().expect("set above");
+        let r = fut.as_mut().poll(&mut Context::from_waker(waker));
+        if r.is_ready() {
+            *polled = None;
+        }
+        r.map(|r| r.map_err(quota_error))
+    }
+
+    fn cancel_poll(&self) {
+        *self.polled.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    fn retire(&self) {
+        self.node.shutdown();
+        if let Some(rt) = self
+            .runtime
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl Cluster {
+    /// Starts member `id`'s node in this process, listening at its address in the cluster
+    /// file, logging to stderr, and returns it as a [`Member`]: `enter`, `exit`, their
+    /// timeouts and async forms behave as for an in-process quota; a call that waits on a
+    /// member silent beyond the peer timeout returns [`QuotaError::PeerUnreachable`] naming
+    /// it. The node runs on its own two threads until the member is dropped; dropping it
+    /// stops the node (its peers then see it unreachable: a member over TCP cannot leave
+    /// the cluster for good on its own, see docs/net.md).
+    ///
+    /// ```no_run
+    /// let cluster = lkcs::net::Cluster::load("examples/cluster3.toml".as_ref())?;
+    /// let mut me = cluster.member(0)?;
+    /// me.enter()?;
+    /// // ... at least 1 and at most 2 of the three members are active ...
+    /// me.exit()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn member(&self, id: usize) -> Result<Member, NetError> {
+        self.member_with(id, None, super::stderr_logger())
+    }
+
+    /// [`Cluster::member`] listening at `bind` (when given) and logging to `log`.
+    pub fn member_with(
+        &self,
+        id: usize,
+        bind: Option<SocketAddr>,
+        log: Logger,
+    ) -> Result<Member, NetError> {
+        let me = u32::try_from(id)
+            .ok()
+            .filter(|&i| (i as usize) < self.len())
+            .map(ProcessId)
+            .ok_or_else(|| {
+                NetError::Config(format!(
+                    "no member {id}: the cluster has members 0..{}",
+                    self.len()
+                ))
+            })?;
+        let addr = bind.or(self.address(me)).expect("id checked");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name(format!("lkcs-node-{id}"))
+            .enable_all()
+            .build()
+            .map_err(|e| NetError::Io(format!("cannot start the node's runtime: {e}")))?;
+        let node = {
+            let _in = runtime.enter();
+            let listener = std::net::TcpListener::bind(addr)
+                .and_then(|l| l.set_nonblocking(true).map(|()| l))
+                .and_then(tokio::net::TcpListener::from_std)
+                .map_err(|e| NetError::Io(format!("{me} cannot listen on {addr}: {e}")))?;
+            self.spawn(me, listener, None, log)?
+        };
+        let engine = NetEngine {
+            node,
+            runtime: Mutex::new(Some(runtime)),
+            polled: Mutex::new(None),
+        };
+        Ok(Member::new(id, Box::new(engine)))
+    }
+}
