@@ -137,9 +137,12 @@ impl<A: CsObject, M: Mailbox> Runtime<A, M> {
             handles: None,
             watchdog: None,
         };
+        // one table of senders shared by every process thread (a clone per thread would be
+        // n² senders: O(n²) memory and start time)
+        let peers = Arc::new(senders.clone());
         for (obj, rx) in objects.into_iter().zip(receivers) {
             let name = format!("lkcs-{}", obj.id());
-            let (peers, shared) = (senders.clone(), shared.clone());
+            let (peers, shared) = (peers.clone(), shared.clone());
             match thread::spawn_named(name, move || process::run::<A, M>(obj, rx, peers, shared)) {
                 Ok(t) => rt.threads.push(t),
                 Err(e) => {

@@ -14,17 +14,19 @@
 //! handling a message inherits that message's pair. Everything is seeded with ChaCha8, whose
 //! stream is stable across versions: a run is replayed by its seed.
 
+mod queue;
+
 use crate::config::{Instance, Observed};
 use crate::cs::{CsObject, CsState, Message, Outbox, Sequence};
 use crate::error::{ConfigError, Problem};
 use crate::id::ProcessId;
 use crate::metrics::{PairRecord, Stats, Waiting};
+use queue::EventQueue;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use std::borrow::Cow;
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
@@ -278,29 +280,6 @@ enum EventKind<M> {
     Client(ProcessId),
 }
 
-struct Event<M> {
-    time: u64,
-    seq: u64,
-    kind: EventKind<M>,
-}
-
-impl<M> PartialEq for Event<M> {
-    fn eq(&self, o: &Self) -> bool {
-        (self.time, self.seq) == (o.time, o.seq)
-    }
-}
-impl<M> Eq for Event<M> {}
-impl<M> PartialOrd for Event<M> {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl<M> Ord for Event<M> {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.time, self.seq).cmp(&(o.time, o.seq))
-    }
-}
-
 enum TraceEntry<M> {
     Deliver {
         from: ProcessId,
@@ -391,43 +370,38 @@ pub fn bare_event_loop<M: Message>(
     seed: u64,
 ) -> u64 {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut queue: BinaryHeap<Reverse<Event<M>>> = BinaryHeap::with_capacity(in_flight);
+    let mut queue = EventQueue::new();
     let n = processes.max(1);
-    let mut seq = 0;
     for i in 0..in_flight {
         let to = ProcessId::from(i % n);
-        queue.push(Reverse(Event {
-            time: 0,
-            seq,
-            kind: EventKind::Deliver {
+        queue.push(
+            0,
+            EventKind::Deliver {
                 from: to,
                 to,
                 msg: msg.clone(),
                 tag: (to, 0),
             },
-        }));
-        seq += 1;
+        );
     }
     let mut now = 0;
     for _ in 0..events {
-        let Some(Reverse(ev)) = queue.pop() else {
+        let Some((time, kind)) = queue.pop() else {
             break;
         };
-        now = ev.time;
-        if let EventKind::Deliver { to, msg, tag, .. } = ev.kind {
+        now = time;
+        if let EventKind::Deliver { to, msg, tag, .. } = kind {
             let d = delay.draw(&mut rng);
             let next = ProcessId::from((to.index() + 1) % n);
-            queue.push(Reverse(Event {
-                time: now + d,
-                seq,
-                kind: EventKind::Deliver {
+            queue.push(
+                now + d,
+                EventKind::Deliver {
                     from: to,
                     to: next,
                     msg,
                     tag,
                 },
-            }));
-            seq += 1;
+            );
         }
     }
     now
@@ -441,8 +415,7 @@ struct Sim<'a, A: CsObject> {
     cfg: &'a SimConfig,
     procs: Vec<A>,
     rng: ChaCha8Rng,
-    queue: BinaryHeap<Reverse<Event<A::Msg>>>,
-    next_seq: u64,
+    queue: EventQueue<EventKind<A::Msg>>,
     /// The last delivery time on each link that carried a message (looked up, never iterated).
     link_clock: HashMap<(ProcessId, ProcessId), u64, BuildHasherDefault<LinkHasher>>,
     now: u64,
@@ -485,8 +458,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
             cfg,
             procs,
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
-            queue: BinaryHeap::new(),
-            next_seq: 0,
+            queue: EventQueue::new(),
             link_clock: HashMap::default(),
             now: 0,
             events: 0,
@@ -516,12 +488,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
     }
 
     fn push(&mut self, time: u64, kind: EventKind<A::Msg>) {
-        self.queue.push(Reverse(Event {
-            time,
-            seq: self.next_seq,
-            kind,
-        }));
-        self.next_seq += 1;
+        self.queue.push(time, kind);
     }
 
     fn delay(&mut self) -> u64 {
@@ -630,15 +597,15 @@ impl<'a, A: CsObject> Sim<'a, A> {
                     }
                 }
             }
-            let Some(Reverse(ev)) = self.queue.pop() else {
+            let Some((time, kind)) = self.queue.pop() else {
                 if !self.done {
                     deadlock = true;
                 }
                 break;
             };
-            self.now = ev.time;
+            self.now = time;
             self.events += 1;
-            self.handle(ev.kind);
+            self.handle(kind);
         }
         self.report(deadlock, stalled)
     }

@@ -4,9 +4,10 @@
 #![cfg(not(loom))]
 
 use lkcs::{
-    cycle_pairs, lmutex_instance, lmutex_system, CallError, CondvarMailbox, CsObject, CsState,
-    Handle, Leaders, Lkcs, LkcsRules, Lmutin, LmutinMsg, LmutinRules, Mailbox, Outbox, ProcessId,
-    Runtime, RuntimeConfig, RuntimeError, Sequence, Topology,
+    cycle_pairs, gcs_system, lmutex_instance, lmutex_system, quorums_of, CallError, CondvarMailbox,
+    Coterie, CsObject, CsState, Handle, Leaders, Lkcs, LkcsRules, Lmutin, LmutinMsg, LmutinRules,
+    Maekawa, Mailbox, MutinRules, Outbox, ProcessId, Runtime, RuntimeConfig, RuntimeError,
+    Sequence, Topology,
 };
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -529,4 +530,83 @@ fn a_second_concurrent_call_on_one_handle_is_refused() {
     assert_eq!(results[1], Err(RuntimeError::Call(CallError::Busy)));
     rt.shutdown();
     assert_eq!(rt.report().violations, 0);
+}
+
+/// The limit on a whole `cycle_pairs` call of the large runs: a deadlock fails the test
+/// instead of hanging it (not a timing assertion: a run takes about a second).
+const LARGE_LIMIT: Duration = Duration::from_secs(300);
+
+/// Starts `procs` under the monitor of `inst`, runs `pairs` pairs on every process from its
+/// own client thread, and checks the monitor, the pairs and the message count's lower bound.
+fn run_large<A: CsObject>(inst: lkcs::Instance, procs: Vec<A>, pairs: usize, best: u64) {
+    let n = procs.len();
+    let mut rt = Runtime::start(
+        procs,
+        RuntimeConfig {
+            monitor: Some(inst),
+        },
+    )
+    .expect("start");
+    assert_eq!(rt.len(), n);
+    let handles = rt.take_handles().expect("handles");
+    let done = cycle_pairs(&handles, pairs, Some(LARGE_LIMIT)).expect("every process completes");
+    assert_eq!(done.len(), n);
+    assert!(done.iter().all(|&d| d >= pairs), "{done:?}");
+    drop(handles);
+    rt.shutdown();
+    let report = rt.report();
+    assert!(report.monitored);
+    assert_eq!(report.violations, 0, "{:?}", report.first_violations);
+    assert!(report.state_changes >= (2 * pairs * n) as u64);
+    assert!(report.messages >= best, "{} < {best}", report.messages);
+}
+
+/// 1,024 process threads (and 1,024 client threads): LMUTIN on torus:32x32 with l_i = 2
+/// completes two pairs per process under the monitor, no bound ever broken.
+#[test]
+fn lmutin_on_1024_threads_is_safe_and_live() {
+    let topo = Topology::torus(32, 32).expect("torus");
+    let l = vec![2; 1024];
+    let initial = Lmutin::instance(&topo, &l)
+        .expect("instance")
+        .find_safe_initial()
+        .expect("safe initial");
+    let (inst, procs) =
+        Lmutin::system(&topo, &l, &initial, LmutinRules::CORRECTED).expect("system");
+    // best case 3(|N_i|+1) = 15 messages per pair on a torus
+    run_large(inst, procs, 2, 1024 * 2 * 15);
+}
+
+/// (l,k)-GCS on complete:256 (grid coterie, |Q| = 31, Maekawa as both `mx`, l = 64,
+/// k = 192, half the processes in the CS) completes one pair per process under the monitor.
+/// complete:1024 takes about 7 s on 2 cores (1.2 million messages), too long for a test: it
+/// runs, with the same checks, in `examples/runtime_scaling.rs`.
+#[test]
+fn gcs_on_complete_256_is_safe_and_live() {
+    let n = 256;
+    let topo = Topology::complete(n).expect("complete");
+    let coterie = Coterie::grid(n).expect("grid coterie");
+    let idle = vec![CsState::OutCs; n];
+    let mx = || Maekawa::system(&coterie, &idle).expect("maekawa").1;
+    let initial: Vec<CsState> = (0..n)
+        .map(|i| {
+            if i < n / 2 {
+                CsState::InCs
+            } else {
+                CsState::OutCs
+            }
+        })
+        .collect();
+    let (inst, procs) = gcs_system(
+        &topo,
+        &quorums_of(&coterie),
+        (n / 4, 3 * n / 4),
+        &initial,
+        (mx(), mx()),
+        MutinRules::CORRECTED,
+    )
+    .expect("gcs system");
+    // a pair costs at least a Request to each of the 31 quorum members (the simulator's
+    // sequential best case is 16 per member)
+    run_large(inst, procs, 1, 256 * 31);
 }

@@ -8,7 +8,9 @@ use crate::sync::{Condvar, Mutex};
 use std::collections::VecDeque;
 
 /// Sends into a mailbox. Every sender pushes in order, so each (sender, mailbox) link is FIFO.
-pub trait MailSender<T>: Clone + Send + 'static {
+/// `Sync`: the process threads of a runtime share one table of every mailbox's sender (one
+/// table, not a clone of it per thread: n² senders took 0.4 GB at 5,000 processes).
+pub trait MailSender<T>: Clone + Send + Sync + 'static {
     /// Queues `item`; gives it back when the receiver is gone.
     fn send(&self, item: T) -> Result<(), T>;
 }

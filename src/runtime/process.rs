@@ -75,7 +75,7 @@ impl Drop for DeathGuard<'_> {
 pub(crate) fn run<A: CsObject, M: Mailbox>(
     mut obj: A,
     rx: M::Receiver<Envelope<A::Msg>>,
-    peers: Vec<M::Sender<Envelope<A::Msg>>>,
+    peers: Arc<Vec<M::Sender<Envelope<A::Msg>>>>,
     shared: Arc<Shared>,
 ) {
     let id = obj.id();

@@ -1,0 +1,348 @@
+//! The thread runtime from 16 to 1,024 processes: start time, memory and messages/s of
+//! LMUTIN on a torus and (l,k)-GCS on `complete:N`, both under the global monitor, against a
+//! crossbeam relay with the same thread count and message pattern.
+//!
+//! Run: `cargo run --release --example runtime_scaling` (prints the Markdown table of
+//! docs/measurements/scale.md; about a minute on 2 cores). `-- 16 64` runs those sizes only.
+//!
+//! Every row runs in a child process of its own (this binary with `--row`), so its peak
+//! memory is its own. Per row:
+//! - **start**: `Runtime::start` (spawning one thread per process and its mailbox), or, for
+//!   the relay, spawning its relay threads;
+//! - **RSS after start**: the resident memory the started threads and mailboxes added
+//!   (`VmRSS` of /proc/self/status after the start minus before it; the algorithm's objects are
+//!   built before and not counted), and the **peak** RSS of the whole child (`VmHWM`);
+//! - **messages/s** while every process cycles Exit/Entry pairs from its own client thread
+//!   ([`cycle_pairs`], the clients spawned inside the timed part), counted by the runtime;
+//!   the relay's clients run the same number of pairs with the best case's messages per pair
+//!   (Request to every peer, a Grant back from each, Release: 3 per peer, the pattern of
+//!   `crossbeam_relay` in benches/runtime.rs), its clients spawned inside the timed part too.
+//!
+//! LMUTIN: torus:√n×√n, l_i = 2, the safe start `find_safe_initial` picks; the relay's peers
+//! are the closed neighbourhoods. GCS: complete:n, grid coterie, Maekawa as both `mx`,
+//! l = n/4, k = 3n/4, the first n/2 processes in the CS; the relay's peers are the quorums.
+//! Every row checks that the monitor saw no bound broken and that every process completed its
+//! pairs. Absolute rates depend on the machine and its load; the ratios within a row are the
+//! result.
+
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use lkcs::{
+    cycle_pairs, gcs_system, quorums_of, Coterie, CsObject, CsState, Lmutin, LmutinRules, Maekawa,
+    MutinRules, Runtime, RuntimeConfig, Sequence, Topology,
+};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The sizes of the full run.
+const SIZES: [usize; 4] = [16, 64, 256, 1024];
+
+/// The limit on one row's pairs: a deadlock panics instead of hanging.
+const LIMIT: Duration = Duration::from_secs(300);
+
+/// What one row measured.
+#[derive(Debug)]
+struct Measured {
+    start_ms: f64,
+    start_kib: u64,
+    peak_kib: u64,
+    messages: u64,
+    pairs: u64,
+    secs: f64,
+}
+
+impl Measured {
+    fn line(&self) -> String {
+        format!(
+            "{} {} {} {} {} {}",
+            self.start_ms, self.start_kib, self.peak_kib, self.messages, self.pairs, self.secs
+        )
+    }
+
+    fn parse(s: &str) -> Option<Measured> {
+        let f: Vec<&str> = s.split_whitespace().collect();
+        Some(Measured {
+            start_ms: f.first()?.parse().ok()?,
+            start_kib: f.get(1)?.parse().ok()?,
+            peak_kib: f.get(2)?.parse().ok()?,
+            messages: f.get(3)?.parse().ok()?,
+            pairs: f.get(4)?.parse().ok()?,
+            secs: f.get(5)?.parse().ok()?,
+        })
+    }
+
+    fn rate(&self) -> f64 {
+        self.messages as f64 / self.secs
+    }
+}
+
+/// A field of /proc/self/status in KiB (0 where there is none).
+fn status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Pairs per process of a row: enough messages to time, few enough for a minute in all.
+fn pairs_for(system: &str, n: usize) -> usize {
+    match system {
+        "lmutin" => 50,
+        _ => (4096 / n).clamp(1, 20),
+    }
+}
+
+/// The side of the square torus with `n` processes.
+fn side(n: usize) -> usize {
+    (n as f64).sqrt().round() as usize
+}
+
+fn lmutin_topology(n: usize) -> Topology {
+    let s = side(n);
+    Topology::torus(s, s).expect("torus")
+}
+
+/// Each row's peers for the relay: closed neighbourhoods (LMUTIN) or quorums (GCS).
+fn peers(system: &str, n: usize) -> Vec<Vec<usize>> {
+    if system == "lmutin" {
+        let topo = lmutin_topology(n);
+        topo.processes()
+            .map(|p| topo.closed(p).iter().map(|q| q.index()).collect())
+            .collect()
+    } else {
+        let coterie = Coterie::grid(n).expect("grid coterie");
+        quorums_of(&coterie)
+            .iter()
+            .map(|q| q.iter().map(|p| p.index()).collect())
+            .collect()
+    }
+}
+
+/// Starts `procs` under the monitor of `inst`, runs `pairs` pairs per process, checks the
+/// monitor and the pairs.
+fn run_runtime<A: CsObject>(inst: lkcs::Instance, procs: Vec<A>, pairs: usize) -> Measured {
+    let before = status_kib("VmRSS:");
+    let t = Instant::now();
+    let mut rt = Runtime::start(
+        procs,
+        RuntimeConfig {
+            monitor: Some(inst),
+        },
+    )
+    .expect("start");
+    let start_ms = t.elapsed().as_secs_f64() * 1e3;
+    let start_kib = status_kib("VmRSS:").saturating_sub(before);
+    let handles = rt.take_handles().expect("handles");
+    let t = Instant::now();
+    let done = cycle_pairs(&handles, pairs, Some(LIMIT)).expect("every process completes");
+    let secs = t.elapsed().as_secs_f64();
+    assert!(done.iter().all(|&d| d >= pairs));
+    drop(handles);
+    rt.shutdown();
+    let report = rt.report();
+    assert!(report.monitored);
+    assert_eq!(report.violations, 0, "{:?}", report.first_violations);
+    Measured {
+        start_ms,
+        start_kib,
+        peak_kib: status_kib("VmHWM:"),
+        messages: report.messages,
+        pairs: done.iter().sum::<usize>() as u64,
+        secs,
+    }
+}
+
+fn lmutin_row(n: usize) -> Measured {
+    let topo = lmutin_topology(n);
+    let l = vec![2; n];
+    let inst = Lmutin::instance(&topo, &l).expect("instance");
+    let initial = inst.find_safe_initial().expect("safe initial");
+    let (inst, procs) =
+        Lmutin::system(&topo, &l, &initial, LmutinRules::CORRECTED).expect("system");
+    run_runtime(inst, procs, pairs_for("lmutin", n))
+}
+
+fn gcs_row(n: usize) -> Measured {
+    let topo = Topology::complete(n).expect("topology");
+    let coterie = Coterie::grid(n).expect("grid coterie");
+    let idle = vec![CsState::OutCs; n];
+    let mx = || Maekawa::system(&coterie, &idle).expect("maekawa").1;
+    let initial: Vec<CsState> = (0..n)
+        .map(|i| {
+            if i < n / 2 {
+                CsState::InCs
+            } else {
+                CsState::OutCs
+            }
+        })
+        .collect();
+    let (inst, procs) = gcs_system(
+        &topo,
+        &quorums_of(&coterie),
+        (n / 4, 3 * n / 4),
+        &initial,
+        (mx(), mx()),
+        MutinRules::CORRECTED,
+    )
+    .expect("gcs system");
+    run_runtime(inst, procs, pairs_for("gcs", n))
+}
+
+#[derive(Clone, Copy, Debug)]
+enum RelayMsg {
+    Request(usize),
+    Grant,
+    Release,
+    /// A client command: start the sequence.
+    Begin(Sequence),
+    Stop,
+}
+
+/// The relay: per process a relay thread owning a crossbeam mailbox, and a client thread that
+/// `pairs` times asks it to exit (answered once every peer granted) and to enter (Release to
+/// every peer, answered at once), waiting for each answer as a `Handle` caller does.
+fn relay_row(peers: &[Vec<usize>], pairs: usize) -> Measured {
+    let n = peers.len();
+    let before = status_kib("VmRSS:");
+    let t = Instant::now();
+    let (txs, rxs): (Vec<Sender<RelayMsg>>, Vec<Receiver<RelayMsg>>) =
+        (0..n).map(|_| unbounded()).unzip();
+    let (done_txs, done_rxs): (Vec<Sender<()>>, Vec<Receiver<()>>) =
+        (0..n).map(|_| bounded(1)).unzip();
+    std::thread::scope(|s| {
+        for ((i, rx), done_tx) in rxs.into_iter().enumerate().zip(done_txs) {
+            let (txs, mine) = (&txs, &peers[i]);
+            s.spawn(move || {
+                let send = |to: usize, m: RelayMsg| {
+                    let _ = txs[to].send(m);
+                };
+                let mut grants = 0;
+                while let Ok(m) = rx.recv() {
+                    match m {
+                        RelayMsg::Begin(Sequence::Entry) => {
+                            mine.iter().for_each(|&q| send(q, RelayMsg::Release));
+                            let _ = done_tx.send(());
+                        }
+                        RelayMsg::Begin(Sequence::Exit) => {
+                            grants = 0;
+                            mine.iter().for_each(|&q| send(q, RelayMsg::Request(i)));
+                        }
+                        RelayMsg::Request(from) => send(from, RelayMsg::Grant),
+                        RelayMsg::Grant => {
+                            grants += 1;
+                            if grants == mine.len() {
+                                let _ = done_tx.send(());
+                            }
+                        }
+                        RelayMsg::Release => {}
+                        RelayMsg::Stop => break,
+                    }
+                }
+            });
+        }
+        let start_ms = t.elapsed().as_secs_f64() * 1e3;
+        let start_kib = status_kib("VmRSS:").saturating_sub(before);
+        let t = Instant::now();
+        std::thread::scope(|c| {
+            for (me, done_rx) in txs.iter().zip(&done_rxs) {
+                c.spawn(move || {
+                    for _ in 0..pairs {
+                        for seq in [Sequence::Exit, Sequence::Entry] {
+                            let _ = me.send(RelayMsg::Begin(seq));
+                            done_rx.recv().expect("the relay answers");
+                        }
+                    }
+                });
+            }
+        });
+        let secs = t.elapsed().as_secs_f64();
+        for tx in &txs {
+            let _ = tx.send(RelayMsg::Stop);
+        }
+        Measured {
+            start_ms,
+            start_kib,
+            peak_kib: status_kib("VmHWM:"),
+            messages: peers.iter().map(|p| 3 * p.len() * pairs).sum::<usize>() as u64,
+            pairs: (n * pairs) as u64,
+            secs,
+        }
+    })
+}
+
+/// Runs one row in this process and prints its measurements on one line.
+fn row(system: &str, what: &str, n: usize) {
+    let pairs = pairs_for(system, n);
+    let m = match (system, what) {
+        ("lmutin", "runtime") => lmutin_row(n),
+        ("gcs", "runtime") => gcs_row(n),
+        (_, "relay") => relay_row(&peers(system, n), pairs),
+        _ => panic!("unknown row {system} {what}"),
+    };
+    println!("{}", m.line());
+}
+
+/// Runs one row in a child process.
+fn child(system: &str, what: &str, n: usize) -> Measured {
+    let exe = std::env::current_exe().expect("this binary");
+    let out = Command::new(exe)
+        .args(["--row", system, what, &n.to_string()])
+        .output()
+        .expect("child");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{system} {what} n = {n} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Measured::parse(&text).unwrap_or_else(|| panic!("unreadable row: {text}"))
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1}", kib as f64 / 1024.0)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--row") {
+        let n = args[3].parse().expect("n");
+        row(&args[1], &args[2], n);
+        return;
+    }
+    let sizes: Vec<usize> = if args.is_empty() {
+        SIZES.to_vec()
+    } else {
+        args.iter().map(|a| a.parse().expect("a size")).collect()
+    };
+    println!("| system | threads | pairs/process | start ms (runtime / relay) | RSS after start MiB (runtime / relay) | peak RSS MiB (runtime / relay) | runtime msgs/pair | runtime msgs/s | relay msgs/s | runtime ÷ relay |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for system in ["lmutin", "gcs"] {
+        for &n in &sizes {
+            let rt = child(system, "runtime", n);
+            let relay = child(system, "relay", n);
+            let name = if system == "lmutin" {
+                format!("LMUTIN torus:{0}x{0}", side(n))
+            } else {
+                format!("GCS complete:{n}")
+            };
+            println!(
+                "| {name} | {n} | {} | {:.1} / {:.1} | {} / {} | {} / {} | {:.1} | {:.0} K | {:.0} K | {:.2} |",
+                pairs_for(system, n),
+                rt.start_ms,
+                relay.start_ms,
+                mib(rt.start_kib),
+                mib(relay.start_kib),
+                mib(rt.peak_kib),
+                mib(relay.peak_kib),
+                rt.messages as f64 / rt.pairs as f64,
+                rt.rate() / 1e3,
+                relay.rate() / 1e3,
+                rt.rate() / relay.rate(),
+            );
+        }
+    }
+}
