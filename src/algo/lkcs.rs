@@ -22,7 +22,16 @@
 //! normally keeps l_i+1 ≤ |CS_i| ≤ k_i−1, and reaches l_i or k_i only through a sidetrack
 //! move. Preconditions: a leader with |N_LDR| ≥ 4; k_q − l_q ≥ 3 for every P_q within two hops
 //! of it; an initial configuration that is safe, and tightly safe (l_q+1 ≤ |CS_q| ≤ k_q−1)
-//! within two hops. [`Lkcs::build`] checks them all and reports every one that fails.
+//! within two hops. [`Lkcs::build`] checks them all and reports every one that fails. Before
+//! them it refuses an instance in which some process can never move, whatever the algorithm
+//! (no configuration meeting the bounds lets it move: [`Instance::immovable`]), naming those
+//! processes; the tight start is searched with [`Instance::find_safe_initial_quickly`]
+//! (bounded backtracking, then a local search), so a refusal costs at most about 0.3 M
+//! steps per candidate leader.
+//!
+//! **Liveness is not guaranteed.** The waits that remain, the mechanism designed to resolve
+//! them all (age order everywhere, the sidetrack as the oldest request's last step) and the
+//! sweep that measures the current rules are in `docs/lkcs-liveness.md`.
 //!
 //! **Messages.** `Request(at, ts)`, `Grant(at)`, `Release(at)`, `Preempt(at)`,
 //! `Relinquish(at)` (LMUTIN's, per type `at` ∈ {MUTIN, MUTEX}); `Trigger(at, ts)` (leader →
@@ -296,6 +305,10 @@ use crate::id::{ProcessId, Stamp};
 use crate::topology::Topology;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// Backtracking steps per process and starting state in the up-front test for processes
+/// that can never move ([`Instance::immovable`]).
+const IMMOVABLE_BUDGET: usize = 20_000;
 
 /// The smallest leader degree |N_LDR| LKCS allows.
 pub const MIN_LEADER_DEGREE: usize = 4;
@@ -707,6 +720,16 @@ impl Lkcs {
         rules: LkcsRules,
     ) -> Result<LkcsSystem, ConfigError> {
         inst.topology().require_stored("lkcs")?;
+        let frozen = inst.immovable(IMMOVABLE_BUDGET);
+        if !frozen.is_empty() {
+            let names: Vec<String> = frozen.iter().map(ToString::to_string).collect();
+            return Err(ConfigError::one(Problem::Invalid(format!(
+                "{} can never move: from no configuration that meets the bounds does its move \
+                 keep every bound of its closed neighbourhood (no algorithm can let it \
+                 complete a pair)",
+                names.join(", ")
+            ))));
+        }
         let n = inst.len();
         if let Some(s) = initial.filter(|s| s.len() != n) {
             return Err(ConfigError::one(Problem::Invalid(format!(
@@ -744,7 +767,9 @@ impl Lkcs {
                     ConfigError::check(problems)?;
                     s.to_vec()
                 }
-                None => operating.find_safe_initial().map_err(ConfigError::one)?,
+                None => operating
+                    .find_safe_initial_quickly()
+                    .map_err(ConfigError::one)?,
             };
             return Lkcs::assemble(inst, &[p], vec![p], initial, rules);
         }
@@ -786,7 +811,9 @@ impl Lkcs {
                     Some(b) => Err(format!("the given start is not tight: {b}")),
                     None => Ok(s.to_vec()),
                 },
-                None => operating.find_safe_initial().map_err(|e| e.to_string()),
+                None => operating
+                    .find_safe_initial_quickly()
+                    .map_err(|e| e.to_string()),
             };
             match start {
                 Ok(start) if *leaders == Leaders::Auto => {
