@@ -14,7 +14,7 @@ const SEARCH_BUDGET: usize = 2_000_000;
 /// The backtracking budget of [`Instance::find_safe_initial_quickly`].
 const QUICK_SEARCH_BUDGET: usize = 100_000;
 /// The local search's flips in [`Instance::find_safe_initial_quickly`].
-const LOCAL_SEARCH_FLIPS: usize = 200_000;
+const LOCAL_SEARCH_FLIPS: usize = 20_000;
 
 /// A process's bounds: at least `l` and at most `k` processes of its closed neighbourhood
 /// N_i ∪ {P_i} in the CS.
@@ -394,7 +394,7 @@ impl Instance {
     /// A safe configuration found quickly, or a quick refusal: the backtracking search of
     /// [`Instance::find_safe_initial`] with a budget of 100,000 steps (its
     /// "none exists" is exact and final), then, when that budget runs out, a seeded
-    /// min-conflicts local search of at most 200,000 flips (on dense graphs
+    /// min-conflicts local search of at most 20,000 flips (on dense graphs
     /// with narrow per-process bounds, where the backtracking thrashes, it finds a start in
     /// a few thousand flips). Where the backtracking succeeds the start is the same as
     /// [`Instance::find_safe_initial`]'s.

@@ -26,8 +26,8 @@
 //! them it refuses an instance in which some process can never move, whatever the algorithm
 //! (no configuration meeting the bounds lets it move: [`Instance::immovable`]), naming those
 //! processes; the tight start is searched with [`Instance::find_safe_initial_quickly`]
-//! (bounded backtracking, then a local search), so a refusal costs at most about 0.3 M
-//! steps per candidate leader.
+//! (bounded backtracking, then a local search); after three candidate leaders whose search
+//! gave up, the others are not tried, so a refusal stays within a few seconds.
 //!
 //! **Liveness is not guaranteed.** The waits that remain, the mechanism designed to resolve
 //! them all (age order everywhere, the sidetrack as the oldest request's last step) and the
@@ -309,6 +309,10 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Backtracking steps per process and starting state in the up-front test for processes
 /// that can never move ([`Instance::immovable`]).
 const IMMOVABLE_BUDGET: usize = 20_000;
+
+/// How many candidate leaders' start searches may give up (budget spent, nothing found)
+/// before [`Lkcs::build`] refuses without trying the others.
+const MAX_SEARCHES_GIVEN_UP: usize = 3;
 
 /// The smallest leader degree |N_LDR| LKCS allows.
 pub const MIN_LEADER_DEGREE: usize = 4;
@@ -804,7 +808,18 @@ impl Lkcs {
             Leaders::All if !all.is_empty() => vec![all],
             _ => singles.collect(),
         };
-        for group in groups {
+        let candidates = groups.len();
+        let mut gave_up = 0;
+        for (tried, group) in groups.into_iter().enumerate() {
+            if gave_up == MAX_SEARCHES_GIVEN_UP {
+                // refuse fast: each search that gives up costs a full budget
+                why.push(format!(
+                    "the start search gave up for {gave_up} candidate leaders; the other {} \
+                     were not tried (give a start with --initial, or a leader with --leader)",
+                    candidates - tried
+                ));
+                break;
+            }
             let operating = Lkcs::operating_instance(inst, &group)?;
             let start = match initial {
                 Some(s) => match tight_violations(inst, &operating, s).first() {
@@ -821,7 +836,10 @@ impl Lkcs {
                     return Lkcs::assemble(inst, &group, watchers, start, rules);
                 }
                 Ok(start) => return Lkcs::assemble(inst, &group, group.clone(), start, rules),
-                Err(e) if group.len() == 1 => why.push(format!("{}: {e}", group[0])),
+                Err(e) if group.len() == 1 => {
+                    gave_up += usize::from(e.contains("search gave up"));
+                    why.push(format!("{}: {e}", group[0]));
+                }
                 Err(e) => why.push(format!("every able process leading: {e}")),
             }
         }
