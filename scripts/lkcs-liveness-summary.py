@@ -13,6 +13,8 @@ import sys
 
 
 def line(name, sel):
+    if not sel:
+        return
     ran = [r for r in sel if r["outcome"] != "refused"]
     fail = [r for r in ran if r["outcome"] == "failed"]
     passed = [r for r in ran if r["outcome"] == "passed"]
