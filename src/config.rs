@@ -11,6 +11,10 @@ use std::collections::VecDeque;
 
 /// How many search nodes [`Instance::find_safe_initial`] visits before giving up.
 const SEARCH_BUDGET: usize = 2_000_000;
+/// The backtracking budget of [`Instance::find_safe_initial_quickly`].
+const QUICK_SEARCH_BUDGET: usize = 100_000;
+/// The local search's flips in [`Instance::find_safe_initial_quickly`].
+const LOCAL_SEARCH_FLIPS: usize = 20_000;
 
 /// A process's bounds: at least `l` and at most `k` processes of its closed neighbourhood
 /// N_i ∪ {P_i} in the CS.
@@ -214,11 +218,277 @@ impl Instance {
         broken
     }
 
+    /// The processes that can never move: for each of them no configuration meets every
+    /// bound of its closed neighbourhood both before and after it changes state, whichever
+    /// state it starts in. No algorithm can ever let such a process complete a sequence
+    /// without breaking a bound, so a system that must move it is not solvable.
+    ///
+    /// The test is exact: for each process and starting state, a backtracking search over the
+    /// processes within two hops against the bounds of N_p ∪ {P_p} (the only ones a move of
+    /// P_p changes), each asked for one more unit of slack on the side the move uses (a "no"
+    /// there is final), then, when that finds an assignment, the same question on the whole
+    /// instance (the assignment must extend to a configuration that meets every bound). Each
+    /// search takes at most `budget` steps; a process whose search runs out of budget is not
+    /// reported (the answer is then "not shown immovable", never a false refusal). On a complete graph every closed neighbourhood is the whole system: every
+    /// process is immovable exactly when the largest l_i equals the smallest k_i.
+    pub fn immovable(&self, budget: usize) -> Vec<ProcessId> {
+        if let Some(global) = &self.global {
+            let n = self.len();
+            return if global.lower[n - 1] >= global.upper[0] {
+                self.topology.processes().collect()
+            } else {
+                Vec::new()
+            };
+        }
+        self.topology
+            .processes()
+            .filter(|&p| {
+                [CsState::InCs, CsState::OutCs]
+                    .into_iter()
+                    .all(|s| self.can_move_from(p, s, budget) == Some(false))
+            })
+            .collect()
+    }
+
+    /// Whether some configuration that meets every bound, with `p` in `state`, lets `p` move
+    /// without breaking a bound; `None` when `budget` steps were not enough. First the local
+    /// search (a "no" there is final), then the whole instance with `p` fixed and one more
+    /// unit of slack asked of every bound of its closed neighbourhood.
+    fn can_move_from(&self, p: ProcessId, state: CsState, budget: usize) -> Option<bool> {
+        if self.can_move_locally(p, state, budget)? {
+            let mut bounds = self.bounds.clone();
+            for j in self.topology.closed(p) {
+                let b = &mut bounds[j.index()];
+                match state {
+                    CsState::InCs => b.l += 1,
+                    CsState::OutCs => b.k -= 1,
+                }
+            }
+            let narrowed = Instance {
+                topology: self.topology.clone(),
+                bounds,
+                global: None,
+            };
+            let order = |q: ProcessId| {
+                if q == p {
+                    [state, state]
+                } else {
+                    [CsState::InCs, CsState::OutCs]
+                }
+            };
+            match narrowed.search_within(order, budget) {
+                Ok(_) => Some(true),
+                Err(None) => None,
+                Err(Some(_)) => Some(false),
+            }
+        } else {
+            Some(false)
+        }
+    }
+
+    /// Whether some assignment of the processes within two hops of `p`, with `p` in `state`,
+    /// meets every bound of `p`'s closed neighbourhood before and after `p` flips; `None`
+    /// when `budget` backtracking steps were not enough.
+    fn can_move_locally(&self, p: ProcessId, state: CsState, budget: usize) -> Option<bool> {
+        let t = &self.topology;
+        let judges = t.closed(p);
+        // the bounds each judge needs before the move: one more slack on the side p leaves
+        let range: Vec<(usize, usize)> = judges
+            .iter()
+            .map(|&j| {
+                let b = self.bounds(j);
+                match state {
+                    CsState::InCs => (b.l + 1, b.k),
+                    CsState::OutCs => (b.l, b.k.saturating_sub(1)),
+                }
+            })
+            .collect();
+        if range.iter().any(|&(lo, hi)| lo > hi) {
+            return Some(false);
+        }
+        // the variables: every process in a judge's closed neighbourhood, p first
+        let mut vars: Vec<ProcessId> = vec![p];
+        for &j in &judges {
+            for q in t.closed(j) {
+                if !vars.contains(&q) {
+                    vars.push(q);
+                }
+            }
+        }
+        // for each variable, the judges it counts for
+        let counts_for: Vec<Vec<usize>> = vars
+            .iter()
+            .map(|&v| {
+                judges
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &j)| j == v || t.neighbors(j).contains(&v))
+                    .map(|(x, _)| x)
+                    .collect()
+            })
+            .collect();
+        let mut in_cs = vec![0usize; judges.len()];
+        let mut undecided: Vec<usize> = judges.iter().map(|&j| t.degree(j) + 1).collect();
+        let feasible = |in_cs: &[usize], undecided: &[usize], touched: &[usize]| {
+            touched.iter().all(|&x| {
+                let (lo, hi) = range[x];
+                in_cs[x] <= hi && in_cs[x] + undecided[x] >= lo
+            })
+        };
+        let apply =
+            |in_cs: &mut [usize], undecided: &mut [usize], v: usize, on: bool, inside: bool| {
+                for &x in &counts_for[v] {
+                    if on {
+                        undecided[x] -= 1;
+                        in_cs[x] += usize::from(inside);
+                    } else {
+                        undecided[x] += 1;
+                        in_cs[x] -= usize::from(inside);
+                    }
+                }
+            };
+        // p is fixed; each other variable tries in, then out
+        apply(&mut in_cs, &mut undecided, 0, true, state == CsState::InCs);
+        if !feasible(&in_cs, &undecided, &counts_for[0]) {
+            return Some(false);
+        }
+        let n = vars.len();
+        let mut tried = vec![0u8; n];
+        let mut depth = 1;
+        let mut steps = 0usize;
+        loop {
+            if depth == n {
+                return Some(true);
+            }
+            if tried[depth] > 0 {
+                apply(&mut in_cs, &mut undecided, depth, false, tried[depth] == 1);
+            }
+            if tried[depth] == 2 {
+                tried[depth] = 0;
+                depth -= 1;
+                if depth == 0 {
+                    return Some(false);
+                }
+                continue;
+            }
+            tried[depth] += 1;
+            steps += 1;
+            if steps > budget {
+                return None;
+            }
+            let inside = tried[depth] == 1;
+            apply(&mut in_cs, &mut undecided, depth, true, inside);
+            if feasible(&in_cs, &undecided, &counts_for[depth]) {
+                depth += 1;
+            }
+        }
+    }
+
     /// Finds a safe configuration (every bound holds) by backtracking in breadth-first order,
     /// trying InCS before OutCS. Returns a [`Problem::NoSafeInitial`] when none exists or
     /// the search budget runs out.
     pub fn find_safe_initial(&self) -> Result<Vec<CsState>, Problem> {
         self.search(|_| [CsState::InCs, CsState::OutCs])
+    }
+
+    /// A safe configuration found quickly, or a quick refusal: the backtracking search of
+    /// [`Instance::find_safe_initial`] with a budget of 100,000 steps (its
+    /// "none exists" is exact and final), then, when that budget runs out, a seeded
+    /// min-conflicts local search of at most 20,000 flips (on dense graphs
+    /// with narrow per-process bounds, where the backtracking thrashes, it finds a start in
+    /// a few thousand flips). Where the backtracking succeeds the start is the same as
+    /// [`Instance::find_safe_initial`]'s.
+    pub fn find_safe_initial_quickly(&self) -> Result<Vec<CsState>, Problem> {
+        match self.search_within(|_| [CsState::InCs, CsState::OutCs], QUICK_SEARCH_BUDGET) {
+            Ok(states) => Ok(states),
+            Err(Some(none)) => Err(none),
+            Err(None) => self.local_search(0, LOCAL_SEARCH_FLIPS).ok_or_else(|| {
+                Problem::NoSafeInitial(format!(
+                    "search gave up after {QUICK_SEARCH_BUDGET} backtracking steps and \
+                     {LOCAL_SEARCH_FLIPS} local-search flips; give one with --initial"
+                ))
+            }),
+        }
+    }
+
+    /// Min-conflicts local search for a safe configuration: from a seeded random start,
+    /// repeatedly take a random closed neighbourhood whose bound fails and flip the member
+    /// (among those whose flip moves that count the right way) that most reduces the total
+    /// distance of every count to its range, or a random one with probability 1/5.
+    fn local_search(&self, seed: u64, max_flips: usize) -> Option<Vec<CsState>> {
+        let n = self.len();
+        let t = &self.topology;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut states: Vec<CsState> = (0..n)
+            .map(|_| {
+                if rng.random_bool(0.5) {
+                    CsState::InCs
+                } else {
+                    CsState::OutCs
+                }
+            })
+            .collect();
+        let mut in_cs: Vec<usize> = t
+            .processes()
+            .map(|p| self.in_cs_around(&states, p))
+            .collect();
+        let off = |j: usize, c: usize| {
+            let b = self.bounds[j];
+            b.l.saturating_sub(c) + c.saturating_sub(b.k)
+        };
+        let members = |q: ProcessId| t.closed(q);
+        for _ in 0..max_flips {
+            let violated: Vec<usize> = (0..n).filter(|&j| off(j, in_cs[j]) > 0).collect();
+            if violated.is_empty() {
+                return Some(states);
+            }
+            let j = violated[rng.random_range(0..violated.len())];
+            let want_in = in_cs[j] < self.bounds[j].l;
+            let candidates: Vec<ProcessId> = members(ProcessId::from(j))
+                .into_iter()
+                .filter(|q| (states[q.index()] == CsState::InCs) != want_in)
+                .collect();
+            if candidates.is_empty() {
+                return None;
+            }
+            let pick = if rng.random_range(0..5) == 0 {
+                candidates[rng.random_range(0..candidates.len())]
+            } else {
+                let delta = |q: ProcessId| -> i64 {
+                    let d: i64 = if states[q.index()] == CsState::InCs {
+                        -1
+                    } else {
+                        1
+                    };
+                    members(q)
+                        .iter()
+                        .map(|x| {
+                            let c = in_cs[x.index()];
+                            off(x.index(), (c as i64 + d) as usize) as i64
+                                - off(x.index(), c) as i64
+                        })
+                        .sum()
+                };
+                let best = candidates.iter().map(|&q| delta(q)).min().unwrap_or(0);
+                let ties: Vec<ProcessId> = candidates
+                    .iter()
+                    .copied()
+                    .filter(|&q| delta(q) == best)
+                    .collect();
+                ties[rng.random_range(0..ties.len())]
+            };
+            let i = pick.index();
+            states[i] = !states[i];
+            for x in members(pick) {
+                let c = &mut in_cs[x.index()];
+                if states[i] == CsState::InCs {
+                    *c += 1;
+                } else {
+                    *c -= 1;
+                }
+            }
+        }
+        None
     }
 
     /// Like [`Instance::find_safe_initial`], but the value tried first for each process is
@@ -237,6 +507,23 @@ impl Instance {
     }
 
     fn search(&self, order: impl Fn(ProcessId) -> [CsState; 2]) -> Result<Vec<CsState>, Problem> {
+        self.search_within(order, SEARCH_BUDGET).map_err(|e| {
+            e.unwrap_or_else(|| {
+                Problem::NoSafeInitial(format!(
+                    "search gave up after {SEARCH_BUDGET} steps; give one with --initial"
+                ))
+            })
+        })
+    }
+
+    /// The backtracking search of [`Instance::find_safe_initial`] with `budget` steps: a
+    /// process whose two values in `order` are the same is fixed to it. `Err(None)` when
+    /// the budget ran out.
+    fn search_within(
+        &self,
+        order: impl Fn(ProcessId) -> [CsState; 2],
+        budget: usize,
+    ) -> Result<Vec<CsState>, Option<Problem>> {
         let n = self.len();
         if let Some(global) = &self.global {
             // Every closed neighbourhood is the whole system: with c in the CS and r processes
@@ -254,9 +541,9 @@ impl Instance {
                     c <= min_k && c + rest >= max_l
                 });
                 let Some(value) = value else {
-                    return Err(Problem::NoSafeInitial(
+                    return Err(Some(Problem::NoSafeInitial(
                         "no assignment of InCS/OutCS meets every process's bounds".into(),
-                    ));
+                    )));
                 };
                 c += usize::from(value == CsState::InCs);
                 states.push(value);
@@ -286,7 +573,7 @@ impl Instance {
                 .processes()
                 .map(|p| self.topology.degree(p) + 1)
                 .collect(),
-            budget: SEARCH_BUDGET,
+            budget,
         };
         match s.go() {
             Some(true) => Ok(s
@@ -294,12 +581,10 @@ impl Instance {
                 .into_iter()
                 .map(|x| x.unwrap_or(CsState::OutCs))
                 .collect()),
-            Some(false) => Err(Problem::NoSafeInitial(
+            Some(false) => Err(Some(Problem::NoSafeInitial(
                 "no assignment of InCS/OutCS meets every process's bounds".into(),
-            )),
-            None => Err(Problem::NoSafeInitial(format!(
-                "search gave up after {SEARCH_BUDGET} steps; give one with --initial"
             ))),
+            None => Err(None),
         }
     }
 }
@@ -331,7 +616,8 @@ impl<F: Fn(ProcessId) -> [CsState; 2]> Search<'_, F> {
             if tried[depth] > 0 {
                 self.assign(p, values[tried[depth] - 1], false);
             }
-            if tried[depth] == 2 {
+            // a process fixed to one value (both entries the same) tries it once
+            if tried[depth] == 2 || (tried[depth] == 1 && values[0] == values[1]) {
                 tried[depth] = 0;
                 self.states[p.index()] = None;
                 if depth == 0 {
@@ -550,6 +836,59 @@ mod tests {
         assert_eq!(err.problems.len(), 3);
         assert!(uniform(Topology::ring(4).unwrap(), 2, 2).is_err());
         assert!(uniform(Topology::ring(4).unwrap(), 1, 2).is_ok());
+    }
+
+    /// Brute force: the processes that cannot move from any safe configuration.
+    fn immovable_by_enumeration(inst: &Instance) -> Vec<ProcessId> {
+        let safe = inst.safe_configurations().unwrap();
+        inst.topology()
+            .processes()
+            .filter(|&p| {
+                !safe.iter().any(|c| {
+                    let mut c = c.clone();
+                    inst.move_keeps_bounds(&mut c, p)
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn immovable_processes_are_exactly_those_no_safe_configuration_lets_move() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let mut frozen_seen = 0;
+        let mut movable_seen = 0;
+        for round in 0..300u64 {
+            let t = match round % 4 {
+                0 => Topology::torus(3, 4).unwrap(),
+                1 => Topology::grid(3, 4).unwrap(),
+                2 => Topology::random(11, 0.35, round).unwrap(),
+                _ => Topology::complete(6).unwrap(),
+            };
+            let bounds: Vec<Bounds> = t
+                .processes()
+                .map(|p| {
+                    let c = t.degree(p) + 1;
+                    let l = rng.random_range(0..c);
+                    Bounds {
+                        l,
+                        k: rng.random_range(l + 1..=c),
+                    }
+                })
+                .collect();
+            let inst = Instance::new(t, bounds).unwrap();
+            if inst.safe_configurations().unwrap().is_empty() {
+                continue;
+            }
+            let expected = immovable_by_enumeration(&inst);
+            assert_eq!(inst.immovable(1_000_000), expected, "round {round}");
+            frozen_seen += expected.len();
+            movable_seen += inst.len() - expected.len();
+        }
+        // the sample has both kinds, so the comparison is not vacuous
+        assert!(
+            frozen_seen > 0 && movable_seen > 0,
+            "{frozen_seen} {movable_seen}"
+        );
     }
 
     #[test]

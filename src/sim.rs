@@ -21,6 +21,7 @@ use crate::cs::{CsObject, CsState, Message, Outbox, Sequence};
 use crate::error::{ConfigError, Problem};
 use crate::id::ProcessId;
 use crate::metrics::{PairRecord, Stats, Waiting};
+use crate::topology::Topology;
 use queue::EventQueue;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -206,6 +207,13 @@ pub struct SimReport {
     pub triggers: u64,
     /// Waiting times of completed sequences.
     pub waiting_time: Waiting,
+    /// Bounded waiting: the most times any one request (an Exit or Entry sequence, from its
+    /// call to its completion, or to the end of the run when it never completed) was
+    /// *overtaken*, i.e. a process of its requester's neighbourhood N_i completed a sequence
+    /// that it called strictly after the request was called, while the request waited. The
+    /// same definition for every algorithm (on a complete graph N_i is every other process);
+    /// 0 in the sequential workload, where one sequence runs at a time.
+    pub max_overtaken: u64,
     /// The seed.
     pub seed: u64,
     /// Simulated time at the end.
@@ -344,6 +352,7 @@ pub fn simulate<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &SimConfig
             messages_by_kind: BTreeMap::new(),
             triggers: 0,
             waiting_time: Waiting::default(),
+            max_overtaken: 0,
             seed: cfg.seed,
             end_time: 0,
             events: 0,
@@ -437,6 +446,7 @@ struct Sim<'a, A: CsObject> {
     /// How many processes still owe moves (see [`Sim::still_owes`]): the run is done at 0.
     owing: usize,
     done: bool,
+    overtaking: Overtaking,
 }
 
 impl<'a, A: CsObject> Sim<'a, A> {
@@ -484,6 +494,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
             plan: VecDeque::new(),
             owing: if cfg.pairs == 0 { 0 } else { n },
             done: cfg.pairs == 0,
+            overtaking: Overtaking::new(n),
         }
     }
 
@@ -588,11 +599,15 @@ impl<'a, A: CsObject> Sim<'a, A> {
                 }
                 match self.next_mover() {
                     Some(p) => self.push(self.now, EventKind::Client(p)),
+                    None if self.events >= self.cfg.max_events => continue,
                     None => {
-                        stalled = Some(
-                            "sequential workload: no process can move without breaking a bound"
-                                .into(),
-                        );
+                        // a property of the instance, not of the algorithm: from here the
+                        // problem itself allows no move, so no algorithm could go on
+                        stalled = Some(format!(
+                            "sequential workload: no legal move from this configuration ({}): \
+                             every process's move breaks a bound it must keep",
+                            crate::config::format_initial(self.observed.states())
+                        ));
                         break;
                     }
                 }
@@ -680,14 +695,30 @@ impl<'a, A: CsObject> Sim<'a, A> {
 
     /// A shortest sequence of moves, each keeping every (schedule) bound, after which some
     /// process in `required` can move; empty when none is found within the search limit.
-    fn helper_path(&self, start: &[CsState], required: &[bool]) -> VecDeque<usize> {
+    fn helper_path(&mut self, start: &[CsState], required: &[bool]) -> VecDeque<usize> {
+        // the search's work counts against --max-events: one event per configuration visited
+        let budget = self.cfg.max_events.saturating_sub(self.events);
+        let limit = HELPER_SEARCH_LIMIT.min(usize::try_from(budget).unwrap_or(usize::MAX));
+        let (path, visited) = self.helper_search(start, required, limit);
+        self.events = self.events.saturating_add(visited as u64);
+        path
+    }
+
+    /// [`Sim::helper_path`]'s breadth-first search, visiting at most `limit` configurations;
+    /// returns the path and how many configurations it visited.
+    fn helper_search(
+        &self,
+        start: &[CsState],
+        required: &[bool],
+        limit: usize,
+    ) -> (VecDeque<usize>, usize) {
         let n = start.len();
         let mut seen: HashMap<Vec<CsState>, usize> = HashMap::new();
         // (configuration, parent index, move that led here)
         let mut nodes: Vec<(Vec<CsState>, usize, usize)> = vec![(start.to_vec(), 0, 0)];
         seen.insert(start.to_vec(), 0);
         let mut head = 0;
-        while head < nodes.len() && nodes.len() < HELPER_SEARCH_LIMIT {
+        while head < nodes.len() && nodes.len() < limit {
             let mut states = nodes[head].0.clone();
             for p in 0..n {
                 if self
@@ -715,14 +746,14 @@ impl<'a, A: CsObject> Sim<'a, A> {
                             path.push_front(nodes[at].2);
                             at = nodes[at].1;
                         }
-                        return path;
+                        return (path, nodes.len());
                     }
                 }
                 states[p] = !states[p];
             }
             head += 1;
         }
-        VecDeque::new()
+        (VecDeque::new(), nodes.len())
     }
 
     /// How many (process, bound) pairs would break if each of `movers` moved alone.
@@ -764,6 +795,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
                 self.track[i].started += 1;
                 self.recount(before, i);
                 self.track[i].begun_at = self.now;
+                self.overtaking.begin(i);
                 (1u8, self.now, p, seq).hash(&mut self.trace_hash);
                 self.record(TraceEntry::Begin(p, seq));
                 self.procs[i].set_time(self.now);
@@ -838,6 +870,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
         let before = self.still_owes(i);
         self.track[i].completed += 1;
         self.recount(before, i);
+        self.overtaking.complete(self.inst.topology(), p);
         (2u8, self.now, p, new).hash(&mut self.trace_hash);
         self.record(TraceEntry::Complete(p, new));
         if new == old {
@@ -865,6 +898,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
     }
 
     fn report(self, deadlock: bool, stalled: Option<String>) -> SimReport {
+        let max_overtaken = self.overtaking.max(self.inst.topology());
         let mut pairs = Vec::new();
         for (i, accs) in self.acc.iter().enumerate() {
             let complete = self.track[i].completed / 2;
@@ -918,6 +952,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
                 entry_max: entries.max,
                 entry_mean: entries.mean,
             },
+            max_overtaken,
             seed: self.cfg.seed,
             end_time: self.now,
             events: self.events,
@@ -925,6 +960,117 @@ impl<'a, A: CsObject> Sim<'a, A> {
             trace,
             trace_hash: self.trace_hash.finish(),
         }
+    }
+}
+
+/// Counts how often each pending request is overtaken (see [`SimReport::max_overtaken`]).
+/// Sequences are numbered in the order they are called. On a stored graph a completion
+/// charges the neighbours whose pending request is older: O(|N_i|) per completion. On a
+/// complete graph (neighbours are everyone, and n can be 10^4) a request's count is the
+/// number of completed sequences numbered after it, read from a Fenwick tree over the
+/// numbers when it completes: O(log) per completion.
+struct Overtaking {
+    /// Per process, the number of its pending sequence (`u64::MAX` when none).
+    pending: Vec<u64>,
+    /// Per process, how often its pending request was overtaken (stored graphs).
+    count: Vec<u64>,
+    /// Sequences called so far.
+    called: u64,
+    /// Fenwick tree over sequence numbers: 1 at each completed sequence (complete graphs).
+    done: Vec<u64>,
+    /// Completed sequences (complete graphs).
+    done_total: u64,
+    max: u64,
+}
+
+impl Overtaking {
+    fn new(n: usize) -> Overtaking {
+        Overtaking {
+            pending: vec![u64::MAX; n],
+            count: vec![0; n],
+            called: 0,
+            done: Vec::new(),
+            done_total: 0,
+            max: 0,
+        }
+    }
+
+    fn begin(&mut self, p: usize) {
+        self.pending[p] = self.called;
+        self.count[p] = 0;
+        self.called += 1;
+    }
+
+    /// Completed sequences numbered at most `number` (complete graphs).
+    fn done_up_to(&self, number: u64) -> u64 {
+        let mut i = (number as usize + 1).min(self.done.len());
+        let mut sum = 0;
+        while i > 0 {
+            sum += self.done[i - 1];
+            i &= i - 1;
+        }
+        sum
+    }
+
+    /// How often `p`'s pending request was overtaken so far.
+    fn of(&self, t: &Topology, p: usize) -> u64 {
+        let mine = self.pending[p];
+        if mine == u64::MAX {
+            0
+        } else if t.is_complete() {
+            self.done_total - self.done_up_to(mine)
+        } else {
+            self.count[p]
+        }
+    }
+
+    fn complete(&mut self, t: &Topology, p: ProcessId) {
+        let i = p.index();
+        let mine = self.pending[i];
+        if mine == u64::MAX {
+            return;
+        }
+        self.max = self.max.max(self.of(t, i));
+        self.pending[i] = u64::MAX;
+        if t.is_complete() {
+            let at = mine as usize;
+            if self.done.len() <= at {
+                // grow to a power of two and rebuild (amortised O(1) per sequence)
+                let mut flags: Vec<u64> = (0..self.done.len() as u64)
+                    .map(|x| self.done_up_to(x) - if x == 0 { 0 } else { self.done_up_to(x - 1) })
+                    .collect();
+                flags.resize((at + 1).next_power_of_two(), 0);
+                self.done = vec![0; flags.len()];
+                for (x, &f) in flags.iter().enumerate() {
+                    if f > 0 {
+                        self.add(x);
+                    }
+                }
+            }
+            self.add(at);
+            self.done_total += 1;
+        } else {
+            for &q in t.neighbors(p) {
+                let j = q.index();
+                if self.pending[j] < mine {
+                    self.count[j] += 1;
+                    self.max = self.max.max(self.count[j]);
+                }
+            }
+        }
+    }
+
+    fn add(&mut self, at: usize) {
+        let mut i = at + 1;
+        while i <= self.done.len() {
+            self.done[i - 1] += 1;
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    /// The worst count, requests still pending included.
+    fn max(&self, t: &Topology) -> u64 {
+        (0..self.pending.len()).fold(self.max, |m, p| m.max(self.of(t, p)))
     }
 }
 

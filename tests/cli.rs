@@ -1370,3 +1370,56 @@ fn sweep_passes_printed_rules_to_every_run() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("initial-grants"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn lkcs_refuses_up_front_an_instance_whose_processes_can_never_move() {
+    // complete:6 where P5 needs at least 2 in the CS and P0 at most 2: every safe
+    // configuration has exactly 2 in, so no move keeps every bound, whoever moves
+    let dir = std::env::temp_dir().join(format!("lkcs-cli-frozen-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bounds.json");
+    std::fs::write(
+        &file,
+        r#"{"l": [0, 0, 0, 0, 0, 2], "k": [2, 6, 6, 6, 6, 6]}"#,
+    )
+    .unwrap();
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "lkcs",
+        "--topology",
+        "complete:6",
+        "--bounds",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let lines = stderr_lines(&out);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains("P0, P1, P2, P3, P4, P5 can never move"),
+        "{lines:?}"
+    );
+    // one more unit of slack (P0 may have 3) and every process can move again: the
+    // refusal is not about the leader (this instance has none that the paper accepts)
+    std::fs::write(
+        &file,
+        r#"{"l": [0, 0, 0, 0, 0, 2], "k": [3, 6, 6, 6, 6, 6]}"#,
+    )
+    .unwrap();
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "lkcs",
+        "--topology",
+        "complete:6",
+        "--bounds",
+        file.to_str().unwrap(),
+    ]);
+    assert!(
+        !stderr_lines(&out)
+            .iter()
+            .any(|l| l.contains("can never move")),
+        "{:?}",
+        stderr_lines(&out)
+    );
+}

@@ -22,7 +22,16 @@
 //! normally keeps l_i+1 ≤ |CS_i| ≤ k_i−1, and reaches l_i or k_i only through a sidetrack
 //! move. Preconditions: a leader with |N_LDR| ≥ 4; k_q − l_q ≥ 3 for every P_q within two hops
 //! of it; an initial configuration that is safe, and tightly safe (l_q+1 ≤ |CS_q| ≤ k_q−1)
-//! within two hops. [`Lkcs::build`] checks them all and reports every one that fails.
+//! within two hops. [`Lkcs::build`] checks them all and reports every one that fails. Before
+//! them it refuses an instance in which some process can never move, whatever the algorithm
+//! (no configuration meeting the bounds lets it move: [`Instance::immovable`]), naming those
+//! processes; the tight start is searched with [`Instance::find_safe_initial_quickly`]
+//! (bounded backtracking, then a local search); after three candidate leaders whose search
+//! gave up, the others are not tried, so a refusal stays within a few seconds.
+//!
+//! **Liveness is not guaranteed.** The waits that remain, the mechanism designed to resolve
+//! them all (age order everywhere, the sidetrack as the oldest request's last step) and the
+//! sweep that measures the current rules are in `docs/lkcs-liveness.md`.
 //!
 //! **Messages.** `Request(at, ts)`, `Grant(at)`, `Release(at)`, `Preempt(at)`,
 //! `Relinquish(at)` (LMUTIN's, per type `at` ∈ {MUTIN, MUTEX}); `Trigger(at, ts)` (leader →
@@ -296,6 +305,14 @@ use crate::id::{ProcessId, Stamp};
 use crate::topology::Topology;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// Backtracking steps per process and starting state in the up-front test for processes
+/// that can never move ([`Instance::immovable`]).
+const IMMOVABLE_BUDGET: usize = 20_000;
+
+/// How many candidate leaders' start searches may give up (budget spent, nothing found)
+/// before [`Lkcs::build`] refuses without trying the others.
+const MAX_SEARCHES_GIVEN_UP: usize = 3;
 
 /// The smallest leader degree |N_LDR| LKCS allows.
 pub const MIN_LEADER_DEGREE: usize = 4;
@@ -707,6 +724,16 @@ impl Lkcs {
         rules: LkcsRules,
     ) -> Result<LkcsSystem, ConfigError> {
         inst.topology().require_stored("lkcs")?;
+        let frozen = inst.immovable(IMMOVABLE_BUDGET);
+        if !frozen.is_empty() {
+            let names: Vec<String> = frozen.iter().map(ToString::to_string).collect();
+            return Err(ConfigError::one(Problem::Invalid(format!(
+                "{} can never move: from no configuration that meets the bounds does its move \
+                 keep every bound of its closed neighbourhood (no algorithm can let it \
+                 complete a pair)",
+                names.join(", ")
+            ))));
+        }
         let n = inst.len();
         if let Some(s) = initial.filter(|s| s.len() != n) {
             return Err(ConfigError::one(Problem::Invalid(format!(
@@ -744,7 +771,9 @@ impl Lkcs {
                     ConfigError::check(problems)?;
                     s.to_vec()
                 }
-                None => operating.find_safe_initial().map_err(ConfigError::one)?,
+                None => operating
+                    .find_safe_initial_quickly()
+                    .map_err(ConfigError::one)?,
             };
             return Lkcs::assemble(inst, &[p], vec![p], initial, rules);
         }
@@ -779,14 +808,27 @@ impl Lkcs {
             Leaders::All if !all.is_empty() => vec![all],
             _ => singles.collect(),
         };
-        for group in groups {
+        let candidates = groups.len();
+        let mut gave_up = 0;
+        for (tried, group) in groups.into_iter().enumerate() {
+            if gave_up == MAX_SEARCHES_GIVEN_UP {
+                // refuse fast: each search that gives up costs a full budget
+                why.push(format!(
+                    "the start search gave up for {gave_up} candidate leaders; the other {} \
+                     were not tried (give a start with --initial, or a leader with --leader)",
+                    candidates - tried
+                ));
+                break;
+            }
             let operating = Lkcs::operating_instance(inst, &group)?;
             let start = match initial {
                 Some(s) => match tight_violations(inst, &operating, s).first() {
                     Some(b) => Err(format!("the given start is not tight: {b}")),
                     None => Ok(s.to_vec()),
                 },
-                None => operating.find_safe_initial().map_err(|e| e.to_string()),
+                None => operating
+                    .find_safe_initial_quickly()
+                    .map_err(|e| e.to_string()),
             };
             match start {
                 Ok(start) if *leaders == Leaders::Auto => {
@@ -794,7 +836,10 @@ impl Lkcs {
                     return Lkcs::assemble(inst, &group, watchers, start, rules);
                 }
                 Ok(start) => return Lkcs::assemble(inst, &group, group.clone(), start, rules),
-                Err(e) if group.len() == 1 => why.push(format!("{}: {e}", group[0])),
+                Err(e) if group.len() == 1 => {
+                    gave_up += usize::from(e.contains("search gave up"));
+                    why.push(format!("{}: {e}", group[0]));
+                }
                 Err(e) => why.push(format!("every able process leading: {e}")),
             }
         }

@@ -1179,6 +1179,22 @@ pub(crate) fn run(args: &SweepArgs) -> ExitCode {
         failed.len(),
         started.elapsed().as_secs_f64()
     )];
+    // bounded waiting: the worst overtaking per algorithm (see `max_overtaken` in docs/cli.md)
+    for (alg, _) in &counts {
+        let of = records.iter().filter(|r| r.point.algorithm == *alg);
+        let worst = of
+            .filter_map(|r| {
+                r.json
+                    .get("max_overtaken")
+                    .and_then(serde_json::Value::as_u64)
+            })
+            .max();
+        if let Some(worst) = worst {
+            summary.push(format!(
+                "  {alg}: a request was overtaken at most {worst} time(s) (max_overtaken)"
+            ));
+        }
+    }
     // the most frequent reasons first, at most ten lines of them
     let mut reasons = skipped.clone();
     reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
