@@ -74,6 +74,8 @@ struct Watch {
     observed: Observed,
     violations: Vec<String>,
     reports: usize,
+    /// The members that reported at least one change.
+    movers: std::collections::BTreeSet<usize>,
     max_in_cs: usize,
     min_in_cs: usize,
 }
@@ -89,6 +91,7 @@ impl Monitor {
             observed: Observed::new(cluster.instance(), initial),
             violations: Vec::new(),
             reports: 0,
+            movers: Default::default(),
             max_in_cs: in_cs,
             min_in_cs: in_cs,
         }));
@@ -130,6 +133,7 @@ fn serve_monitor(conn: TcpStream, shared: &Mutex<Watch>) {
             let mut w = shared.lock().unwrap();
             let w = &mut *w;
             w.reports += 1;
+            w.movers.insert(p.index());
             for (q, c) in w.observed.apply(&w.inst, p, now) {
                 let b = w.inst.bounds(q);
                 w.violations.push(format!(
@@ -421,8 +425,9 @@ fn a_killed_node_is_named_by_the_survivors() {
     ];
     let started = Instant::now();
     let mut nodes: Vec<Node> = (0..4).map(|i| spawn_node(&file, i, &args)).collect();
-    // wait until the run is under way: the monitor has seen moves
-    while monitor.state.lock().unwrap().reports < 40 {
+    // wait until the run is under way: every node has moved (each started its workload,
+    // so all its neighbours had connected)
+    while monitor.state.lock().unwrap().movers.len() < 4 {
         assert!(started.elapsed() < GUARD, "the cluster never started");
         thread::sleep(Duration::from_millis(5));
     }
@@ -595,8 +600,10 @@ fn a_wrong_secret_or_quota_is_refused_and_the_cluster_is_unaffected() {
             ],
         );
         thread::sleep(Duration::from_millis(300));
-        let (ended, monitor, _) = run_cycle(&dir, &good, 30);
-        assert_clean_run(&ended, &monitor, 30);
+        // long enough (about a second) for the rogue, redialling every 200 ms at most, to
+        // reach member 2 while it runs
+        let (ended, monitor, _) = run_cycle(&dir, &good, 300);
+        assert_clean_run(&ended, &monitor, 300);
         let r = finish(rogue, started);
         assert_eq!(r.code, Some(1), "{what}: {}", r.stderr);
         assert!(

@@ -148,11 +148,12 @@ fn logger(verbose: bool) -> Logger {
             LogEvent::Connected { .. } | LogEvent::Disconnected { .. }
         ) || matches!(
             event,
+            // dialling a peer that is not listening yet
             LogEvent::Refused {
                 peer: Some(_),
-                error: lkcs::net::HandshakeError::Io(_),
+                error: lkcs::net::HandshakeError::Io(e),
                 ..
-            }
+            } if e.contains("refused")
         );
         if verbose || !noisy {
             warn!("lkcs-net {me}: {event}");
@@ -368,10 +369,14 @@ async fn cycle(cluster: &Cluster, h: &NodeHandle, args: &NodeArgs) -> ExitCode {
         }
         Err(_) => {
             let s = h.status();
-            let missing: Vec<_> = s.peers.difference(&s.connected).collect();
+            let missing: Vec<String> = s
+                .peers
+                .difference(&s.connected)
+                .map(|p| p.to_string())
+                .collect();
             warn!(
                 "error: {me}: {} never connected within {} s",
-                ids(missing.into_iter()),
+                missing.join(", "),
                 args.start_timeout
             );
             return ExitCode::from(1);

@@ -149,15 +149,35 @@ pub(crate) async fn recv<M: DeserializeOwned>(conn: &mut Conn) -> Result<Frame<M
     }
 }
 
-/// Tells the other side why, then returns the error.
+/// Tells the other side why, then returns the error. The connection is closed gracefully:
+/// the write side first, then what the other side still sends is read and dropped (for at
+/// most [`LINGER`]), so that the close is not a reset that could reach the other side before
+/// the refusal does.
 async fn refuse<M: Serialize>(
     conn: &mut Conn,
     why: Refusal,
     err: HandshakeError,
 ) -> HandshakeError {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let _ = send(conn, &Frame::<M>::Refuse(why)).await;
+    let stream = conn.get_mut();
+    let _ = stream.shutdown().await;
+    let drain = async {
+        let mut buf = [0u8; 4096];
+        let mut left: usize = 64 * 1024;
+        while left > 0 {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(LINGER, drain).await;
     err
 }
+
+/// How long a refusing side waits for the other side to close.
+const LINGER: std::time::Duration = std::time::Duration::from_millis(200);
 
 fn mac_of(secret: &[u8], first: &Hello, second: &Hello) -> Hmac<Sha256> {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret)

@@ -633,6 +633,12 @@ where
         accepted: &mut mpsc::Receiver<(Conn, PeerHello)>,
         last_heard: &mut Instant,
     ) -> Ended {
+        // acknowledgements are cumulative and only trim the sender's buffer (a reconnect
+        // resumes from what was delivered, not from what was acknowledged), so they go out
+        // every ACK_EVERY messages or with the next heartbeat, not one frame per message
+        let mut acked = self.inc.delivered();
+        // well inside the sender's window (the members share the cluster's timing)
+        let ack_every = (self.timing.window as u64 / 4).clamp(1, ACK_EVERY);
         let mut beat = tokio::time::interval(self.timing.heartbeat);
         beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -677,9 +683,11 @@ where
                                 if self.events.send(NetEvent::Message { from: self.peer, msg }).is_err() {
                                     return Ended::Shutdown;
                                 }
-                                let ack = Frame::<M>::Ack { seq };
-                                if let Err(e) = handshake::send(conn, &ack).await {
-                                    return Ended::Dropped(e.to_string());
+                                if seq - acked >= ack_every {
+                                    acked = seq;
+                                    if let Err(e) = handshake::send(conn, &Frame::<M>::Ack { seq }).await {
+                                        return Ended::Dropped(e.to_string());
+                                    }
                                 }
                             }
                             Arrival::Duplicate => {
@@ -724,7 +732,15 @@ where
                         self.mark_unreachable();
                         return Ended::Dropped("silent beyond the peer timeout".into());
                     }
-                    if let Err(e) = handshake::send(conn, &Frame::<M>::Heartbeat).await {
+                    // the heartbeat carries the acknowledgement of what arrived since the last one
+                    let delivered = self.inc.delivered();
+                    let frame = if delivered > acked {
+                        acked = delivered;
+                        Frame::<M>::Ack { seq: delivered }
+                    } else {
+                        Frame::<M>::Heartbeat
+                    };
+                    if let Err(e) = handshake::send(conn, &frame).await {
                         return Ended::Dropped(e.to_string());
                     }
                 }
@@ -735,6 +751,9 @@ where
 
 /// At most this many messages go out between two reads of a connection.
 const SEND_BATCH: usize = 64;
+
+/// A receiver acknowledges at least every this many messages (and with each heartbeat).
+const ACK_EVERY: u64 = 64;
 
 /// A frame's bytes for the codec. Data frames were checked to encode when buffered, and the
 /// other frames are small; one that did not would go out empty, which the peer refuses as

@@ -113,7 +113,7 @@ impl Cluster {
     /// file, logging to stderr, and returns it as a [`Member`]: `enter`, `exit`, their
     /// timeouts and async forms behave as for an in-process quota; a call that waits on a
     /// member silent beyond the peer timeout returns [`QuotaError::PeerUnreachable`] naming
-    /// it. The node runs on its own two threads until the member is dropped; dropping it
+    /// it. The node runs on a thread of its own until the member is dropped; dropping it
     /// stops the node (its peers then see it unreachable: a member over TCP cannot leave
     /// the cluster for good on its own, see docs/net.md).
     ///
@@ -148,7 +148,7 @@ impl Cluster {
             })?;
         let addr = bind.or(self.address(me)).expect("id checked");
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(1)
             .thread_name(format!("lkcs-node-{id}"))
             .enable_all()
             .build()

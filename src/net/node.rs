@@ -405,7 +405,14 @@ impl<A: CsObject> Node<A> {
     }
 
     fn call(&mut self, seq: Sequence, reply: Reply) {
-        if self.unclaimed.take() == Some(seq) {
+        let target = match seq {
+            Sequence::Entry => CsState::InCs,
+            Sequence::Exit => CsState::OutCs,
+        };
+        if self.unclaimed.take() == Some(seq)
+            && self.obj.state() == target
+            && self.obj.pending().is_none()
+        {
             let _ = reply.send(Ok(()));
             return;
         }
@@ -454,16 +461,17 @@ impl<A: CsObject> Node<A> {
                 self.published.send_replace(now);
             }
             if out.take_completed() {
-                match self.waiting.take() {
-                    Some((_, reply)) => {
-                        let _ = reply.send(Ok(()));
-                    }
-                    None => {
-                        self.unclaimed = Some(match state {
-                            CsState::InCs => Sequence::Entry,
-                            CsState::OutCs => Sequence::Exit,
-                        })
-                    }
+                // a call that gave up (timed out, dropped) has no one to answer: the next
+                // call of its kind gets the completion
+                let answered = match self.waiting.take() {
+                    Some((_, reply)) => reply.send(Ok(())).is_ok(),
+                    None => false,
+                };
+                if !answered {
+                    self.unclaimed = Some(match state {
+                        CsState::InCs => Sequence::Entry,
+                        CsState::OutCs => Sequence::Exit,
+                    })
                 }
             }
             for (to, msg) in out.drain() {

@@ -1,0 +1,431 @@
+//! Issue 17 item 8: a quota over loopback TCP against the thread runtime running the same
+//! algorithm on the same members, and against the network ceiling: bare TCP
+//! request/response with as many sequential round trips per pair as the algorithm sends
+//! remote messages per pair, halved.
+//!
+//! Run: `cargo run --release --example net_bench` (about a minute on 2 cores). For profiling,
+//! `NET_BENCH_CLUSTER_ONLY=I` measures only the cluster of case I (0: GCS n=3, 1: GCS n=5,
+//! 2: Maekawa n=5, 3: CDC n=5).
+//!
+//! For each case (algorithm, n, bounds) the benchmark measures three systems, each with a
+//! short warm-up (also used to size the measured phase to about `PHASE` seconds):
+//!
+//! - `cluster`: n members of one cluster file, each its own node over TCP on 127.0.0.1
+//!   (ports chosen free at run time), all in this process ([`lkcs::net::Cluster::member_with`]);
+//! - `runtime`: the thread runtime ([`lkcs::Quota`]) with the same algorithm, coterie, inner
+//!   mutual exclusion and initial configuration;
+//! - `ceiling`: n client threads, each doing `pairs × round trips per pair` blocking
+//!   write/read round trips of a 32-byte frame to its own echo thread over loopback TCP
+//!   (TCP_NODELAY). Round trips per pair = the remote messages per pair of `lkcs::sim::simulate`
+//!   on the same spec (concurrent workload, unit delays), divided by 2.
+//!
+//! In `cluster` and `runtime` every member runs on its own thread and cycles exit/entry pairs
+//! (state-dependent: an active member exits then enters, an inactive one enters then exits);
+//! with a lower bound a member that stopped could hold the others forever, so every member
+//! keeps cycling until all have made their pairs. Time runs from the start of the phase until
+//! the last member made its pairs; pairs/s counts every pair completed by then, and the
+//! per-pair latency is the mean time of one pair of one member.
+
+#[cfg(feature = "net")]
+mod bench {
+    use lkcs::cs::{CsObject, CsState};
+    use lkcs::net::{Cluster, LogEvent, Logger};
+    use lkcs::sim::{simulate, SimConfig};
+    use lkcs::{Algorithm, Instance, Member, ProcessId, Quota, QuotaError, SystemVisitor};
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Barrier, Mutex};
+    use std::time::{Duration, Instant};
+
+    /// Seconds a measured phase aims at.
+    const PHASE: f64 = 3.0;
+    /// Pairs per member in a warm-up phase.
+    const WARMUP_PAIRS: usize = 30;
+    /// A blocked call gives up this often to see whether the phase is over.
+    const POLL: Duration = Duration::from_millis(50);
+    /// The ceiling's frame.
+    const FRAME: usize = 32;
+
+    type Error = Box<dyn std::error::Error>;
+
+    /// One algorithm on n members.
+    struct Case {
+        name: &'static str,
+        algorithm: Algorithm,
+        n: usize,
+        /// (l, k) of a global quota; `None` for mutual exclusion (0, 1).
+        bounds: Option<(usize, usize)>,
+    }
+
+    impl Case {
+        fn label(&self) -> String {
+            match self.bounds {
+                Some((l, k)) => format!("{} l={l} k={k}", self.name),
+                None => format!("{} (mutex)", self.name),
+            }
+        }
+
+        /// The options every system gets, written as a cluster file's `[quota]`: the thread
+        /// runtime's defaults (grid coterie, CDC inside GCS, the l lowest ids active).
+        fn quota_table(&self) -> String {
+            let mut t = format!(
+                "algorithm = \"{}\"\ntopology = \"complete:{}\"\n",
+                self.algorithm.name(),
+                self.n
+            );
+            if let Some((l, k)) = self.bounds {
+                t += &format!("l = {l}\nk = {k}\n");
+                if l > 0 {
+                    let ids: Vec<String> = (0..l).map(|i| i.to_string()).collect();
+                    t += &format!("initial = \"in:{}\"\n", ids.join(","));
+                }
+            }
+            if matches!(self.algorithm, Algorithm::Gcs | Algorithm::Maekawa) {
+                t += "coterie = \"grid\"\n";
+            }
+            if self.algorithm == Algorithm::Gcs {
+                t += "mx = \"cdc\"\n";
+            }
+            t
+        }
+
+        fn quota(&self) -> Result<Quota, Error> {
+            let b = Quota::global(self.n).algorithm(self.algorithm);
+            let b = match self.bounds {
+                Some((l, k)) => b.between(l, k),
+                None => b.at_most(1),
+            };
+            Ok(b.build()?)
+        }
+    }
+
+    /// What one phase measured.
+    #[derive(Clone, Copy, Default)]
+    struct Phase {
+        pairs: usize,
+        wall: Duration,
+        /// Mean time of one pair of one member (ms).
+        latency_ms: f64,
+    }
+
+    impl Phase {
+        fn rate(&self) -> f64 {
+            self.pairs as f64 / self.wall.as_secs_f64()
+        }
+
+        /// Pairs per member for a phase of about `PHASE` seconds at this rate.
+        fn sized(&self, n: usize) -> usize {
+            ((self.rate() * PHASE / n as f64) as usize).clamp(WARMUP_PAIRS, 1_000_000)
+        }
+    }
+
+    /// A port free now on 127.0.0.1.
+    fn free_port() -> std::io::Result<u16> {
+        Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    }
+
+    /// Moves `m` in or out, giving up when the phase stops first: `Ok(false)`.
+    fn step(m: &mut Member, enter: bool, stop: &AtomicBool) -> Result<bool, QuotaError> {
+        loop {
+            let r = if enter {
+                m.enter_timeout(POLL)
+            } else {
+                m.exit_timeout(POLL)
+            };
+            match r {
+                Ok(()) => return Ok(true),
+                Err(_) if stop.load(Ordering::SeqCst) => return Ok(false),
+                Err(e) if e.is_timeout() => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Every member cycles pairs on its own thread until each has made `pairs`.
+    fn cycle(members: &mut [Member], pairs: usize) -> Result<Phase, Error> {
+        let n = members.len();
+        let remaining = AtomicUsize::new(n);
+        let stop = AtomicBool::new(false);
+        let end: Mutex<Option<Instant>> = Mutex::new(None);
+        let start = Barrier::new(n + 1);
+        let (t0, results) = std::thread::scope(|s| {
+            let workers: Vec<_> = members
+                .iter_mut()
+                .map(|m| {
+                    let (remaining, stop, end, start) = (&remaining, &stop, &end, &start);
+                    s.spawn(move || -> Result<(usize, f64), QuotaError> {
+                        start.wait();
+                        let (mut done, mut total) = (0usize, 0.0f64);
+                        loop {
+                            let began = Instant::now();
+                            let enter_first = !m.is_active();
+                            if !step(m, enter_first, stop)? || !step(m, !enter_first, stop)? {
+                                break;
+                            }
+                            if stop.load(Ordering::SeqCst) {
+                                break;
+                            }
+                            total += began.elapsed().as_secs_f64();
+                            done += 1;
+                            if done == pairs && remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
+                                *end.lock().expect("no panic") = Some(Instant::now());
+                                stop.store(true, Ordering::SeqCst);
+                            }
+                        }
+                        Ok((done, total))
+                    })
+                })
+                .collect();
+            start.wait();
+            let t0 = Instant::now();
+            let results: Vec<_> = workers
+                .into_iter()
+                .map(|w| w.join().expect("no worker panics"))
+                .collect();
+            (t0, results)
+        });
+        let (mut done, mut total) = (0, 0.0);
+        for r in results {
+            let (d, t) = r?;
+            done += d;
+            total += t;
+        }
+        let end = end.into_inner()?.ok_or("the phase never ended")?;
+        Ok(Phase {
+            pairs: done,
+            wall: end - t0,
+            latency_ms: total / done.max(1) as f64 * 1e3,
+        })
+    }
+
+    /// Warm-up, then a phase of about `PHASE` seconds.
+    fn measure(members: &mut [Member]) -> Result<Phase, Error> {
+        let warm = cycle(members, WARMUP_PAIRS)?;
+        cycle(members, warm.sized(members.len()))
+    }
+
+    /// The cluster over loopback TCP; also the remote messages per pair `simulate` counts on
+    /// the same spec.
+    fn cluster(case: &Case) -> Result<(Phase, f64), Error> {
+        let mut text =
+            String::from("secret = \"net-bench-secret-0123456789\"\nepoch = 1\n\n[quota]\n");
+        text += &case.quota_table();
+        text += "\n[members]\n";
+        for i in 0..case.n {
+            text += &format!("{i} = \"127.0.0.1:{}\"\n", free_port()?);
+        }
+        let cluster = Cluster::parse(&text)?;
+        let remote = cluster.spec().build(Remote)?;
+        // log what matters (refusals, drops, unreachable peers) until the run is over
+        let quiet = Arc::new(AtomicBool::new(false));
+        let log: Logger = {
+            let quiet = quiet.clone();
+            Arc::new(move |me: ProcessId, e: &LogEvent| {
+                // dials before a peer listens are refused: noise at the start
+                let noise = matches!(
+                    e,
+                    LogEvent::Connected { .. }
+                        | LogEvent::Disconnected { .. }
+                        | LogEvent::Refused { .. }
+                );
+                if !quiet.load(Ordering::SeqCst) && !noise {
+                    eprintln!("lkcs-net {me}: {e}");
+                }
+            })
+        };
+        let mut members = (0..case.n)
+            .map(|i| cluster.member_with(i, None, log.clone()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let phase = measure(&mut members)?;
+        quiet.store(true, Ordering::SeqCst);
+        drop(members);
+        Ok((phase, remote))
+    }
+
+    /// Simulates the spec; the mean remote messages per pair.
+    struct Remote;
+
+    impl SystemVisitor for Remote {
+        type Output = f64;
+        fn visit<A: CsObject>(self, instance: &Instance, _: &[CsState], procs: Vec<A>) -> f64 {
+            let cfg = SimConfig {
+                pairs: 500,
+                ..SimConfig::default()
+            };
+            simulate(instance, procs, &cfg)
+                .remote_messages_per_pair
+                .mean
+        }
+    }
+
+    /// The thread runtime on the same algorithm.
+    fn runtime(case: &Case) -> Result<Phase, Error> {
+        let quota = case.quota()?;
+        let mut members = quota.members();
+        let phase = measure(&mut members)?;
+        quota.shutdown();
+        Ok(phase)
+    }
+
+    /// n clients, each `round trips × pairs` request/response round trips to its own echo
+    /// thread.
+    fn ceiling_phase(n: usize, round_trips: f64, pairs: usize) -> Result<Phase, Error> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
+        let trips = ((round_trips * pairs as f64).round() as usize).max(1);
+        let start = Barrier::new(n + 1);
+        let (wall, per_client) = std::thread::scope(|s| -> Result<_, Error> {
+            let server = s.spawn(|| -> std::io::Result<()> {
+                std::thread::scope(|s| {
+                    for _ in 0..n {
+                        let (mut c, _) = listener.accept()?;
+                        c.set_nodelay(true)?;
+                        s.spawn(move || {
+                            let mut buf = [0u8; FRAME];
+                            while c.read_exact(&mut buf).is_ok() {
+                                if c.write_all(&buf).is_err() {
+                                    break;
+                                }
+                            }
+                        });
+                    }
+                    Ok(())
+                })
+            });
+            let clients: Vec<_> = (0..n)
+                .map(|_| {
+                    let start = &start;
+                    s.spawn(move || -> std::io::Result<Duration> {
+                        let mut c = TcpStream::connect(addr)?;
+                        c.set_nodelay(true)?;
+                        let mut buf = [7u8; FRAME];
+                        start.wait();
+                        let t = Instant::now();
+                        for _ in 0..trips {
+                            c.write_all(&buf)?;
+                            c.read_exact(&mut buf)?;
+                        }
+                        Ok(t.elapsed())
+                    })
+                })
+                .collect();
+            start.wait();
+            let t0 = Instant::now();
+            let mut per_client = Vec::new();
+            for c in clients {
+                per_client.push(c.join().expect("no client panics")?);
+            }
+            let wall = t0.elapsed();
+            server.join().expect("no server panic")?;
+            Ok((wall, per_client))
+        })?;
+        let mean = per_client.iter().map(Duration::as_secs_f64).sum::<f64>() / n as f64;
+        Ok(Phase {
+            pairs: n * pairs,
+            wall,
+            latency_ms: mean / pairs as f64 * 1e3,
+        })
+    }
+
+    fn ceiling(n: usize, round_trips: f64) -> Result<Phase, Error> {
+        // at least 2,000 round trips per client to size the measured phase
+        let warm_pairs = WARMUP_PAIRS.max((2000.0 / round_trips.max(0.5)) as usize);
+        let warm = ceiling_phase(n, round_trips, warm_pairs)?;
+        ceiling_phase(n, round_trips, warm.sized(n))
+    }
+
+    fn row(system: &str, case: &Case, p: &Phase) {
+        println!(
+            "| {system:<8} | {:<18} | {:>2} | {:>9} | {:>9.3} | {:>10.1} | {:>9.4} |",
+            case.label(),
+            case.n,
+            p.pairs,
+            p.wall.as_secs_f64(),
+            p.rate(),
+            p.latency_ms
+        );
+    }
+
+    pub fn main() -> Result<(), Error> {
+        let cases = [
+            Case {
+                name: "gcs",
+                algorithm: Algorithm::Gcs,
+                n: 3,
+                bounds: Some((1, 2)),
+            },
+            Case {
+                name: "gcs",
+                algorithm: Algorithm::Gcs,
+                n: 5,
+                bounds: Some((2, 3)),
+            },
+            Case {
+                name: "maekawa",
+                algorithm: Algorithm::Maekawa,
+                n: 5,
+                bounds: None,
+            },
+            Case {
+                name: "cdc",
+                algorithm: Algorithm::Cdc,
+                n: 5,
+                bounds: None,
+            },
+        ];
+        if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
+            println!("load average at the start: {}", load.trim());
+        }
+        println!(
+            "| system   | case               |  n |     pairs |    wall s |    pairs/s | pair ms   |"
+        );
+        println!(
+            "|----------|--------------------|---:|----------:|----------:|-----------:|----------:|"
+        );
+        // profiling: `NET_BENCH_CLUSTER_ONLY=I` measures the cluster of case I alone
+        if let Ok(i) = std::env::var("NET_BENCH_CLUSTER_ONLY") {
+            let case = cases.get(i.parse::<usize>()?).ok_or("no such case")?;
+            let (net, _) = cluster(case)?;
+            row("cluster", case, &net);
+            return Ok(());
+        }
+        let mut ratios = Vec::new();
+        for case in &cases {
+            let (net, remote) = cluster(case)?;
+            let rt = runtime(case)?;
+            let round_trips = remote / 2.0;
+            let top = ceiling(case.n, round_trips)?;
+            row("cluster", case, &net);
+            row("runtime", case, &rt);
+            row("ceiling", case, &top);
+            ratios.push((case.label(), case.n, remote, round_trips, net, rt, top));
+        }
+        println!();
+        println!(
+            "| case               |  n | remote msgs/pair | round trips/pair | cluster/runtime | cluster/ceiling | latency ceiling/cluster |"
+        );
+        println!(
+            "|--------------------|---:|-----------------:|-----------------:|----------------:|----------------:|------------------------:|"
+        );
+        for (label, n, remote, trips, net, rt, top) in &ratios {
+            println!(
+                "| {label:<18} | {n:>2} | {remote:>16.2} | {trips:>16.2} | {:>15.3} | {:>15.3} | {:>23.3} |",
+                net.rate() / rt.rate(),
+                net.rate() / top.rate(),
+                top.latency_ms / net.latency_ms
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "net")]
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    bench::main()
+}
+
+#[cfg(not(feature = "net"))]
+fn main() {
+    eprintln!("net_bench needs the `net` feature (on by default)");
+}
