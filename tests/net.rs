@@ -891,21 +891,25 @@ fn free_ports(n: usize) -> Vec<u16> {
     ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
 }
 
+/// Members `0..n` of a cluster with this `[quota]` on free ports, started in this process.
+fn start_members(quota: &str, n: usize) -> Vec<lkcs::Member> {
+    let cluster = lkcs::net::Cluster::parse(&cluster_file(quota, &free_ports(n))).unwrap();
+    let logs = Logs::default();
+    (0..n)
+        .map(|i| cluster.member_with(i, None, logs.logger()).unwrap())
+        .collect()
+}
+
 /// Members of a cluster file started in this process behave as the members of a `Quota`:
 /// a blocking exit that would leave nobody active times out and keeps running, another
 /// member's entry lets it complete, async calls work, a blocking call works inside an async
 /// runtime, and a full quota blocks an entry.
 #[test]
 fn cluster_members_keep_the_bounds_with_the_quota_calls() {
-    let text = cluster_file(
+    let mut m = start_members(
         "algorithm = \"gcs\"\ntopology = \"complete:3\"\nl = 1\nk = 2\ninitial = \"in:0\"",
-        &free_ports(3),
+        3,
     );
-    let cluster = lkcs::net::Cluster::parse(&text).unwrap();
-    let logs = Logs::default();
-    let mut m: Vec<lkcs::Member> = (0..3)
-        .map(|i| cluster.member_with(i, None, logs.logger()).unwrap())
-        .collect();
     assert!(m[0].is_active() && !m[1].is_active() && !m[2].is_active());
     let e = m[0].exit_timeout(Duration::from_millis(300)).unwrap_err();
     assert!(e.is_timeout(), "{e}");
@@ -938,15 +942,7 @@ fn cluster_members_keep_the_bounds_with_the_quota_calls() {
 /// within the peer timeout: CDC's controller (member 0) stops, member 1's entry names it.
 #[test]
 fn cluster_members_name_an_unreachable_member() {
-    let text = cluster_file(
-        "algorithm = \"cdc\"\ntopology = \"complete:3\"",
-        &free_ports(3),
-    );
-    let cluster = lkcs::net::Cluster::parse(&text).unwrap();
-    let logs = Logs::default();
-    let mut m: Vec<lkcs::Member> = (0..3)
-        .map(|i| cluster.member_with(i, None, logs.logger()).unwrap())
-        .collect();
+    let mut m = start_members("algorithm = \"cdc\"\ntopology = \"complete:3\"", 3);
     for _ in 0..3 {
         for mm in m.iter_mut() {
             mm.enter().unwrap();
