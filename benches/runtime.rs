@@ -41,9 +41,8 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use lkcs::{
-    cycle_pairs, gcs_system, quorums_of, Coterie, CsObject, CsState, Handle, Leaders, Lkcs,
-    LkcsRules, Lmutin, LmutinRules, Maekawa, MutinRules, Runtime, RuntimeConfig, Sequence,
-    Topology,
+    cycle_pairs, grid_gcs_system, quorums_of, Coterie, CsObject, CsState, Handle, Leaders, Lkcs,
+    LkcsRules, Lmutin, LmutinRules, Runtime, RuntimeConfig, Sequence, Topology,
 };
 use parking_lot::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -63,28 +62,7 @@ fn lmutin_runtime(topo: &Topology, l: usize) -> Runtime<Lmutin> {
 /// (l,k)-GCS on complete:`n` with the grid coterie and Maekawa as both `mx` objects; the
 /// first `n / 2` processes start in the CS.
 fn gcs_runtime(n: usize, l: usize, k: usize) -> Runtime<impl CsObject> {
-    let topo = Topology::complete(n).expect("topology");
-    let coterie = Coterie::grid(n).expect("grid coterie");
-    let idle = vec![CsState::OutCs; n];
-    let mx = || Maekawa::system(&coterie, &idle).expect("maekawa").1;
-    let initial: Vec<CsState> = (0..n)
-        .map(|i| {
-            if i < n / 2 {
-                CsState::InCs
-            } else {
-                CsState::OutCs
-            }
-        })
-        .collect();
-    let (_, procs) = gcs_system(
-        &topo,
-        &quorums_of(&coterie),
-        (l, k),
-        &initial,
-        (mx(), mx()),
-        MutinRules::CORRECTED,
-    )
-    .expect("gcs system");
+    let (_, procs) = grid_gcs_system(n, (l, k), n / 2).expect("gcs system");
     Runtime::start(procs, RuntimeConfig::default()).expect("start")
 }
 

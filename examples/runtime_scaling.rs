@@ -27,8 +27,8 @@
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use lkcs::{
-    cycle_pairs, gcs_system, quorums_of, Coterie, CsObject, CsState, Lmutin, LmutinRules, Maekawa,
-    MutinRules, Runtime, RuntimeConfig, Sequence, Topology,
+    cycle_pairs, grid_gcs_system, quorums_of, Coterie, CsObject, Lmutin, LmutinRules, Runtime,
+    RuntimeConfig, Sequence, Topology,
 };
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -167,28 +167,7 @@ fn lmutin_row(n: usize) -> Measured {
 }
 
 fn gcs_row(n: usize) -> Measured {
-    let topo = Topology::complete(n).expect("topology");
-    let coterie = Coterie::grid(n).expect("grid coterie");
-    let idle = vec![CsState::OutCs; n];
-    let mx = || Maekawa::system(&coterie, &idle).expect("maekawa").1;
-    let initial: Vec<CsState> = (0..n)
-        .map(|i| {
-            if i < n / 2 {
-                CsState::InCs
-            } else {
-                CsState::OutCs
-            }
-        })
-        .collect();
-    let (inst, procs) = gcs_system(
-        &topo,
-        &quorums_of(&coterie),
-        (n / 4, 3 * n / 4),
-        &initial,
-        (mx(), mx()),
-        MutinRules::CORRECTED,
-    )
-    .expect("gcs system");
+    let (inst, procs) = grid_gcs_system(n, (n / 4, 3 * n / 4), n / 2).expect("gcs system");
     run_runtime(inst, procs, pairs_for("gcs", n))
 }
 

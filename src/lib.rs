@@ -148,8 +148,8 @@ pub use algo::migrating::{
 };
 #[doc(hidden)]
 pub use algo::mutin::{
-    check_global_initial, check_quorums, gcs_system, global_instance, kmex_system, quorums_of,
-    reporters, Kmex, Mutin, MutinGcs, MutinMsg, MutinPhase, MutinRules,
+    check_global_initial, check_quorums, gcs_system, global_instance, grid_gcs_system, kmex_system,
+    quorums_of, reporters, Kmex, Mutin, MutinGcs, MutinMsg, MutinPhase, MutinRules,
 };
 #[doc(hidden)]
 pub use arbiter::{Action, Arbiter, ArbiterRules};

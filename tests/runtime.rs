@@ -4,10 +4,9 @@
 #![cfg(not(loom))]
 
 use lkcs::{
-    cycle_pairs, gcs_system, lmutex_instance, lmutex_system, quorums_of, CallError, CondvarMailbox,
-    Coterie, CsObject, CsState, Handle, Leaders, Lkcs, LkcsRules, Lmutin, LmutinMsg, LmutinRules,
-    Maekawa, Mailbox, MutinRules, Outbox, ProcessId, Runtime, RuntimeConfig, RuntimeError,
-    Sequence, Topology,
+    cycle_pairs, grid_gcs_system, lmutex_instance, lmutex_system, CallError, CondvarMailbox,
+    CsObject, CsState, Handle, Leaders, Lkcs, LkcsRules, Lmutin, LmutinMsg, LmutinRules, Mailbox,
+    Outbox, ProcessId, Runtime, RuntimeConfig, RuntimeError, Sequence, Topology,
 };
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -584,28 +583,7 @@ fn lmutin_on_1024_threads_is_safe_and_live() {
 #[test]
 fn gcs_on_complete_256_is_safe_and_live() {
     let n = 256;
-    let topo = Topology::complete(n).expect("complete");
-    let coterie = Coterie::grid(n).expect("grid coterie");
-    let idle = vec![CsState::OutCs; n];
-    let mx = || Maekawa::system(&coterie, &idle).expect("maekawa").1;
-    let initial: Vec<CsState> = (0..n)
-        .map(|i| {
-            if i < n / 2 {
-                CsState::InCs
-            } else {
-                CsState::OutCs
-            }
-        })
-        .collect();
-    let (inst, procs) = gcs_system(
-        &topo,
-        &quorums_of(&coterie),
-        (n / 4, 3 * n / 4),
-        &initial,
-        (mx(), mx()),
-        MutinRules::CORRECTED,
-    )
-    .expect("gcs system");
+    let (inst, procs) = grid_gcs_system(n, (n / 4, 3 * n / 4), n / 2).expect("gcs system");
     // a pair costs at least a Request to each of the 31 quorum members (the simulator's
     // sequential best case is 16 per member)
     run_large(inst, procs, 1, 256 * 31);

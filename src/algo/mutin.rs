@@ -521,6 +521,37 @@ pub fn gcs_system<M: CsObject>(
     Ok((inst, procs))
 }
 
+/// (l,k)-GCS on complete:`n` with the grid coterie and Maekawa as both `mx` objects, the
+/// first `active` processes in the CS: the large global instance the runtime's tests,
+/// benchmarks and `examples/runtime_scaling.rs` run.
+pub fn grid_gcs_system(
+    n: usize,
+    (l, k): (usize, usize),
+    active: usize,
+) -> Result<(Instance, Vec<MutinGcs<crate::algo::maekawa::Maekawa>>), ConfigError> {
+    let topology = Topology::complete(n)?;
+    let coterie = Coterie::grid(n)?;
+    let idle = vec![CsState::OutCs; n];
+    let mx = || crate::algo::maekawa::Maekawa::system(&coterie, &idle).map(|(_, p)| p);
+    let initial: Vec<CsState> = (0..n)
+        .map(|i| {
+            if i < active {
+                CsState::InCs
+            } else {
+                CsState::OutCs
+            }
+        })
+        .collect();
+    gcs_system(
+        &topology,
+        &quorums_of(&coterie),
+        (l, k),
+        &initial,
+        (mx()?, mx()?),
+        MutinRules::CORRECTED,
+    )
+}
+
 /// The global instance (l, k) on `topology`: checks that the topology is complete and
 /// 0 ≤ l < k ≤ n (`rule` names the algorithm's form of it), one line per problem.
 pub fn global_instance(
