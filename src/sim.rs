@@ -35,6 +35,9 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 const HELPER_MOVE_LIMIT: u64 = 1_000;
 /// How many configurations the sequential workload's helper search visits at most.
 const HELPER_SEARCH_LIMIT: usize = 50_000;
+/// Backtracking steps per process and starting state when the sequential workload checks
+/// that every process can move within the operating bounds ([`Instance::immovable`]).
+const IMMOVABLE_BUDGET: usize = 20_000;
 
 /// The longest message delay (and think time) a simulation accepts, in time units.
 pub const MAX_DELAY: u64 = 1_000_000_000;
@@ -558,6 +561,31 @@ impl<'a, A: CsObject> Sim<'a, A> {
         }
     }
 
+    /// The sequential workload moves processes only within the bounds the algorithm keeps
+    /// (its operating bounds, [`CsObject::operating_bounds`]). When those are tighter than
+    /// the problem's, a process may be unable to move within them from any configuration
+    /// ([`Instance::immovable`]): the run cannot complete, and says so before it starts.
+    fn frozen_in_schedule(&self) -> Option<String> {
+        if self.cfg.workload != Workload::Sequential || std::ptr::eq(&*self.schedule, self.inst) {
+            return None;
+        }
+        let frozen = self.schedule.immovable(IMMOVABLE_BUDGET);
+        let owing: Vec<String> = frozen
+            .iter()
+            .filter(|p| self.required(p.index()))
+            .map(ToString::to_string)
+            .collect();
+        (!owing.is_empty()).then(|| {
+            format!(
+                "sequential workload: {} can never move within the bounds the algorithm keeps \
+                 (tighter than the problem's here): from no configuration meeting them does \
+                 its move keep them; only a concurrent run, where the algorithm may step \
+                 outside them, can move it",
+                owing.join(", ")
+            )
+        })
+    }
+
     fn update_done(&mut self) {
         if !self.done {
             self.done = self.owing == 0;
@@ -576,8 +604,8 @@ impl<'a, A: CsObject> Sim<'a, A> {
             }
         }
         let mut deadlock = false;
-        let mut stalled = None;
-        loop {
+        let mut stalled = self.frozen_in_schedule();
+        while stalled.is_none() {
             if self.events >= self.cfg.max_events {
                 stalled = Some(format!("event limit {} reached", self.cfg.max_events));
                 break;

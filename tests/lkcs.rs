@@ -706,3 +706,54 @@ fn each_printed_rule_alone_has_its_counterexample() {
         assert!(r.ok(), "deviation {name}: {}", r.failure_text());
     }
 }
+
+/// The processes that no configuration meeting `inst`'s bounds lets move, by enumerating
+/// every configuration (small instances only).
+fn frozen_by_enumeration(inst: &Instance) -> Vec<lkcs::ProcessId> {
+    let n = inst.len();
+    let t = inst.topology();
+    let meets = |s: &[CsState]| t.processes().all(|p| inst.holds_at(s, p));
+    let mut movable = vec![false; n];
+    for bits in 0u32..(1 << n) {
+        let mut s: Vec<CsState> = (0..n)
+            .map(|i| match bits >> i & 1 {
+                1 => CsState::InCs,
+                _ => CsState::OutCs,
+            })
+            .collect();
+        if !meets(&s) {
+            continue;
+        }
+        for p in 0..n {
+            s[p] = !s[p];
+            movable[p] |= meets(&s);
+            s[p] = !s[p];
+        }
+    }
+    t.processes().filter(|p| !movable[p.index()]).collect()
+}
+
+#[test]
+fn the_sequential_workload_names_processes_frozen_by_the_tightened_bounds() {
+    // uniform bounds the problem admits, on which the leader's tightened bounds leave some
+    // processes no move at all: the sequential workload (moves within those bounds) says so
+    // up front; the concurrent one moves them through the sidetrack
+    for (topology, l, k) in [("torus:4x4", 0, 3), ("torus:3x4", 1, 4), ("grid:3x3", 0, 3)] {
+        let t = Topology::parse(topology).unwrap();
+        let sys = uniform(&t, l, k, LkcsRules::CORRECTED);
+        assert!(
+            frozen_by_enumeration(&sys.instance).is_empty(),
+            "{topology}"
+        );
+        let frozen = frozen_by_enumeration(&sys.operating);
+        assert!(!frozen.is_empty(), "{topology}: nothing frozen");
+        let names: Vec<String> = frozen.iter().map(ToString::to_string).collect();
+        let r = simulate(&sys.instance, sys.procs.clone(), &sequential(1));
+        assert_eq!(r.pairs_completed, 0, "{topology}");
+        let text = r.failure_text();
+        let expected = format!("{} can never move within the bounds", names.join(", "));
+        assert!(text.contains(&expected), "{topology}: {text}");
+        let r = run(sys, 1, 2);
+        assert!(r.ok(), "{topology}: {}", r.failure_text());
+    }
+}
