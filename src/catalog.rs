@@ -279,6 +279,30 @@ impl Algorithm {
         }
     }
 
+    /// One problem per option in `given` that was given (`true`) but that this algorithm
+    /// does not take ([`Algorithm::options`]), naming the algorithms that do. Options are
+    /// named as their caller's users write them: `--migrate-after` on the command line,
+    /// `migrate_after` in a cluster file, `coterie` in the [`crate::Quota`] builder; `prefix`
+    /// starts each message (`"quota: "` for a cluster file).
+    pub fn inapplicable(self, given: &[(&str, bool)], prefix: &str) -> Vec<Problem> {
+        let flag = |name: &str| format!("--{}", name.trim_start_matches("--").replace('_', "-"));
+        given
+            .iter()
+            .filter(|&&(name, given)| given && !self.options().contains(&&*flag(name)))
+            .map(|&(name, _)| {
+                let takers: Vec<&str> = Algorithm::ALL
+                    .iter()
+                    .filter(|a| a.options().contains(&&*flag(name)))
+                    .map(|a| a.name())
+                    .collect();
+                Problem::Invalid(format!(
+                    "{prefix}{name} does not apply to {self}; it applies to {}",
+                    takers.join(", ")
+                ))
+            })
+            .collect()
+    }
+
     /// The printed rules `--printed-rule` can switch on alone for this algorithm, one per
     /// field of its rules struct (`LmutinRules`, `LkcsRules`, `MaekawaRules`, `MutinRules`,
     /// `MigratingRules`, and `ArbiterRules` inside the first two), plus LKCS's additions
@@ -962,6 +986,36 @@ impl SystemSpec {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn options_an_algorithm_does_not_take_are_named_in_every_spelling() {
+        let given = [
+            ("--leader", true),
+            ("mx", true),
+            ("migrate_after", true),
+            ("maxreq", false),
+        ];
+        let texts = |a: Algorithm| -> Vec<String> {
+            a.inapplicable(&given, "quota: ")
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert_eq!(
+            texts(Algorithm::Lkcs),
+            [
+                "quota: mx does not apply to lkcs; it applies to mutin, kmex, gcs",
+                "quota: migrate_after does not apply to lkcs; it applies to mutin, kmex, gcs, cdc, ddc",
+            ]
+        );
+        assert_eq!(
+            texts(Algorithm::Gcs),
+            ["quota: --leader does not apply to gcs; it applies to lkcs"]
+        );
+        assert!(Algorithm::Cdc
+            .inapplicable(&[("maxreq", true)], "")
+            .is_empty());
+    }
+
     use super::*;
 
     struct Count;

@@ -317,17 +317,16 @@ fn system_spec(a: &SystemArgs) -> Result<SystemSpec, ConfigError> {
         ));
     }
     if let Some(alg) = algorithm {
-        for (flag, given) in [
-            ("--leader", a.leader.is_some()),
-            ("--coterie", a.coterie.is_some()),
-            ("--mx", a.mx.is_some()),
-            ("--maxreq", a.maxreq.is_some()),
-            ("--migrate-after", a.migrate_after.is_some()),
-        ] {
-            if given && !alg.options().contains(&flag) {
-                problems.push(Problem::Invalid(format!("{flag} does not apply to {alg}")));
-            }
-        }
+        problems.extend(alg.inapplicable(
+            &[
+                ("--leader", a.leader.is_some()),
+                ("--coterie", a.coterie.is_some()),
+                ("--mx", a.mx.is_some()),
+                ("--maxreq", a.maxreq.is_some()),
+                ("--migrate-after", a.migrate_after.is_some()),
+            ],
+            "",
+        ));
     }
     ConfigError::check(problems)?;
     match (algorithm, topology, variant) {

@@ -662,29 +662,14 @@ impl QuotaBuilder {
                 t.name()
             )));
         }
-        let quorums = matches!(
-            algorithm,
-            Algorithm::Maekawa | Algorithm::Mutin | Algorithm::Kmex | Algorithm::Gcs
-        );
-        if self.coterie.is_some() && !quorums {
-            problems.push(Problem::Invalid(format!(
-                "coterie applies to maekawa, mutin, kmex and gcs, not {name}"
-            )));
-        }
-        let inner = matches!(
-            algorithm,
-            Algorithm::Mutin | Algorithm::Kmex | Algorithm::Gcs
-        );
-        if self.mx.is_some() && !inner {
-            problems.push(Problem::Invalid(format!(
-                "mx applies to mutin, kmex and gcs, not {name}"
-            )));
-        }
-        if self.leader.is_some() && algorithm != Algorithm::Lkcs {
-            problems.push(Problem::Invalid(format!(
-                "leader applies to lkcs, not {name}"
-            )));
-        }
+        problems.extend(algorithm.inapplicable(
+            &[
+                ("coterie", self.coterie.is_some()),
+                ("mx", self.mx.is_some()),
+                ("leader", self.leader.is_some()),
+            ],
+            "",
+        ));
         problems
     }
 }

@@ -225,23 +225,16 @@ impl Cluster {
             maxreq: q.maxreq,
             migrate_after: q.migrate_after,
         };
-        for (flag, given) in [
-            ("leader", q.leader.is_some()),
-            ("coterie", q.coterie.is_some()),
-            ("mx", q.mx.is_some()),
-            ("maxreq", q.maxreq.is_some()),
-            ("migrate_after", q.migrate_after.is_some()),
-        ] {
-            if given
-                && !algorithm
-                    .options()
-                    .contains(&&*format!("--{}", flag.replace('_', "-")))
-            {
-                return Err(ConfigError::one(invalid(format!(
-                    "quota: {flag} does not apply to {algorithm}"
-                ))));
-            }
-        }
+        ConfigError::check(algorithm.inapplicable(
+            &[
+                ("leader", q.leader.is_some()),
+                ("coterie", q.coterie.is_some()),
+                ("mx", q.mx.is_some()),
+                ("maxreq", q.maxreq.is_some()),
+                ("migrate_after", q.migrate_after.is_some()),
+            ],
+            "quota: ",
+        ))?;
         let (initial, instance) = spec.build(Resolve)?;
         let canonical = canonical(&spec, &initial, members.len());
         Ok(Cluster {
