@@ -18,6 +18,11 @@
 //!   write/read round trips of a 32-byte frame to its own echo thread over loopback TCP
 //!   (TCP_NODELAY). Round trips per pair = the remote messages per pair of `lkcs::sim::simulate`
 //!   on the same spec (concurrent workload, unit delays), divided by 2.
+//! - `serial` (mutual exclusion only): the same round trips per pair, one pair at a time in
+//!   the whole cluster, since a mutual exclusion serialises its pairs: a single client makes
+//!   all `n × pairs` pairs' round trips in one sequence. It assumes every message of a pair
+//!   lies on the path from one critical section to the next; an algorithm that overlaps a
+//!   request with another member's critical section could beat it.
 //!
 //! In `cluster` and `runtime` every member runs on its own thread and cycles exit/entry pairs
 //! (state-dependent: an active member exits then enters, an inactive one enters then exits);
@@ -335,6 +340,15 @@ mod bench {
         ceiling_phase(n, round_trips, warm.sized(n))
     }
 
+    /// The serialised ceiling of a mutual exclusion: the same round trips per pair, but one
+    /// pair at a time in the whole cluster, as if no message of one pair overlapped another
+    /// pair: a single client makes every pair's round trips in one sequence.
+    fn serial_ceiling(round_trips: f64) -> Result<Phase, Error> {
+        let warm_pairs = WARMUP_PAIRS.max((2000.0 / round_trips.max(0.5)) as usize);
+        let warm = ceiling_phase(1, round_trips, warm_pairs)?;
+        ceiling_phase(1, round_trips, warm.sized(1))
+    }
+
     fn row(system: &str, case: &Case, p: &Phase) {
         println!(
             "| {system:<8} | {:<18} | {:>2} | {:>9} | {:>9.3} | {:>10.1} | {:>9.4} |",
@@ -396,21 +410,42 @@ mod bench {
             let rt = runtime(case)?;
             let round_trips = remote / 2.0;
             let top = ceiling(case.n, round_trips)?;
+            // mutual exclusion serialises its pairs: the second ceiling does too
+            let serial = match case.bounds {
+                None => Some(serial_ceiling(round_trips)?),
+                Some(_) => None,
+            };
             row("cluster", case, &net);
             row("runtime", case, &rt);
             row("ceiling", case, &top);
-            ratios.push((case.label(), case.n, remote, round_trips, net, rt, top));
+            if let Some(serial) = &serial {
+                row("serial", case, serial);
+            }
+            ratios.push((
+                case.label(),
+                case.n,
+                remote,
+                round_trips,
+                net,
+                rt,
+                top,
+                serial,
+            ));
         }
         println!();
         println!(
-            "| case               |  n | remote msgs/pair | round trips/pair | cluster/runtime | cluster/ceiling | latency ceiling/cluster |"
+            "| case               |  n | remote msgs/pair | round trips/pair | cluster/runtime | cluster/ceiling | latency ceiling/cluster | cluster/serial |"
         );
         println!(
-            "|--------------------|---:|-----------------:|-----------------:|----------------:|----------------:|------------------------:|"
+            "|--------------------|---:|-----------------:|-----------------:|----------------:|----------------:|------------------------:|---------------:|"
         );
-        for (label, n, remote, trips, net, rt, top) in &ratios {
+        for (label, n, remote, trips, net, rt, top, serial) in &ratios {
+            let serial = match serial {
+                Some(s) => format!("{:.3}", net.rate() / s.rate()),
+                None => "-".into(),
+            };
             println!(
-                "| {label:<18} | {n:>2} | {remote:>16.2} | {trips:>16.2} | {:>15.3} | {:>15.3} | {:>23.3} |",
+                "| {label:<18} | {n:>2} | {remote:>16.2} | {trips:>16.2} | {:>15.3} | {:>15.3} | {:>23.3} | {serial:>14} |",
                 net.rate() / rt.rate(),
                 net.rate() / top.rate(),
                 top.latency_ms / net.latency_ms

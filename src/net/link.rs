@@ -27,6 +27,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinHandle;
 use tokio::time::{sleep_until, Instant};
+use tokio_util::bytes::Bytes;
 use tokio_util::codec::Framed;
 
 /// The sending half of a link: sequence numbers and the retransmission buffer.
@@ -277,6 +278,11 @@ where
     pub async fn recv(&mut self) -> Option<NetEvent<M>> {
         self.events.recv().await
     }
+
+    /// The next event if one is there already.
+    pub(crate) fn try_recv(&mut self) -> Option<NetEvent<M>> {
+        self.events.try_recv().ok()
+    }
 }
 
 /// Accepts connections and runs the accepting side of the handshake, each in its own task,
@@ -368,7 +374,9 @@ struct Link<M> {
     dial: Option<SocketAddr>,
     timing: Timing,
     log: Logger,
-    out: Outgoing<M>,
+    /// The unacknowledged messages, each kept as its encoded `Frame::Data` (its sequence
+    /// number never changes, so a retransmission sends the same bytes).
+    out: Outgoing<Bytes>,
     inc: Incoming,
     /// The peer's incarnation, once known: a different one later is a restart.
     incarnation: Option<u64>,
@@ -509,7 +517,7 @@ where
         }
     }
 
-    /// Numbers a message and keeps it; refuses past the window.
+    /// Numbers a message and keeps it, encoded; refuses past the window.
     fn buffer(&mut self, msg: M) -> Result<u64, String> {
         if self.out.len() >= self.timing.window {
             return Err(format!(
@@ -521,10 +529,10 @@ where
             seq: self.out.sent() + 1,
             msg: &msg,
         };
-        if let Err(e) = super::frame::encode(&frame) {
-            return Err(format!("a message that cannot be sent: {e}"));
+        match super::frame::encode(&frame) {
+            Err(e) => Err(format!("a message that cannot be sent: {e}")),
+            Ok(bytes) => Ok(self.out.push(Bytes::from(bytes))),
         }
-        Ok(self.out.push(msg))
     }
 
     async fn connect(&self, addr: SocketAddr) -> Result<(Conn, PeerHello), HandshakeError> {
@@ -643,25 +651,33 @@ where
         beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
+                // in this order: take everything the node queued, write it in one batch, then read
+                biased;
                 m = outbox.recv() => match m {
                     None => return Ended::Shutdown,
                     Some(msg) => {
                         if let Err(why) = self.buffer(msg) {
                             return Ended::Lost(why);
                         }
+                        while let Ok(msg) = outbox.try_recv() {
+                            if let Err(why) = self.buffer(msg) {
+                                return Ended::Lost(why);
+                            }
+                        }
                     }
                 },
-                // transmit what this connection has not carried yet, in order, a batch at a time
+                // transmit what this connection has not carried yet, in order, a batch at a
+                // time: the frames are written into the connection's buffer, flushed once
                 _ = std::future::ready(()), if self.cursor <= self.out.sent() => {
-                    let batch: Vec<(u64, M)> =
-                        self.out.from_seq(self.cursor).take(SEND_BATCH).cloned().collect();
-                    for (seq, msg) in batch {
-                        if let Err(e) = conn.feed(encoded(&Frame::Data { seq, msg })).await {
+                    let mut next = self.cursor;
+                    for (seq, frame) in self.out.from_seq(self.cursor).take(SEND_BATCH) {
+                        if let Err(e) = conn.feed(frame.clone()).await {
                             return Ended::Dropped(e.to_string());
                         }
-                        self.cursor = seq + 1;
+                        next = seq + 1;
                     }
-                    if let Err(e) = SinkExt::<tokio_util::bytes::Bytes>::flush(conn).await {
+                    self.cursor = next;
+                    if let Err(e) = SinkExt::<Bytes>::flush(conn).await {
                         return Ended::Dropped(e.to_string());
                     }
                 },
@@ -754,13 +770,6 @@ const SEND_BATCH: usize = 64;
 
 /// A receiver acknowledges at least every this many messages (and with each heartbeat).
 const ACK_EVERY: u64 = 64;
-
-/// A frame's bytes for the codec. Data frames were checked to encode when buffered, and the
-/// other frames are small; one that did not would go out empty, which the peer refuses as
-/// malformed.
-fn encoded<M: Serialize>(frame: &Frame<M>) -> tokio_util::bytes::Bytes {
-    super::frame::encode(frame).unwrap_or_default().into()
-}
 
 fn peer_addr(conn: &Conn) -> SocketAddr {
     conn.get_ref()

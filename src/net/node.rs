@@ -74,9 +74,36 @@ const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 impl Tally {
     fn add<M: Serialize>(&mut self, msg: &M) {
         self.count += 1;
-        let bytes = postcard::to_allocvec(msg).unwrap_or_default();
-        for b in bytes.iter().chain(&(bytes.len() as u64).to_le_bytes()) {
-            self.hash ^= u64::from(*b);
+        // the encoding streams through the hash (no buffer), then its length
+        let mut sink = Fnv {
+            hash: self.hash,
+            len: 0,
+        };
+        sink = match postcard::to_extend(msg, sink) {
+            Ok(s) => s,
+            // as the hash of an empty encoding
+            Err(_) => Fnv {
+                hash: self.hash,
+                len: 0,
+            },
+        };
+        let len = sink.len;
+        sink.extend(len.to_le_bytes());
+        self.hash = sink.hash;
+    }
+}
+
+/// FNV-1a over the bytes it is extended with, counting them.
+struct Fnv {
+    hash: u64,
+    len: u64,
+}
+
+impl Extend<u8> for Fnv {
+    fn extend<I: IntoIterator<Item = u8>>(&mut self, bytes: I) {
+        for b in bytes {
+            self.len += 1;
+            self.hash ^= u64::from(b);
             self.hash = self.hash.wrapping_mul(0x0100_0000_01b3);
         }
     }
@@ -360,42 +387,57 @@ impl<A: CsObject> Node<A> {
                 },
                 e = self.net.recv() => match e {
                     None => return,
-                    Some(NetEvent::Message { from, msg }) => {
-                        if !self.peers.contains(&from) {
-                            self.log(LogEvent::Dropped { peer: from, reason: "a message from a non-neighbour".into() });
-                            continue;
+                    Some(e) => {
+                        self.on_net(e);
+                        // what else arrived meanwhile, before the links get to write
+                        while let Some(e) = self.net.try_recv() {
+                            self.on_net(e);
                         }
-                        match msg {
-                            Wire::Cs(msg) => {
-                                if !self.byes.contains(&from) {
-                                    self.status.send_modify(|s| {
-                                        s.links.entry(from).or_default().received.add(&msg);
-                                    });
-                                }
-                                self.handle(from, msg)
-                            }
-                            Wire::Finished(ids) => self.learn_finished(&ids),
-                            Wire::Bye => {
-                                self.byes.insert(from);
-                                self.publish_status();
-                            }
-                        }
-                    }
-                    Some(NetEvent::Unreachable(p) | NetEvent::Lost(p)) => {
-                        self.unreachable.insert(p);
-                        self.publish_status();
-                        self.fail_blocked();
-                    }
-                    Some(NetEvent::Reachable(p)) => {
-                        self.unreachable.remove(&p);
-                        self.publish_status();
-                    }
-                    Some(NetEvent::Connected(p)) => {
-                        self.unreachable.remove(&p);
-                        self.connected.insert(p);
-                        self.publish_status();
                     }
                 },
+            }
+        }
+    }
+
+    fn on_net(&mut self, e: NetEvent<Wire<A::Msg>>) {
+        match e {
+            NetEvent::Message { from, msg } => {
+                if !self.peers.contains(&from) {
+                    self.log(LogEvent::Dropped {
+                        peer: from,
+                        reason: "a message from a non-neighbour".into(),
+                    });
+                    return;
+                }
+                match msg {
+                    Wire::Cs(msg) => {
+                        if !self.byes.contains(&from) {
+                            self.status.send_modify(|s| {
+                                s.links.entry(from).or_default().received.add(&msg);
+                            });
+                        }
+                        self.handle(from, msg)
+                    }
+                    Wire::Finished(ids) => self.learn_finished(&ids),
+                    Wire::Bye => {
+                        self.byes.insert(from);
+                        self.publish_status();
+                    }
+                }
+            }
+            NetEvent::Unreachable(p) | NetEvent::Lost(p) => {
+                self.unreachable.insert(p);
+                self.publish_status();
+                self.fail_blocked();
+            }
+            NetEvent::Reachable(p) => {
+                self.unreachable.remove(&p);
+                self.publish_status();
+            }
+            NetEvent::Connected(p) => {
+                self.unreachable.remove(&p);
+                self.connected.insert(p);
+                self.publish_status();
             }
         }
     }
@@ -565,5 +607,46 @@ impl<A: CsObject> Node<A> {
                 let _ = reply.send(Err(NodeError::PeerUnreachable(p)));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The chained hash over a message's encoding followed by its length, from the encoding.
+    fn chained(hash: u64, msg: &Wire<Vec<u32>>) -> u64 {
+        let bytes = postcard::to_allocvec(msg).expect("encodes");
+        let mut h = hash;
+        for b in bytes.iter().chain(&(bytes.len() as u64).to_le_bytes()) {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        h
+    }
+
+    #[test]
+    fn a_tally_chains_each_encoding_and_its_length() {
+        let msgs = [
+            Wire::Cs(vec![]),
+            Wire::Cs(vec![1, 300, u32::MAX]),
+            Wire::Finished(vec![ProcessId(0), ProcessId(7)]),
+            Wire::Bye,
+            Wire::Cs((0..200).collect()),
+        ];
+        let mut tally = Tally::default();
+        let mut expected = FNV_OFFSET;
+        for m in &msgs {
+            tally.add(m);
+            expected = chained(expected, m);
+            assert_eq!(tally.hash, expected);
+        }
+        assert_eq!(tally.count, msgs.len() as u64);
+        // the order matters
+        let mut reversed = Tally::default();
+        for m in msgs.iter().rev() {
+            reversed.add(m);
+        }
+        assert_ne!(reversed.hash, tally.hash);
     }
 }
