@@ -70,210 +70,66 @@
 //! # Deviations from the paper
 //!
 //! Each printed rule can be selected alone through [`LkcsRules`] (all of them together with
-//! `--variant printed`). `tests/lkcs.rs` (`each_printed_rule_alone_has_its_counterexample`)
-//! runs each one alone on the instance and seed named below (concurrent workload, 3 pairs,
-//! delays uniform in 1..=12, think times in 0..=8, bounds uniform) and asserts that it fails
-//! where the corrected rules pass the same run. A sweep of 100 seeds on each of torus:4x4
-//! (0, 4), torus:4x4 (1, 4), complete:6 (1, 5), complete:5 (1, 4) and torus:5x5 (1, 4), each
-//! with the paper's single leader named (`--leader ID`), with the automatic leader and its
-//! watchers (the default), and with `--leader all`, found the failures counted below; the
-//! corrected rules completed all 1,500 runs. The test names the paper's single leader
-//! wherever it shows the failure.
+//! `--variant printed`); `tests/lkcs.rs::each_printed_rule_alone_has_its_counterexample` runs
+//! each one alone where it fails and the corrected rules pass. `docs/errata.md` (lkcs-1 to
+//! lkcs-11) gives for each the printed text, the counterexample as a command, and the sweeps
+//! behind the rule.
 //!
-//! 1. **Initial grants by type.** Algorithm 3 initialises both `grantedTo_i[at]` with the InCS
-//!    members (stamp 1). A MUTIN permission is a permission to be *out*: the OutCS members hold
-//!    them, and the InCS members hold the MUTEX ones. With the printed sets the arbiters count
-//!    the wrong processes: torus:4x4 (0, 4) fails on all 100 seeds (seed 0), torus:5x5 (1, 4)
-//!    on all 100 with each of the three leader choices.
-//! 2. **The trigger's stamp is the request's.** For an exit, TriggerNomination picks (ts_j,
-//!    P_j) with (ts_j+1, P_j) granted for MUTIN and sends `Trigger(MUTIN, ts_j)`; the nominee
-//!    waits with ts_j+1 and ignores it, and the deadlock stays (with this crate's declines, the
-//!    leader nominates it again for ever). The leader remembers the last (type, stamp) each
-//!    neighbour asked it for and sends exactly that. Before deviation 9, torus:4x4 (1, 4)
-//!    failed on 10 seeds of 100 and torus:5x5 (1, 4) on 5; with it, the rule alone failed on
-//!    none of the 1,500 runs of the sweep (parking and the ordered reserve clear the waits a
-//!    declined trigger leaves), and the unit test
-//!    `a_trigger_is_taken_only_for_the_waiting_sequence_and_declined_otherwise` shows the
-//!    decline.
-//! 3. **Nominating does not dequeue.** The printed nomination takes the request out of
-//!    `pendingReq_LDR` (`deleteMin`); when the nominee declines (its sequence completed
-//!    meanwhile), the request is lost. The corrected nomination only reads it; the
-//!    RequestByTrigger removes it. No failure of this rule alone was found in the 1,500 runs
-//!    of the sweep (a request is dequeued only when its process is waiting at the leader, so
-//!    the Trigger is rarely declined); the rule is kept for the argument. Deviations 2 and 3
-//!    are therefore the two without an asserted counterexample.
-//! 4. **One trigger at a time, and one reserved permission per arbiter.** The printed leader
-//!    nominates again as soon as `Waiting_LDR` drops below |N_LDR|+1 and comes back, and every
-//!    RequestByTrigger is granted at once whatever the arbiter holds: sidetrack permissions
-//!    pile up and l_i or k_i breaks. Corrected: the leader waits for the nominee's answer
-//!    (its RequestByTrigger, or the new `TriggerDeclined` when the Trigger came too late) and
-//!    never nominates a process already on the sidetrack for that type; each arbiter grants a
-//!    sidetrack permission only while at most capacity + 1 permissions are granted with it
-//!    (the "reserved grant" of §5.1; `Cond_i` keeps counting sidetrack permissions, so normal
-//!    grants never use the reserve) and queues it otherwise, serving it first when a
-//!    permission comes back; the queued requests count in `Waiting_LDR`. Safety is then
-//!    local: at every arbiter within two hops at most |N_i|+1−L_i+1 processes hold a MUTIN
-//!    permission, so |CS_i| ≥ L_i−1 = l_i, and at most K_i+1 = k_i a MUTEX one. Two earlier
-//!    designs failed in simulation and are not kept: one sidetrack per type system-wide
-//!    deadlocked `torus:5x5`, l = 1, k = 4, seed 1 (the two holders each waited for the
-//!    other's type), and letting only the holder be nominated again livelocked it (the holder
-//!    toggled for ever while everyone else waited). The printed nomination alone fails on
-//!    torus:4x4 (1, 4) with the paper's single leader on 97 seeds (seed 0; with the watchers
-//!    of deviation 10 on none); the printed
-//!    arbiter (the unreserved sidetrack, with deviation 8's arbiter side) breaks a bound on
-//!    every run of every instance (complete:6 (1, 5) seed 0).
-//! 5. **"Saturated" means "at the cap".** TriggerNomination tests |grantedTo\[MUTIN\]| =
-//!    |N_LDR| − L_LDR and |grantedTo\[MUTEX\]| = K_LDR − 1, one below the capacities
-//!    |N_LDR|+1−L_LDR and K_LDR; a deadlocked leader is *at* its cap, and the printed test
-//!    nominates nobody: torus:4x4 (1, 4) with the single leader deadlocks on all 100 seeds
-//!    (seed 0). Corrected: ≥ the capacity.
-//! 6. **The leader leaves its wait.** After nominating, the printed leader waits until
-//!    `Waiting_LDR` < |N_LDR|+1 before it looks at its grants again; when it nominated itself,
-//!    its own sidetrack permissions keep it counted (it holds both types) and it waits for
-//!    ever: with every leader, all 100 seeds of all five instances (complete:5 (1, 4) seed 0);
-//!    with the automatic leader and its watchers, all 100 of every instance but torus:4x4
-//!    (0, 4) and torus:5x5 (1, 4) (99); with the paper's single leader, torus:4x4 (1, 4) on 24
-//!    and torus:5x5 (1, 4) on 1.
-//!    Corrected: the leader's sequence completes as soon as its grants are complete.
-//! 7. **Sidetrack grants are told apart.** The printed trigger clears `nGrants` and counts
-//!    every later Grant. A normal Grant sent before the neighbour saw the RequestByTrigger can
-//!    complete the sequence before that neighbour's sidetrack Grant arrives, which then counts
-//!    for the *next* sequence of that type: a permission nobody gave. Corrected: the answer is a
-//!    `SidetrackGrant`, and a triggered sequence counts only those (all |N_q|+1 of them); a
-//!    Trigger is accepted only by a process waiting in that sequence with that stamp. The
-//!    printed rule alone with every leader: torus:4x4 (1, 4) fails on all 100 seeds (seed 0),
-//!    torus:5x5 (1, 4) on 94.
-//! 8. **Preempt, Relinquish and Release as in LMUTIN** (`algo::lmutin`, deviations 3 and 4):
-//!    relinquish only a permission held for the pending sequence, ignore an unmatched
-//!    Relinquish, re-grant on Release only while the capacity holds. The printed Preempt guard
-//!    alone fails on torus:5x5 (1, 4) with every leader on 14 seeds (seed 2), torus:4x4 (0, 4)
-//!    on 16.
-//! 9. **Blocked requests step aside, and the reserve is ordered** (an addition; the paper's
-//!    rule is `park_blocked: false`). Lemma 5 assumes that in a deadlock every waiting chain
-//!    runs through the leader, which then breaks it. Two other waits are not of that kind:
-//!    - *held permissions*: a sequence waiting at one arbiter keeps the permissions it already
-//!      holds elsewhere, and those block processes that could move. When an arbiter is full,
-//!      preempts nobody and every holder keeps its permission for its current state (it does
-//!      not hold the other type here for a sequence of this type in progress), a waiting
-//!      request there cannot move until a holder does: the arbiter says `Blocked`, and the
-//!      requester `Park`s the permissions it holds (each arbiter gives it back as on a
-//!      Relinquish and sets the request aside, keeping its stamp) until the blocking arbiter
-//!      grants it; then it `Unpark`s them and they compete again with their stamps;
-//!    - *the reserve*: several nominees, each holding the reserve of some arbiters, wait for
-//!      the reserve another holds. A RequestByTrigger now carries the nominee's stamp; the
-//!      reserve goes to the oldest sidetrack request, which may take it back from a younger
-//!      sidetrack holder whose sequence is in progress, and sidetrack requests come before
-//!      normal ones (a normal holder in progress is asked to give its permission back).
-//!      Conversely, while the arbiter is at its capacity with the reserve free and no younger
-//!      normal holder in progress to ask back, a normal request older than a sidetrack holder
-//!      still in progress is granted from the reserve, as if that holder had given its
-//!      ordinary slot back and moved to the reserve (without it, such a request waits for ever
-//!      when those holders wait, through other arbiters, for its process:
-//!      `random:18:0.25:5119`, mixed bounds, seed 1; in paired runs on sparse random graphs
-//!      with mixed least-slack bounds it cut the failures from 54 to 30 of 6,854, 6 of them
-//!      new, no bound broken); at most capacity normal permissions and capacity + 1 in all
-//!      stay granted. A
-//!      sidetrack request blocked as above parks too, and a sequence blocked at several
-//!      arbiters sets every grant aside until the last of them grants. A Preempt goes only to a
-//!      holder in
-//!      progress: a holder keeping its permission for its state ignores it, and the arbiter
-//!      forgets such a preemption instead of waiting for an answer that never comes.
-//!
-//!    Safety is unchanged (every arbiter still counts what it granted; a parked or given-back
-//!    permission is no longer counted by its requester). Without this rule the paper's single
-//!    leader fails on torus:4x4 (1, 4) on all 100 seeds and torus:5x5 (1, 4) on 96 (seed 0);
-//!    with it, every run of the sweeps in `tests/lkcs.rs` completes.
-//! 10. **Every tightened process can be nominated** (an addition: a change of the leader set
-//!     and of the arbiters outside the tightened region; the paper's single leader stays
-//!     available as `--leader ID`). The paper's leader nominates only members of its own
-//!     closed neighbourhood, yet it tightens every process within two hops. On dense graphs
-//!     at the least slack almost every move goes through a trigger, and each one leaves some
-//!     arbiters at their reserve: a tightened process the leader cannot nominate then waits
-//!     behind sidetrack holders for ever while the leader's neighbours keep cycling (no bound
-//!     breaks, no deadlock: starvation). Corrected:
-//!     - [`Leaders::Auto`] takes as watchers every process of degree ≥ 4 within two hops of
-//!       the leader (it tightens nothing more), and every tightened process that has none of
-//!       those in its closed neighbourhood, so every tightened process has a watcher there (a
-//!       targeted search on sparse random graphs found degree-3 processes without one
-//!       deadlocking or starving: making them watchers cut the failures of a paired sweep
-//!       from 171 to 28 of 9,034 runs);
-//!     - a watcher may nominate any member of its closed neighbourhood, so a RequestByTrigger
-//!       can reach an arbiter outside the tightened region; such an arbiter keeps no reserve
-//!       ([`Arbiter::without_reserve`]): it grants a sidetrack request only within its
-//!       capacity, ordered by stamp with the normal requests, and an older normal request
-//!       takes a slot back from the youngest younger sidetrack holder still in progress (a
-//!       review found the deadlock without it: torus:4x4 with mixed bounds, seed 6). Safety
-//!       stays local: a tightened arbiter grants at most capacity + 1 (|N_i|+1−l_i, k_i), any
-//!       other at most its capacity. The printed arbiter keeps granting whatever the count.
-//!
-//!     With the paper's single leader, `random:24:0.35:1` with (1, 4) never completes on
-//!     any seed tried, and on seeds 3, 6 and 7 of 0..12 leaves processes outside the
-//!     leader's neighbourhood without a single completed pair
-//!     (`a_process_the_single_leader_cannot_nominate_starves_and_the_watchers_free_it`).
-//!     Before the change the automatic leader completed 88 of 105 seeded runs on random graphs
-//!     with 10–24 processes at the least slack per process, and 6 of 12 on `random:24:0.35`
-//!     with uniform (1, 4); torus:4x5 with mixed per-process bounds failed 3 of 150. After
-//!     it, 244 of 244 runs on random graphs with 8–32 processes, every uniform (1, 4), (0, 3)
-//!     and (1, 5) run on random graphs with 12–36 processes, 4,800 of 4,800 mixed-bound runs
-//!     on tori and grids and 2,181 on random graphs completed. Waiting is not bounded,
-//!     though: in one of those runs a process was overtaken by about 16 K pairs first.
-//! 11. **A fallback nominee** (an addition to TriggerNomination). The paper's nomination looks
-//!     only at the type that frees the saturated arbiter (MUTIN at its cap: an entry; MUTEX:
-//!     an exit), and deviation 4 forbids nominating a process already on the sidetrack for
-//!     it. With mixed bounds at the least slack on sparse graphs, every such candidate can be
-//!     on the sidetrack, queued for reserves that other sidetrack holders use, while the one
-//!     process that could move waits with a *normal* request at arbiters at their capacity
-//!     whose reserve is free (deviation 4 keeps the reserve for the sidetrack). Nobody is
-//!     nominated and the system deadlocks: `random:12:0.3:115` with l = [0,2,1,0,2,2,1,0,1,0,
-//!     0,1], k = \[3,5,4,3,5,5,2,3,4,3,3,4\], seed 0, 5 pairs, `uniform:1:12`, think 8, every
-//!     process blocked at t = 1102 (P2's Entry was the only legal move, pending at P0 and P9,
-//!     both watchers with MUTEX at its cap). Corrected: when the usual rule finds nobody, a
-//!     watcher nominates the oldest normal request pending at one of its arbiters that is
-//!     saturated and keeps a free reserve; that request's sidetrack can use the reserve
-//!     (`LkcsRules::fallback_nominee`; without it the same system still deadlocks on seed 10).
-//!     Safety is untouched: only the choice of nominee changes, and every arbiter still
-//!     grants at most capacity + 1 (capacity without a reserve). Under the printed saturation
-//!     test (one below the capacity) it seldom finds anything to pick, since an arbiter with
-//!     room grants what is pending (that rule's counterexample is unchanged), and the printed
-//!     repeated triggers never reach it. In a paired
-//!     sweep (the same systems, seeds and delays with and without the rule; sparse random
-//!     graphs with 10–24 processes, mixed bounds k_i = l_i + 3, five delay models), failures
-//!     fell from 21 to 2 on 154 systems saved from earlier searches and from 25 to 9 on 2,700
-//!     runs on 460 new systems (17 fixed, 1 new: `random:18:0.25:5119`, seed 1, fixed by
-//!     deviation 9's last rule); no bound broke in any of the 6,108 runs,
-//!     torus:4x4 (1, 4) and complete:6 (1, 5) stayed at 0 failures in 200
-//!     (`a_watcher_falls_back_on_a_normal_request_when_every_usual_candidate_is_sidetracked`).
+//! 1. **Initial grants by type**: the OutCS members hold the MUTIN permissions (permission to
+//!    be out), the InCS members the MUTEX ones; Algorithm 3 gives both to the InCS members.
+//! 2. **The trigger's stamp is the request's**: the leader remembers the last (type, stamp)
+//!    each neighbour asked it for and sends exactly that (the printed ts_j is one off for an
+//!    exit, and the nominee ignores it).
+//! 3. **Nominating does not dequeue**: the nomination only reads the request; the
+//!    RequestByTrigger removes it (a declined Trigger would otherwise lose it).
+//! 4. **One trigger at a time, and one reserved permission per arbiter**: the leader waits
+//!    for the nominee's answer (its RequestByTrigger, or `TriggerDeclined`) and never
+//!    nominates a process already on the sidetrack for that type; an arbiter grants a
+//!    sidetrack permission only while at most capacity + 1 are granted with it (the reserve)
+//!    and queues it otherwise. Safety is then local: every arbiter within two hops grants at
+//!    most |N_i|+1−L_i+1 MUTIN permissions (|CS_i| ≥ l_i) and K_i+1 = k_i MUTEX ones.
+//! 5. **"Saturated" means "at the cap"**, not one below it.
+//! 6. **The leader leaves its wait**: its sequence completes as soon as its grants are
+//!    complete (the printed wait on `Waiting_LDR` never ends when it nominated itself).
+//! 7. **Sidetrack grants are told apart**: the answer to a RequestByTrigger is a
+//!    `SidetrackGrant`, and a triggered sequence counts only those; a Trigger is accepted only
+//!    by a process waiting in that sequence with that stamp.
+//! 8. **Preempt, Relinquish and Release as in LMUTIN** (`algo::lmutin`, deviations 3 and 4).
+//! 9. **Blocked requests step aside, and the reserve is ordered** (an addition). A full arbiter
+//!    that preempts nobody, and whose holders all keep their permission for their current
+//!    state, tells each waiting requester `Blocked`; the requester `Park`s the permissions it
+//!    holds (each arbiter takes it back as on a Relinquish and keeps the request aside with
+//!    its stamp) until the blocking arbiter grants, then `Unpark`s them. The reserve goes to
+//!    the oldest sidetrack request, which may take it back from a younger sidetrack holder in
+//!    progress; sidetrack requests come before normal ones; a normal request older than a
+//!    sidetrack holder in progress is granted from a free reserve, as if that holder had moved
+//!    to it. A Preempt goes only to a holder in progress. At most capacity normal permissions
+//!    and capacity + 1 in all stay granted.
+//! 10. **Every tightened process can be nominated** (an addition; `--leader ID` keeps the
+//!     paper's single leader): [`Leaders::Auto`] adds as watchers every process of degree ≥ 4
+//!     within two hops of the leader and every tightened process with none of those in its
+//!     closed neighbourhood; a watcher may nominate any member of its closed neighbourhood;
+//!     an arbiter outside the tightened region keeps no reserve ([`Arbiter::without_reserve`])
+//!     and orders sidetrack requests by stamp with the normal ones.
+//! 11. **A fallback nominee** (an addition): when no process of the type that would free a
+//!     saturated arbiter can be nominated, a watcher nominates the oldest normal request
+//!     pending at one of its saturated arbiters whose reserve is free.
 //!
 //! The clock is raised to every Request's stamp, as in LMUTIN.
 //!
-//! # Liveness with the least slack, and `--leader all`
+//! # Liveness
 //!
-//! With k_q − l_q = 3 (the least the paper allows) the operating range near the leader is two
-//! values wide, and far from it both l_i and k_i bind. Before deviation 9 the paper's single
-//! leader deadlocked most seeded runs on `torus:4x4`, `torus:5x5` and `torus:6x6` with l = 1,
-//! k = 4 (the waits of deviation 9, outside the leader's reach); with it, every seed of the
-//! sweeps completes (`tests/lkcs.rs`: `the_least_slack_is_safe_and_live_with_the_papers_single_leader`).
-//! Safety held on every run either way. The crate also offers [`Leaders::All`]
-//! (`--leader all`): every process that meets the leader's preconditions leads, each watching
-//! its own neighbourhood. Safety needs nothing more, because the reserve of deviation 4 is
-//! local to every arbiter and every arbiter a RequestByTrigger reaches is within two hops of
-//! some leader. The price: with the least slack the operating range is tightened everywhere,
-//! so most processes can never move in normal operation (on torus:5x5 with (1, 4), from the
-//! automatic start, 20 of the 25 never can), almost every move goes through a trigger, and
-//! the sequential workload cannot run there. The default stays the paper's single leader,
-//! with the watchers of deviation 10 (they tighten nothing).
-//!
-//! **Known liveness failures (open).** With mixed per-process bounds at the least slack on
-//! sparse random graphs, some runs deadlock or starve a process (never a broken bound). Before
-//! the last watcher rule of deviation 10, 70 of 32,288 runs failed on systems where a
-//! tightened process had neither the leader nor a watcher in its closed neighbourhood; that
-//! rule closes the gap, and 28 of 9,034 runs of a paired sweep still failed. On systems
-//! without the gap 21 of 35,137 runs failed, some from an untightened process outside the two
-//! hops that no watcher can nominate, some with every process nominatable; deviation 11 fixed
-//! the one traced of the second kind (`random:12:0.3:115`, above), and deviation 9's last
-//! rule a wait at a free reserve. After both, 30 of 6,854 paired runs on sparse random graphs
-//! still failed, e.g. `random:24:0.15:10318` (seed 3, unit delays, think 4): every process
-//! blocked at t = 1441. The README lists the reproducers.
+//! Safety held on every run the crate has made. Liveness does not: deviations 9–11 resolve the
+//! waits found so far, and some runs still stall or deadlock (about 2 % of the runs of the
+//! liveness sweep with the automatic leader or `--leader all`, a quarter with the paper's
+//! single leader; never a broken bound). `docs/lkcs-liveness.md` names the waits, gives the
+//! design meant to replace deviations 4 and 9–11 (age order everywhere, the sidetrack as the
+//! oldest request's last step, one reserve user per two-hop ball until restoration) and why
+//! it is not built yet, and the sweep that measures the current rules. [`Leaders::All`]
+//! (`--leader all`) lets every able process lead; safety needs nothing more, since the
+//! reserve is local to every arbiter, but with the least slack (k_i − l_i = 3) the operating
+//! range is tightened everywhere, most processes cannot move in normal operation, and the
+//! sequential workload names them and cannot run.
 //!
 //! # Unexpected messages
 //!
@@ -556,7 +412,7 @@ pub enum Leaders {
     /// deviation 4). Processes within two hops of any leader keep the tightened bounds. The
     /// price: with the least slack (k_i − l_i = 3 everywhere) the operating range is two
     /// values wide everywhere, most processes can never move in normal operation, and almost
-    /// every move goes through a trigger (see "Liveness with the least slack").
+    /// every move goes through a trigger (see the module's "Liveness").
     All,
 }
 
