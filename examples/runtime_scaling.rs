@@ -3,7 +3,10 @@
 //! crossbeam relay with the same thread count and message pattern.
 //!
 //! Run: `cargo run --release --example runtime_scaling` (prints the Markdown table of
-//! docs/measurements/scale.md; about a minute on 2 cores). `-- 16 64` runs those sizes only.
+//! docs/measurements/scale.md; about a minute on 2 cores). `-- 16 64` runs those sizes only;
+//! `-- --csv FILE` also writes the rows to FILE as CSV (one header row; the figure
+//! docs/figures/runtime-scaling.svg is drawn from it by `lkcs plot`, see
+//! docs/measurements/scale.md).
 //!
 //! Every row runs in a child process of its own (this binary with `--row`), so its peak
 //! memory is its own. Per row:
@@ -292,11 +295,25 @@ fn main() {
         row(&args[1], &args[2], n);
         return;
     }
-    let sizes: Vec<usize> = if args.is_empty() {
-        SIZES.to_vec()
-    } else {
-        args.iter().map(|a| a.parse().expect("a size")).collect()
-    };
+    let mut csv_path = None;
+    let mut sizes = Vec::new();
+    let mut rest = args.iter();
+    while let Some(a) = rest.next() {
+        if a == "--csv" {
+            csv_path = Some(rest.next().expect("--csv FILE").clone());
+        } else {
+            sizes.push(a.parse::<usize>().expect("a size"));
+        }
+    }
+    if sizes.is_empty() {
+        sizes = SIZES.to_vec();
+    }
+    let mut csv = String::from(
+        "system,threads,pairs_per_process,start_ms_runtime,start_ms_relay,\
+         rss_after_start_mib_runtime,rss_after_start_mib_relay,peak_rss_mib_runtime,\
+         peak_rss_mib_relay,runtime_msgs_per_pair,runtime_msgs_per_s,relay_msgs_per_s,\
+         runtime_over_relay\n",
+    );
     println!("| system | threads | pairs/process | start ms (runtime / relay) | RSS after start MiB (runtime / relay) | peak RSS MiB (runtime / relay) | runtime msgs/pair | runtime msgs/s | relay msgs/s | runtime ÷ relay |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for system in ["lmutin", "gcs"] {
@@ -322,6 +339,24 @@ fn main() {
                 relay.rate() / 1e3,
                 rt.rate() / relay.rate(),
             );
+            csv += &format!(
+                "{},{n},{},{:.2},{:.2},{},{},{},{},{:.2},{:.0},{:.0},{:.4}\n",
+                if system == "lmutin" { "LMUTIN" } else { "GCS" },
+                pairs_for(system, n),
+                rt.start_ms,
+                relay.start_ms,
+                mib(rt.start_kib),
+                mib(relay.start_kib),
+                mib(rt.peak_kib),
+                mib(relay.peak_kib),
+                rt.messages as f64 / rt.pairs as f64,
+                rt.rate(),
+                relay.rate(),
+                rt.rate() / relay.rate(),
+            );
         }
+    }
+    if let Some(path) = csv_path {
+        std::fs::write(&path, csv).unwrap_or_else(|e| panic!("cannot write {path}: {e}"));
     }
 }

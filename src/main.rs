@@ -59,6 +59,8 @@ enum Command {
     /// Run one member of a cluster over TCP (a cluster file names the members and the quota).
     #[command(long_about = cli::node::LONG_ABOUT, after_long_help = cli::node::FILE_HELP)]
     Node(cli::node::NodeArgs),
+    /// Draw line plots of a CSV (one panel per --panel) into an SVG file.
+    Plot(cli::plot::PlotArgs),
 }
 
 /// Options that describe the system (shared by `simulate` and `check`).
@@ -212,6 +214,7 @@ fn main() -> ExitCode {
         Command::Check(args) => run_check(&args),
         Command::Sweep(args) => cli::sweep::run(&args),
         Command::Node(args) => cli::node::run(&args),
+        Command::Plot(args) => cli::plot::run(&args),
     }
 }
 

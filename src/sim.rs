@@ -278,8 +278,9 @@ impl SimReport {
     }
 }
 
-/// The pair a message is attributed to: (owner, pair index).
-type Tag = (ProcessId, usize);
+/// The pair a message is attributed to: its slot in [`Sim::acc`] (pairs numbered in the
+/// order they begin, so the accumulators of the pairs in progress sit together at the end).
+type Tag = usize;
 
 enum EventKind<M> {
     Deliver {
@@ -296,7 +297,8 @@ enum TraceEntry<M> {
         from: ProcessId,
         to: ProcessId,
         msg: M,
-        tag: Tag,
+        /// The pair: (owner, pair index).
+        tag: (ProcessId, usize),
     },
     Begin(ProcessId, Sequence),
     Complete(ProcessId, CsState),
@@ -315,6 +317,10 @@ struct Track {
     started: usize,
     completed: usize,
     begun_at: u64,
+    /// The slot in [`Sim::acc`] of the process's last pair given one.
+    slot: usize,
+    /// How many of the process's pairs (indices 0, 1, ...) have a slot.
+    slots: usize,
 }
 
 /// Runs a system of CS objects under `cfg` and returns the report. `instance` gives the
@@ -392,7 +398,7 @@ pub fn bare_event_loop<M: Message>(
                 from: to,
                 to,
                 msg: msg.clone(),
-                tag: (to, 0),
+                tag: 0,
             },
         );
     }
@@ -434,7 +440,10 @@ struct Sim<'a, A: CsObject> {
     events: u64,
     observed: Observed,
     track: Vec<Track>,
-    acc: Vec<Vec<PairAcc>>,
+    /// Every begun pair's accumulators, in the order the pairs began (see [`Tag`]).
+    acc: Vec<PairAcc>,
+    /// Whose pair each slot of `acc` is: (owner, pair index).
+    acc_owner: Vec<(ProcessId, usize)>,
     waits: [Vec<u64>; 2],
     messages: u64,
     by_kind: BTreeMap<String, u64>,
@@ -480,11 +489,14 @@ impl<'a, A: CsObject> Sim<'a, A> {
                 Track {
                     started: 0,
                     completed: 0,
-                    begun_at: 0
+                    begun_at: 0,
+                    slot: 0,
+                    slots: 0,
                 };
                 n
             ],
-            acc: vec![Vec::new(); n],
+            acc: Vec::new(),
+            acc_owner: Vec::new(),
             waits: [Vec::new(), Vec::new()],
             messages: 0,
             by_kind: BTreeMap::new(),
@@ -648,6 +660,16 @@ impl<'a, A: CsObject> Sim<'a, A> {
             };
             self.now = time;
             self.events += 1;
+            // at 10^5 processes each event's process is a cache miss: fetch the process of
+            // the event after next while this one is handled
+            if let Some(next) = self.queue.peek_now(1) {
+                let p = match next {
+                    EventKind::Deliver { to, .. } => to.index(),
+                    EventKind::Client(p) => p.index(),
+                };
+                prefetch(&self.procs[p]);
+                prefetch(&self.track[p]);
+            }
             self.handle(kind);
         }
         self.report(deadlock, stalled)
@@ -805,7 +827,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
                         from,
                         to,
                         msg: msg.clone(),
-                        tag,
+                        tag: self.acc_owner[tag],
                     });
                 }
                 self.procs[to.index()].set_time(self.now);
@@ -818,7 +840,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
                 }
                 let i = p.index();
                 let seq = Sequence::leaving(self.observed.states()[i]);
-                let tag = (p, self.track[i].started / 2);
+                let tag = self.slot(i, self.track[i].started / 2);
                 let before = self.still_owes(i);
                 self.track[i].started += 1;
                 self.recount(before, i);
@@ -843,10 +865,6 @@ impl<'a, A: CsObject> Sim<'a, A> {
     }
 
     fn dispatch(&mut self, from: ProcessId, tag: Tag, out: &mut Outbox<A::Msg>) {
-        let owner = tag.0.index();
-        if self.acc[owner].len() <= tag.1 {
-            self.acc[owner].resize(tag.1 + 1, PairAcc::default());
-        }
         for (to, msg) in out.drain() {
             let delay = self.delay();
             self.messages += 1;
@@ -857,7 +875,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
                     self.by_kind.insert(kind.into_owned(), 1);
                 }
             }
-            let a = &mut self.acc[owner][tag.1];
+            let a = &mut self.acc[tag];
             a.messages += 1;
             if to != from {
                 a.remote += 1;
@@ -876,23 +894,41 @@ impl<'a, A: CsObject> Sim<'a, A> {
         }
     }
 
+    /// The slot in [`Sim::acc`] of pair `index` of process `p`, given one (with every earlier
+    /// pair of `p` that has none) when it has none. A sequence begins and completes in the
+    /// process's last pair given a slot: O(1); an older pair is searched for.
+    fn slot(&mut self, p: usize, index: usize) -> usize {
+        let t = &mut self.track[p];
+        while t.slots <= index {
+            t.slot = self.acc.len();
+            self.acc.push(PairAcc::default());
+            self.acc_owner.push((ProcessId::from(p), t.slots));
+            t.slots += 1;
+        }
+        if t.slots == index + 1 {
+            return t.slot;
+        }
+        let key = (ProcessId::from(p), index);
+        self.acc_owner
+            .iter()
+            .rposition(|&o| o == key)
+            .expect("every pair below `slots` has a slot")
+    }
+
     fn complete(&mut self, p: ProcessId) {
         let i = p.index();
         let old = self.observed.states()[i];
         let new = self.procs[i].state();
         let wait = self.now - self.track[i].begun_at;
-        let pair = self.track[i].completed / 2;
-        if self.acc[i].len() <= pair {
-            self.acc[i].resize(pair + 1, PairAcc::default());
-        }
+        let slot = self.slot(i, self.track[i].completed / 2);
         match Sequence::leaving(old) {
             Sequence::Exit => {
                 self.waits[0].push(wait);
-                self.acc[i][pair].exit_wait = wait;
+                self.acc[slot].exit_wait = wait;
             }
             Sequence::Entry => {
                 self.waits[1].push(wait);
-                self.acc[i][pair].entry_wait = wait;
+                self.acc[slot].entry_wait = wait;
             }
         }
         let before = self.still_owes(i);
@@ -927,20 +963,22 @@ impl<'a, A: CsObject> Sim<'a, A> {
 
     fn report(self, deadlock: bool, stalled: Option<String>) -> SimReport {
         let max_overtaken = self.overtaking.max(self.inst.topology());
-        let mut pairs = Vec::new();
-        for (i, accs) in self.acc.iter().enumerate() {
-            let complete = self.track[i].completed / 2;
-            for (index, a) in accs.iter().enumerate().take(complete) {
-                pairs.push(PairRecord {
-                    process: ProcessId::from(i),
-                    index,
-                    messages: a.messages,
-                    remote_messages: a.remote,
-                    exit_wait: a.exit_wait,
-                    entry_wait: a.entry_wait,
-                });
-            }
-        }
+        // every completed pair, by process, then pair index
+        let mut pairs: Vec<PairRecord> = self
+            .acc
+            .iter()
+            .zip(&self.acc_owner)
+            .filter(|(_, &(p, index))| index < self.track[p.index()].completed / 2)
+            .map(|(a, &(process, index))| PairRecord {
+                process,
+                index,
+                messages: a.messages,
+                remote_messages: a.remote,
+                exit_wait: a.exit_wait,
+                entry_wait: a.entry_wait,
+            })
+            .collect();
+        pairs.sort_unstable_by_key(|r| (r.process, r.index));
         let mean = |v: &[u64]| Stats::of(v.iter().map(|&x| x as f64));
         let (exits, entries) = (mean(&self.waits[0]), mean(&self.waits[1]));
         let blocked = if deadlock {
@@ -1100,6 +1138,25 @@ impl Overtaking {
     fn max(&self, t: &Topology) -> u64 {
         (0..self.pending.len()).fold(self.max, |m, p| m.max(self.of(t, p)))
     }
+}
+
+/// Asks the CPU to bring `x` (its first cache lines, at most four) into the cache: a hint
+/// with no effect on the program's meaning.
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let base = std::ptr::from_ref(x).cast::<i8>();
+        let lines = std::mem::size_of::<T>().div_ceil(64).min(4);
+        for line in 0..lines {
+            // SAFETY: a prefetch never faults and never changes memory, whatever the
+            // address; `wrapping_add` keeps the pointer arithmetic defined
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(line * 64)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
 }
 
 /// FNV-1a, 64 bits: a hasher whose output is fixed by its definition (std's default hasher

@@ -1423,3 +1423,45 @@ fn lkcs_refuses_up_front_an_instance_whose_processes_can_never_move() {
         stderr_lines(&out)
     );
 }
+
+#[test]
+fn plot_draws_a_csv_and_refuses_an_unknown_column() {
+    let dir = std::env::temp_dir().join(format!("lkcs-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("t.csv");
+    std::fs::write(
+        &csv,
+        "system,threads,rate\nA,16,10\nA,64,30\nB,16,5\nB,64,8\n",
+    )
+    .unwrap();
+    let svg = dir.join("t.svg");
+    let (csv_s, svg_s) = (csv.to_str().unwrap(), svg.to_str().unwrap());
+    let out = lkcs(&[
+        "plot",
+        csv_s,
+        "--x",
+        "threads",
+        "--by",
+        "system",
+        "--log",
+        "--panel",
+        "rates|1/s|rate",
+        "--out",
+        svg_s,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    // the panel's title, and a marker at each of the four points
+    assert!(text.contains("<svg") && text.contains("rates"));
+    assert_eq!(text.matches("<circle").count(), 4, "{text}");
+    let out = lkcs(&[
+        "plot", csv_s, "--x", "threads", "--panel", "p|y|nope", "--out", svg_s,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no column `nope`"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -569,3 +569,238 @@ pub(crate) fn outcomes(path: &Path, counts: &[(Algorithm, [usize; 3])]) -> Resul
         .map_err(err)?;
     root.present().map_err(err)
 }
+
+/// One panel of [`lines`]: a title, the y axis's description, and the CSV columns drawn in it.
+pub(crate) struct Panel {
+    pub(crate) title: String,
+    pub(crate) y_desc: String,
+    pub(crate) columns: Vec<String>,
+}
+
+/// Line plots of a table (a CSV with a header row): one panel per [`Panel`], side by side;
+/// in each, one line per (column, value of the `by` column), x from the `x` column, both
+/// axes logarithmic when `log` (every value must then be positive). The figure of a CSV a
+/// program wrote (`lkcs plot`).
+pub(crate) fn lines(
+    path: &Path,
+    header: &[String],
+    rows: &[Vec<String>],
+    x: &str,
+    by: Option<&str>,
+    panels: &[Panel],
+    log: bool,
+) -> Result<(), String> {
+    let col = |name: &str| {
+        header.iter().position(|h| h == name).ok_or_else(|| {
+            format!(
+                "no column `{name}` in the CSV (it has {})",
+                header.join(", ")
+            )
+        })
+    };
+    let num = |row: &[String], i: usize| -> Result<f64, String> {
+        let v = row.get(i).map_or("", String::as_str);
+        v.parse::<f64>()
+            .map_err(|_| format!("`{v}` in column `{}` is not a number", header[i]))
+    };
+    let xi = col(x)?;
+    let groups: Vec<String> = match by {
+        Some(b) => {
+            let bi = col(b)?;
+            let mut g: Vec<String> = Vec::new();
+            for r in rows {
+                let v = r.get(bi).cloned().unwrap_or_default();
+                if !g.contains(&v) {
+                    g.push(v);
+                }
+            }
+            g
+        }
+        None => vec![String::new()],
+    };
+    let bi = by.map(col).transpose()?;
+    let root =
+        SVGBackend::new(path, (PANEL.0 * panels.len().max(1) as u32, PANEL.1)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let areas = root.split_evenly((1, panels.len().max(1)));
+    for (panel, area) in panels.iter().zip(&areas) {
+        // (label, points) per line
+        let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+        for c in &panel.columns {
+            let ci = col(c)?;
+            for g in &groups {
+                let mut pts = Vec::new();
+                for r in rows {
+                    if bi.is_some_and(|bi| r.get(bi) != Some(g)) {
+                        continue;
+                    }
+                    pts.push((num(r, xi)?, num(r, ci)?));
+                }
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                let label = match (by.is_some(), panel.columns.len() > 1) {
+                    (true, true) => format!("{g} {c}"),
+                    (true, false) => g.clone(),
+                    (false, _) => c.clone(),
+                };
+                series.push((label, pts));
+            }
+        }
+        let all: Vec<(f64, f64)> = series.iter().flat_map(|s| s.1.iter().copied()).collect();
+        if all.is_empty() {
+            return Err(format!("panel `{}`: no rows", panel.title));
+        }
+        if log && all.iter().any(|&(a, b)| a <= 0.0 || b <= 0.0) {
+            return Err(format!(
+                "panel `{}`: a logarithmic axis needs positive values",
+                panel.title
+            ));
+        }
+        let (x0, x1) = all
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
+                (a.min(p.0), b.max(p.0))
+            });
+        let (y0, y1) = all
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
+                (a.min(p.1), b.max(p.1))
+            });
+        let mut builder = ChartBuilder::on(area);
+        builder
+            .caption(&panel.title, (FONT, 14).into_font())
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(64);
+        macro_rules! draw {
+            ($chart:expr) => {{
+                let mut chart = $chart;
+                chart
+                    .configure_mesh()
+                    .x_desc(x)
+                    .y_desc(panel.y_desc.as_str())
+                    .x_label_formatter(&|v| format!("{v:.0}"))
+                    .y_label_formatter(&|v| {
+                        if v.abs() >= 100.0 {
+                            format!("{v:.0}")
+                        } else {
+                            format!("{v:.2}")
+                        }
+                    })
+                    .label_style((FONT, 12))
+                    .axis_desc_style((FONT, 12))
+                    .draw()
+                    .map_err(err)?;
+                for (i, (label, pts)) in series.iter().enumerate() {
+                    let color = PALETTE[i % PALETTE.len()];
+                    chart
+                        .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+                        .map_err(err)?
+                        .label(label.as_str())
+                        .legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                        });
+                    chart
+                        .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                        .map_err(err)?;
+                }
+                chart
+                    .configure_series_labels()
+                    .position(SeriesLabelPosition::UpperLeft)
+                    .label_font((FONT, 11))
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK.mix(0.4))
+                    .draw()
+                    .map_err(err)?;
+            }};
+        }
+        if log {
+            draw!(builder
+                .build_cartesian_2d(
+                    (x0 / 1.3..x1 * 1.3).log_scale(),
+                    (y0 / 2.0..y1 * 4.0).log_scale()
+                )
+                .map_err(err)?);
+        } else {
+            let pad = (x1 - x0).max(1.0) * 0.05;
+            draw!(builder
+                .build_cartesian_2d(x0 - pad..x1 + pad, 0f64..y1 * 1.3)
+                .map_err(err)?);
+        }
+    }
+    root.present().map_err(err)
+}
+
+/// `lkcs plot`: line plots of a CSV.
+#[derive(clap::Args)]
+pub(crate) struct PlotArgs {
+    /// The CSV: a header row, then one row per point; plain comma-separated fields.
+    pub(crate) csv: std::path::PathBuf,
+    /// The column of the x axis.
+    #[arg(long)]
+    pub(crate) x: String,
+    /// A column whose values split the rows into one line each (e.g. the system).
+    #[arg(long)]
+    pub(crate) by: Option<String>,
+    /// A panel: `TITLE|Y AXIS|COLUMN,COLUMN...` (repeat for more panels, side by side).
+    #[arg(long, required = true)]
+    pub(crate) panel: Vec<String>,
+    /// Logarithmic x and y axes.
+    #[arg(long)]
+    pub(crate) log: bool,
+    /// The SVG file to write.
+    #[arg(long)]
+    pub(crate) out: std::path::PathBuf,
+}
+
+/// Runs `lkcs plot`: exit 0 with the SVG written, 2 on bad input.
+pub(crate) fn run(args: &PlotArgs) -> std::process::ExitCode {
+    match plot_csv(args) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+fn plot_csv(args: &PlotArgs) -> Result<(), String> {
+    let text = std::fs::read_to_string(&args.csv)
+        .map_err(|e| format!("cannot read {}: {e}", args.csv.display()))?;
+    if text.contains('"') {
+        return Err("quoted CSV fields are not supported".into());
+    }
+    let mut lines_of = text.lines().filter(|l| !l.trim().is_empty());
+    let split = |l: &str| {
+        l.split(',')
+            .map(|f| f.trim().to_string())
+            .collect::<Vec<_>>()
+    };
+    let header = split(lines_of.next().ok_or("the CSV is empty")?);
+    let rows: Vec<Vec<String>> = lines_of.map(split).collect();
+    let panels = args
+        .panel
+        .iter()
+        .map(|p| {
+            let f: Vec<&str> = p.split('|').collect();
+            match f.as_slice() {
+                [title, y, cols] => Ok(Panel {
+                    title: (*title).to_string(),
+                    y_desc: (*y).to_string(),
+                    columns: cols.split(',').map(|c| c.trim().to_string()).collect(),
+                }),
+                _ => Err(format!(
+                    "--panel `{p}`: expected TITLE|Y AXIS|COLUMN,COLUMN..."
+                )),
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    lines(
+        &args.out,
+        &header,
+        &rows,
+        &args.x,
+        args.by.as_deref(),
+        &panels,
+        args.log,
+    )
+}

@@ -118,6 +118,12 @@ impl<T> EventQueue<T> {
         }
     }
 
+    /// The item `ahead` places after the next one to pop, when it is at the current time
+    /// (a hint for prefetching: `None` says nothing about later times).
+    pub(crate) fn peek_now(&self, ahead: usize) -> Option<&T> {
+        self.buckets[Self::slot(self.base)].get(ahead)
+    }
+
     fn slot(time: u64) -> usize {
         (time % WINDOW as u64) as usize
     }
