@@ -751,7 +751,10 @@ fn the_sequential_workload_names_processes_frozen_by_the_tightened_bounds() {
         let r = simulate(&sys.instance, sys.procs.clone(), &sequential(1));
         assert_eq!(r.pairs_completed, 0, "{topology}");
         let text = r.failure_text();
-        let expected = format!("{} can never move within the bounds", names.join(", "));
+        let expected = format!(
+            "sequential workload: {} can never move within the bounds",
+            names.join(", ")
+        );
         assert!(text.contains(&expected), "{topology}: {text}");
         let r = run(sys, 1, 2);
         assert!(r.ok(), "{topology}: {}", r.failure_text());

@@ -969,3 +969,40 @@ fn cluster_members_name_an_unreachable_member() {
     );
     assert!(errors.iter().all(|e| !e.is_timeout()), "{errors:?}");
 }
+
+/// Both sides of a link queue a backlog of several socket buffers before either reads: a
+/// link keeps reading while it has something to send, so every message arrives (a link that
+/// wrote its whole backlog before reading would block with its peer, both in a full socket
+/// buffer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sides_sending_large_backlogs_both_get_everything() {
+    let logs = Logs::default();
+    let (l0, l1) = (bind().await, bind().await);
+    let (a0, a1) = (l0.local_addr().unwrap(), l1.local_addr().unwrap());
+    let id = |i| identity(i, SECRET, SPEC, 1);
+    let mut n0: Net<Vec<u8>> = Net::start(config(id(0), &[(1, a1)], &logs), l0).unwrap();
+    let mut n1: Net<Vec<u8>> = Net::start(config(id(1), &[(0, a0)], &logs), l1).unwrap();
+    // 2,000 messages of 2,000 bytes each way: about 4 MB, beyond the loopback buffers
+    let (count, size) = (2_000, 2_000);
+    for i in 0..count {
+        n0.send(ProcessId(1), vec![(i % 251) as u8; size]).unwrap();
+        n1.send(ProcessId(0), vec![(i % 251) as u8; size]).unwrap();
+    }
+    let run = async {
+        let (mut got0, mut got1) = (0, 0);
+        while got0 < count || got1 < count {
+            let (got, event) = tokio::select! {
+                Some(e) = n0.recv() => (&mut got0, e),
+                Some(e) = n1.recv() => (&mut got1, e),
+            };
+            let NetEvent::Message { msg, .. } = event else {
+                continue;
+            };
+            assert_eq!(msg, vec![(*got % 251) as u8; size], "in order, intact");
+            *got += 1;
+        }
+    };
+    tokio::time::timeout(GUARD, run)
+        .await
+        .expect("every message of both backlogs arrives");
+}

@@ -651,15 +651,18 @@ where
         beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
-                // in this order: take everything the node queued, write it in one batch, then read
-                biased;
+                // no bias: reading must go on while there is something to send (two sides
+                // that both wrote their whole backlog before reading would stop each other)
                 m = outbox.recv() => match m {
                     None => return Ended::Shutdown,
                     Some(msg) => {
                         if let Err(why) = self.buffer(msg) {
                             return Ended::Lost(why);
                         }
-                        while let Ok(msg) = outbox.try_recv() {
+                        // what the node queued meanwhile goes into the same batch, a batch at
+                        // most: acknowledgements are read between batches
+                        for _ in 1..SEND_BATCH {
+                            let Ok(msg) = outbox.try_recv() else { break };
                             if let Err(why) = self.buffer(msg) {
                                 return Ended::Lost(why);
                             }

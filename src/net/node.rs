@@ -60,6 +60,10 @@ pub struct Tally {
     pub hash: u64,
 }
 
+/// At most this many network events are handled in a row before the node looks at its
+/// member's calls again.
+const DRAIN_AT_MOST: usize = 256;
+
 impl Default for Tally {
     fn default() -> Self {
         Tally {
@@ -389,8 +393,10 @@ impl<A: CsObject> Node<A> {
                     None => return,
                     Some(e) => {
                         self.on_net(e);
-                        // what else arrived meanwhile, before the links get to write
-                        while let Some(e) = self.net.try_recv() {
+                        // what else arrived meanwhile, up to a bound so that the member's
+                        // calls are not held back by a steady stream
+                        for _ in 1..DRAIN_AT_MOST {
+                            let Some(e) = self.net.try_recv() else { break };
                             self.on_net(e);
                         }
                     }
