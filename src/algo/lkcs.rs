@@ -77,24 +77,33 @@
 //!
 //! 1. **Initial grants by type**: the OutCS members hold the MUTIN permissions (permission to
 //!    be out), the InCS members the MUTEX ones; Algorithm 3 gives both to the InCS members.
+//!    Counterexample: torus:4x4 (0, 4), seed 0 (all 100 seeds fail).
 //! 2. **The trigger's stamp is the request's**: the leader remembers the last (type, stamp)
 //!    each neighbour asked it for and sends exactly that (the printed ts_j is one off for an
-//!    exit, and the nominee ignores it).
+//!    exit, and the nominee ignores it). Before deviation 9, torus:4x4 (1, 4) failed on 10
+//!    seeds of 100; since, the rule alone fails on none (no asserted counterexample).
 //! 3. **Nominating does not dequeue**: the nomination only reads the request; the
-//!    RequestByTrigger removes it (a declined Trigger would otherwise lose it).
+//!    RequestByTrigger removes it (a declined Trigger would otherwise lose it). No failure of
+//!    this rule alone was found; it is kept for the argument.
 //! 4. **One trigger at a time, and one reserved permission per arbiter**: the leader waits
 //!    for the nominee's answer (its RequestByTrigger, or `TriggerDeclined`) and never
 //!    nominates a process already on the sidetrack for that type; an arbiter grants a
 //!    sidetrack permission only while at most capacity + 1 are granted with it (the reserve)
 //!    and queues it otherwise. Safety is then local: every arbiter within two hops grants at
 //!    most |N_i|+1−L_i+1 MUTIN permissions (|CS_i| ≥ l_i) and K_i+1 = k_i MUTEX ones.
-//! 5. **"Saturated" means "at the cap"**, not one below it.
+//!    Counterexamples: the printed nomination stalls torus:4x4 (1, 4) with the paper's
+//!    leader, seed 0; the printed arbiter breaks k on complete:6 (1, 5), seed 0.
+//! 5. **"Saturated" means "at the cap"**, not one below it. Counterexample: torus:4x4 (1, 4)
+//!    with the paper's leader deadlocks, seed 0 (all 100 seeds).
 //! 6. **The leader leaves its wait**: its sequence completes as soon as its grants are
 //!    complete (the printed wait on `Waiting_LDR` never ends when it nominated itself).
+//!    Counterexample: complete:5 (1, 4) with every process leading, seed 0.
 //! 7. **Sidetrack grants are told apart**: the answer to a RequestByTrigger is a
 //!    `SidetrackGrant`, and a triggered sequence counts only those; a Trigger is accepted only
-//!    by a process waiting in that sequence with that stamp.
+//!    by a process waiting in that sequence with that stamp. Counterexample: torus:4x4
+//!    (1, 4) with every process leading, seed 0 (a permission counted for the next sequence).
 //! 8. **Preempt, Relinquish and Release as in LMUTIN** (`algo::lmutin`, deviations 3 and 4).
+//!    Counterexample: torus:5x5 (1, 4) with every process leading, seed 2.
 //! 9. **Blocked requests step aside, and the reserve is ordered** (an addition). A full arbiter
 //!    that preempts nobody, and whose holders all keep their permission for their current
 //!    state, tells each waiting requester `Blocked`; the requester `Park`s the permissions it
@@ -104,16 +113,22 @@
 //!    progress; sidetrack requests come before normal ones; a normal request older than a
 //!    sidetrack holder in progress is granted from a free reserve, as if that holder had moved
 //!    to it. A Preempt goes only to a holder in progress. At most capacity normal permissions
-//!    and capacity + 1 in all stay granted.
+//!    and capacity + 1 in all stay granted. Counterexamples: without it torus:5x5 (1, 4) with
+//!    the paper's leader deadlocks, seed 0; the free-reserve part: `random:18:0.25:5119` with
+//!    the per-process bounds of errata lkcs-9, seed 1.
 //! 10. **Every tightened process can be nominated** (an addition; `--leader ID` keeps the
 //!     paper's single leader): [`Leaders::Auto`] adds as watchers every process of degree ≥ 4
 //!     within two hops of the leader and every tightened process with none of those in its
 //!     closed neighbourhood; a watcher may nominate any member of its closed neighbourhood;
 //!     an arbiter outside the tightened region keeps no reserve ([`Arbiter::without_reserve`])
-//!     and orders sidetrack requests by stamp with the normal ones.
+//!     and orders sidetrack requests by stamp with the normal ones. Counterexample:
+//!     `random:24:0.35:1` (1, 4) with the single leader P3 stalls, seed 3, processes outside
+//!     its neighbourhood completing no pair.
 //! 11. **A fallback nominee** (an addition): when no process of the type that would free a
 //!     saturated arbiter can be nominated, a watcher nominates the oldest normal request
-//!     pending at one of its saturated arbiters whose reserve is free.
+//!     pending at one of its saturated arbiters whose reserve is free. Counterexample:
+//!     `random:12:0.3:115` with the per-process bounds of errata lkcs-11, seed 10, every
+//!     process blocked at t = 3727.
 //!
 //! The clock is raised to every Request's stamp, as in LMUTIN.
 //!
