@@ -35,6 +35,27 @@ fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
+/// The legend box of every figure: at `position`, labels of `size` points, on a translucent
+/// white box with a thin border.
+fn draw_legend<'a, DB, CT>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+    size: f64,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    CT: plotters::coord::CoordTranslate,
+{
+    chart
+        .configure_series_labels()
+        .position(position)
+        .label_font((FONT, size))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .draw()
+        .map_err(err)
+}
+
 /// The topology family: `torus` for `torus:4x4`.
 fn family(p: &Point) -> &str {
     p.topology.split(':').next().unwrap_or("")
@@ -303,14 +324,7 @@ pub(crate) fn messages(path: &Path, records: &[&Record]) -> Result<(), String> {
                 .label("failed run (unsafe, deadlocked or stalled)")
                 .legend(|(x, y)| Cross::new((x + 9, y), 5, BLACK.stroke_width(2)));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font((FONT, 11))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()
-            .map_err(err)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 11.0)?;
     }
     root.present().map_err(err)
 }
@@ -464,14 +478,7 @@ pub(crate) fn waiting(path: &Path, records: &[&Record]) -> Result<(), String> {
                     .map_err(err)?;
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font((FONT, 11))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()
-            .map_err(err)?;
+        draw_legend(&mut chart, SeriesLabelPosition::LowerRight, 11.0)?;
     }
     root.present().map_err(err)
 }
@@ -559,14 +566,7 @@ pub(crate) fn outcomes(path: &Path, counts: &[(Algorithm, [usize; 3])]) -> Resul
             }))
             .map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font((FONT, 12))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()
-        .map_err(err)?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperRight, 12.0)?;
     root.present().map_err(err)
 }
 
@@ -703,14 +703,7 @@ pub(crate) fn lines(
                         .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
                         .map_err(err)?;
                 }
-                chart
-                    .configure_series_labels()
-                    .position(SeriesLabelPosition::UpperLeft)
-                    .label_font((FONT, 11))
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(BLACK.mix(0.4))
-                    .draw()
-                    .map_err(err)?;
+                draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 11.0)?;
             }};
         }
         if log {
