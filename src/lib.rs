@@ -113,6 +113,7 @@ pub mod net;
 pub mod quorum;
 #[cfg(not(loom))]
 pub mod quota;
+pub mod reach;
 pub mod runtime;
 pub mod sim;
 mod sync;
