@@ -1,0 +1,217 @@
+//! The design of docs/lkcs-liveness.md part 3 without messages: a centralised scheduler that
+//! applies its rules to configurations, to test the rules before the protocol.
+//!
+//! Every process always wants to move (the concurrent workload with no think time); its
+//! request's age is the step of its last move. Operating bounds (L_i, K_i) are those of
+//! `Lkcs::build` with every able process leading (tightened by one wherever k_i − l_i ≥ 3).
+//! An arbiter j is **in reserve** while |CS_j| is outside [L_j, K_j]; its **owner** is the
+//! process whose move took it out, until it is back. At each step, in age order (oldest
+//! first), the first request that may move does:
+//!
+//! - a **normal** move: every arbiter of the mover's closed neighbourhood ends within
+//!   [L_j, K_j] (an arbiter in reserve may come back);
+//! - a **reserve** move (the sidetrack): every arbiter ends within [l_j, k_j], every arbiter
+//!   in reserve within two hops of the mover is the mover's own (invariant R: one reserve user
+//!   per ball, until restoration), and the mover is the oldest request of its two-hop ball
+//!   or already owns a reserve.
+//!
+//! MODE chooses how restoration is helped: `plain` (not at all), `restore` (a normal move
+//! that brings an arbiter in reserve back goes first, oldest first), `inherit` (as `restore`,
+//! and such a restoring move may itself use reserves: priority inheritance). With the
+//! environment variable `MODEL_WHY` set, the end of the run shows the oldest request's
+//! arbiters and the owned reserves in its ball.
+//!
+//! ```sh
+//! cargo build --release --example lkcs_model --example lkcs_liveness
+//! target/release/examples/lkcs_liveness replay 9        # writes /tmp/lkcs-9.json
+//! target/release/examples/lkcs_model torus:3x9 /tmp/lkcs-9.json 20000 restore
+//! scripts/lkcs-model.sh 0 2000 inherit                  # the sweep's configurations 0-1,999
+//! ```
+//!
+//! Prints the number of reserve moves, the fewest moves of a process, the worst completed
+//! wait and how long the oldest request has waited at the end (in steps), or the step at
+//! which no request could move.
+
+use lkcs::cs::CsObject;
+use lkcs::{CsState, Leaders, Lkcs, LkcsRules, Topology};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let topology = Topology::parse(&args[0]).expect("a topology");
+    let text = std::fs::read_to_string(&args[1]).expect("a bounds file");
+    let file: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let list = |key: &str| -> Vec<usize> { serde_json::from_value(file[key].clone()).expect(key) };
+    let steps: u64 = args.get(2).map_or(100_000, |s| s.parse().expect("STEPS"));
+    let mode = args.get(3).map_or("", String::as_str);
+    let restore_first = mode == "restore" || mode == "inherit";
+    let inherit = mode == "inherit";
+    let inst = Lkcs::instance(&topology, &list("l"), &list("k")).expect("bounds");
+    let sys = match Lkcs::build(&inst, &Leaders::All, None, LkcsRules::CORRECTED) {
+        Ok(sys) => sys,
+        Err(e) => {
+            println!("refused: {}", e.to_string().lines().next().unwrap_or(""));
+            return;
+        }
+    };
+    let n = inst.len();
+    let closed: Vec<Vec<usize>> = topology
+        .processes()
+        .map(|p| topology.closed(p).iter().map(|q| q.index()).collect())
+        .collect();
+    // the two-hop ball of each process: within distance 2
+    let ball: Vec<Vec<usize>> = topology
+        .processes()
+        .map(|p| {
+            let mut b: Vec<usize> = closed[p.index()]
+                .iter()
+                .flat_map(|&j| closed[j].iter().copied())
+                .collect();
+            b.sort_unstable();
+            b.dedup();
+            b
+        })
+        .collect();
+    let hard: Vec<(usize, usize)> = (0..n)
+        .map(|i| {
+            let b = inst.all_bounds()[i];
+            (b.l, b.k)
+        })
+        .collect();
+    let soft: Vec<(usize, usize)> = (0..n)
+        .map(|i| {
+            let b = sys.operating.all_bounds()[i];
+            (b.l, b.k)
+        })
+        .collect();
+    let mut inside: Vec<bool> = sys
+        .procs
+        .iter()
+        .map(|p| p.state() == CsState::InCs)
+        .collect();
+    let mut count: Vec<usize> = (0..n)
+        .map(|j| closed[j].iter().filter(|&&q| inside[q]).count())
+        .collect();
+    let within = |x: usize, (lo, hi): (usize, usize)| lo <= x && x <= hi;
+    let mut age: Vec<u64> = (0..n as u64).collect(); // distinct initial ages
+    let mut moves = vec![0u64; n];
+    let mut worst_wait = 0u64;
+    let mut reserve_moves = 0u64;
+    // the process whose reserve move took each arbiter out of [L_j, K_j], until it is back
+    let mut owner: Vec<Option<usize>> = vec![None; n];
+    for step in n as u64..n as u64 + steps {
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&q| age[q]);
+        let in_reserve = |count: &[usize], j: usize| !within(count[j], soft[j]);
+        let after = |q: usize, j: usize, count: &[usize]| {
+            if inside[q] {
+                count[j] - 1
+            } else {
+                count[j] + 1
+            }
+        };
+        let normal = |q: usize, count: &[usize]| {
+            closed[q].iter().all(|&j| {
+                let x = after(q, j, count);
+                within(x, soft[j])
+            })
+        };
+        let restores = |q: usize, count: &[usize]| {
+            closed[q]
+                .iter()
+                .any(|&j| in_reserve(count, j) && within(after(q, j, count), soft[j]))
+        };
+        let oldest_in_ball = |q: usize| {
+            ball[q]
+                .iter()
+                .all(|&r| r == q || age[r] > age[q] || !ball[r].contains(&q))
+        };
+        // invariant R: the ball's reserves are free or already the mover's own; a new user
+        // must be the oldest request of its ball, the owner may go on using its own
+        let reserve = |q: usize, count: &[usize]| {
+            let own = owner.contains(&Some(q));
+            (own || oldest_in_ball(q))
+                && closed[q]
+                    .iter()
+                    .all(|&j| within(after(q, j, count), hard[j]))
+                && ball[q]
+                    .iter()
+                    .all(|&m| !in_reserve(count, m) || owner[m] == Some(q))
+        };
+        let mut chosen = None;
+        if restore_first {
+            // with `inherit` a restoring move may use reserves too (priority inheritance)
+            let hard_ok = |q: usize| {
+                closed[q]
+                    .iter()
+                    .all(|&j| within(after(q, j, &count), hard[j]))
+            };
+            chosen = order
+                .iter()
+                .copied()
+                .find(|&q| restores(q, &count) && (normal(q, &count) || (inherit && hard_ok(q))));
+        }
+        if chosen.is_none() {
+            chosen = order
+                .iter()
+                .copied()
+                .find(|&q| normal(q, &count) || reserve(q, &count));
+        }
+        let Some(q) = chosen else {
+            let reserves: Vec<usize> = (0..n).filter(|&j| in_reserve(&count, j)).collect();
+            println!("no move at step {step}: moves {moves:?}; arbiters in reserve {reserves:?}");
+            return;
+        };
+        if !normal(q, &count) {
+            reserve_moves += 1;
+        }
+        for &j in &closed[q] {
+            count[j] = after(q, j, &count);
+            if within(count[j], soft[j]) {
+                owner[j] = None;
+            } else if owner[j].is_none() {
+                owner[j] = Some(q);
+            }
+        }
+        inside[q] = !inside[q];
+        worst_wait = worst_wait.max(step - age[q]);
+        age[q] = step;
+        moves[q] += 1;
+    }
+    let oldest = age.iter().min().copied().unwrap_or(0);
+    if std::env::var("MODEL_WHY").is_ok() {
+        let q = (0..n).min_by_key(|&q| age[q]).unwrap_or(0);
+        let why: Vec<String> = closed[q]
+            .iter()
+            .map(|&j| {
+                let x = if inside[q] {
+                    count[j] - 1
+                } else {
+                    count[j] + 1
+                };
+                format!(
+                    "P{j}: {} -> {x} soft {:?} hard {:?} owner {:?}",
+                    count[j], soft[j], hard[j], owner[j]
+                )
+            })
+            .collect();
+        let owners: Vec<(usize, Option<usize>)> = ball[q]
+            .iter()
+            .filter(|&&m| owner[m].is_some())
+            .map(|&m| (m, owner[m]))
+            .collect();
+        println!(
+            "oldest P{q} (inside {}): {why:?}; owned reserves in its ball {owners:?}",
+            inside[q]
+        );
+    }
+    let idle: Vec<usize> = (0..n).filter(|&q| moves[q] == 0).collect();
+    println!(
+        "{} steps: {} reserve moves; fewest moves {} (never moved: {idle:?}); worst wait {} steps; \
+         oldest request waiting {} steps",
+        steps,
+        reserve_moves,
+        moves.iter().min().unwrap_or(&0),
+        worst_wait,
+        n as u64 + steps - oldest
+    );
+}
