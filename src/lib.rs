@@ -115,6 +115,7 @@ pub mod quorum;
 pub mod quota;
 pub mod runtime;
 pub mod sim;
+mod small_set;
 mod sync;
 pub mod topology;
 
