@@ -27,8 +27,8 @@ impl Item for Stamp {
     };
 }
 
-/// A set of items in ascending order: inline up to `N` items, a sorted `Vec` past that (and
-/// from then on). Equality and hashing are those of the sorted sequence (the same hash as a
+/// A set of items in ascending order: inline up to `N` items (`N` ≤ 255), a sorted `Vec`
+/// past that (and from then on). Equality and hashing are those of the sorted sequence (the same hash as a
 /// `BTreeSet` of the items); `Debug` prints it as a set.
 #[derive(Clone)]
 pub(crate) enum SmallSet<T, const N: usize> {
@@ -39,6 +39,7 @@ pub(crate) enum SmallSet<T, const N: usize> {
 impl<T: Item, const N: usize> SmallSet<T, N> {
     /// The empty set.
     pub(crate) const fn new() -> Self {
+        const { assert!(N <= u8::MAX as usize, "the inline length is a u8") };
         SmallSet::Inline {
             len: 0,
             items: [T::FILL; N],
@@ -181,7 +182,7 @@ impl<T: Item, const N: usize> FromIterator<T> for SmallSet<T, N> {
         let mut v: Vec<T> = iter.into_iter().collect();
         v.sort_unstable();
         v.dedup();
-        if v.len() <= N.min(usize::from(u8::MAX)) {
+        if v.len() <= N {
             let mut s = Self::new();
             if let SmallSet::Inline { len, items } = &mut s {
                 items[..v.len()].copy_from_slice(&v);
