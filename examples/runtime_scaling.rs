@@ -288,6 +288,99 @@ fn mib(kib: u64) -> String {
     format!("{:.1}", kib as f64 / 1024.0)
 }
 
+/// The Markdown table's header (two lines).
+const TABLE_HEADER: &str = "| system | threads | pairs/process | start ms (runtime / relay) | RSS after start MiB (runtime / relay) | peak RSS MiB (runtime / relay) | runtime msgs/pair | runtime msgs/s | relay msgs/s | runtime ÷ relay |\n|---|---|---|---|---|---|---|---|---|---|";
+
+/// The CSV's header row.
+const CSV_HEADER: &str = "system,threads,pairs_per_process,start_ms_runtime,start_ms_relay,\
+     rss_after_start_mib_runtime,rss_after_start_mib_relay,peak_rss_mib_runtime,\
+     peak_rss_mib_relay,runtime_msgs_per_pair,runtime_msgs_per_s,relay_msgs_per_s,\
+     runtime_over_relay\n";
+
+/// One row of the table and of the CSV: the runtime's and the relay's figures at one size,
+/// each computed once; [`Row::table`] and [`Row::csv`] only format them (each with its own
+/// precision).
+struct Row {
+    /// The system as the table names it (`LMUTIN torus:4x4`, `GCS complete:16`).
+    name: String,
+    /// The system as the CSV names it (`LMUTIN`, `GCS`).
+    system: &'static str,
+    threads: usize,
+    pairs: usize,
+    /// Runtime, relay.
+    start_ms: [f64; 2],
+    /// Runtime, relay.
+    start_mib: [String; 2],
+    /// Runtime, relay.
+    peak_mib: [String; 2],
+    msgs_per_pair: f64,
+    /// Runtime, relay.
+    msgs_per_s: [f64; 2],
+    runtime_over_relay: f64,
+}
+
+impl Row {
+    fn new(system: &str, n: usize, rt: &Measured, relay: &Measured) -> Row {
+        let (name, csv_name) = if system == "lmutin" {
+            (format!("LMUTIN torus:{0}x{0}", side(n)), "LMUTIN")
+        } else {
+            (format!("GCS complete:{n}"), "GCS")
+        };
+        Row {
+            name,
+            system: csv_name,
+            threads: n,
+            pairs: pairs_for(system, n),
+            start_ms: [rt.start_ms, relay.start_ms],
+            start_mib: [mib(rt.start_kib), mib(relay.start_kib)],
+            peak_mib: [mib(rt.peak_kib), mib(relay.peak_kib)],
+            msgs_per_pair: rt.messages as f64 / rt.pairs as f64,
+            msgs_per_s: [rt.rate(), relay.rate()],
+            runtime_over_relay: rt.rate() / relay.rate(),
+        }
+    }
+
+    /// The Markdown table's line.
+    fn table(&self) -> String {
+        format!(
+            "| {} | {} | {} | {:.1} / {:.1} | {} / {} | {} / {} | {:.1} | {:.0} K | {:.0} K | {:.2} |",
+            self.name,
+            self.threads,
+            self.pairs,
+            self.start_ms[0],
+            self.start_ms[1],
+            self.start_mib[0],
+            self.start_mib[1],
+            self.peak_mib[0],
+            self.peak_mib[1],
+            self.msgs_per_pair,
+            self.msgs_per_s[0] / 1e3,
+            self.msgs_per_s[1] / 1e3,
+            self.runtime_over_relay,
+        )
+    }
+
+    /// The CSV's line, with its newline.
+    fn csv(&self) -> String {
+        format!(
+            "{},{},{},{:.2},{:.2},{},{},{},{},{:.2},{:.0},{:.0},{:.4}\n",
+            self.system,
+            self.threads,
+            self.pairs,
+            self.start_ms[0],
+            self.start_ms[1],
+            self.start_mib[0],
+            self.start_mib[1],
+            self.peak_mib[0],
+            self.peak_mib[1],
+            self.msgs_per_pair,
+            self.msgs_per_s[0],
+            self.msgs_per_s[1],
+            self.runtime_over_relay,
+        )
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--row") {
@@ -308,52 +401,15 @@ fn main() {
     if sizes.is_empty() {
         sizes = SIZES.to_vec();
     }
-    let mut csv = String::from(
-        "system,threads,pairs_per_process,start_ms_runtime,start_ms_relay,\
-         rss_after_start_mib_runtime,rss_after_start_mib_relay,peak_rss_mib_runtime,\
-         peak_rss_mib_relay,runtime_msgs_per_pair,runtime_msgs_per_s,relay_msgs_per_s,\
-         runtime_over_relay\n",
-    );
-    println!("| system | threads | pairs/process | start ms (runtime / relay) | RSS after start MiB (runtime / relay) | peak RSS MiB (runtime / relay) | runtime msgs/pair | runtime msgs/s | relay msgs/s | runtime ÷ relay |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let mut csv = String::from(CSV_HEADER);
+    println!("{TABLE_HEADER}");
     for system in ["lmutin", "gcs"] {
         for &n in &sizes {
             let rt = child(system, "runtime", n);
             let relay = child(system, "relay", n);
-            let name = if system == "lmutin" {
-                format!("LMUTIN torus:{0}x{0}", side(n))
-            } else {
-                format!("GCS complete:{n}")
-            };
-            println!(
-                "| {name} | {n} | {} | {:.1} / {:.1} | {} / {} | {} / {} | {:.1} | {:.0} K | {:.0} K | {:.2} |",
-                pairs_for(system, n),
-                rt.start_ms,
-                relay.start_ms,
-                mib(rt.start_kib),
-                mib(relay.start_kib),
-                mib(rt.peak_kib),
-                mib(relay.peak_kib),
-                rt.messages as f64 / rt.pairs as f64,
-                rt.rate() / 1e3,
-                relay.rate() / 1e3,
-                rt.rate() / relay.rate(),
-            );
-            csv += &format!(
-                "{},{n},{},{:.2},{:.2},{},{},{},{},{:.2},{:.0},{:.0},{:.4}\n",
-                if system == "lmutin" { "LMUTIN" } else { "GCS" },
-                pairs_for(system, n),
-                rt.start_ms,
-                relay.start_ms,
-                mib(rt.start_kib),
-                mib(relay.start_kib),
-                mib(rt.peak_kib),
-                mib(relay.peak_kib),
-                rt.messages as f64 / rt.pairs as f64,
-                rt.rate(),
-                relay.rate(),
-                rt.rate() / relay.rate(),
-            );
+            let row = Row::new(system, n, &rt, &relay);
+            println!("{}", row.table());
+            csv += &row.csv();
         }
     }
     if let Some(path) = csv_path {

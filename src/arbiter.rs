@@ -20,7 +20,8 @@
 //! queued as another request, which the cap still bounds.
 
 use crate::id::{ProcessId, Stamp};
-use std::collections::{BTreeMap, BTreeSet};
+use crate::small_set::SmallSet;
+use std::fmt;
 
 /// What the arbiter asks its owner to send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -64,26 +65,37 @@ impl ArbiterRules {
     };
 }
 
+/// A set of stamps, ascending; inline up to `N` (see `small_set`).
+type Stamps<const N: usize> = SmallSet<Stamp, N>;
+
+/// Inline room of the granted and pending sets: a torus's closed neighbourhood minus l.
+const HOT: usize = 4;
+
 /// A permission arbiter: `grantedTo`, `pendingReq` and `preemptingNow` of the papers.
+///
+/// The sets are sorted arrays held inline while small (a closed neighbourhood at most on
+/// local topologies), so that the ones every message reads sit in the object itself: at
+/// 10^5 processes a pointer to a B-tree node was a cache miss per message. (The field order
+/// is that of the sets' `Debug` and `Hash`, unchanged from the B-tree version.)
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Arbiter {
     capacity: usize,
-    granted: BTreeSet<Stamp>,
-    pending: BTreeSet<Stamp>,
+    granted: Stamps<HOT>,
+    pending: Stamps<HOT>,
     preempting: Option<ProcessId>,
     /// Holders whose permission was granted through the sidetrack (LKCS's trigger), with the
     /// stamp of the sidetrack request: the one reserved permission above the capacity.
-    sidetracked: BTreeMap<ProcessId, Stamp>,
+    sidetracked: Sidetracked,
     /// Sidetrack requests waiting for the reserved permission (without a reserve: for room,
     /// in stamp order with the pending requests), best (lowest stamp) first.
-    sidetrack_queue: BTreeSet<Stamp>,
+    sidetrack_queue: Stamps<1>,
     /// The sidetrack holder asked to give its permission back to an older sidetrack request.
     preempting_sidetrack: Option<ProcessId>,
     /// Requests set aside by their requester (LKCS parks a request blocked elsewhere; see
     /// [`Arbiter::park`]): neither granted nor pending until unparked.
-    parked: BTreeSet<Stamp>,
+    parked: Stamps<1>,
     /// Sidetrack requests set aside by their requester, likewise.
-    parked_sidetrack: BTreeSet<Stamp>,
+    parked_sidetrack: Stamps<1>,
     /// Whether one permission above the capacity is reserved for the sidetrack (LKCS: only
     /// where the bounds are tightened); without it sidetrack requests wait for room.
     reserve: bool,
@@ -101,13 +113,13 @@ impl Arbiter {
         Arbiter {
             capacity,
             granted: initially_granted.into_iter().collect(),
-            pending: BTreeSet::new(),
+            pending: Stamps::new(),
             preempting: None,
-            sidetracked: BTreeMap::new(),
-            sidetrack_queue: BTreeSet::new(),
+            sidetracked: Sidetracked::default(),
+            sidetrack_queue: Stamps::new(),
             preempting_sidetrack: None,
-            parked: BTreeSet::new(),
-            parked_sidetrack: BTreeSet::new(),
+            parked: Stamps::new(),
+            parked_sidetrack: Stamps::new(),
             reserve: true,
             rules,
         }
@@ -131,14 +143,14 @@ impl Arbiter {
         self.capacity
     }
 
-    /// The granted permissions (`grantedTo`).
-    pub fn granted(&self) -> &BTreeSet<Stamp> {
-        &self.granted
+    /// The granted permissions (`grantedTo`), ascending (best first).
+    pub fn granted(&self) -> &[Stamp] {
+        self.granted.as_slice()
     }
 
-    /// The pending requests (`pendingReq`).
-    pub fn pending(&self) -> &BTreeSet<Stamp> {
-        &self.pending
+    /// The pending requests (`pendingReq`), ascending (best first).
+    pub fn pending(&self) -> &[Stamp] {
+        self.pending.as_slice()
     }
 
     /// The holder being preempted (`preemptingNow`).
@@ -148,7 +160,7 @@ impl Arbiter {
 
     /// Whether `p` holds a permission.
     pub fn holds(&self, p: ProcessId) -> bool {
-        self.granted.iter().any(|s| s.id == p)
+        self.granted().iter().any(|s| s.id == p)
     }
 
     /// Whether a permission can be granted within the capacity (sidetrack permissions
@@ -157,19 +169,19 @@ impl Arbiter {
         self.granted.len() < self.capacity
     }
 
-    /// The sidetrack requests waiting (see [`Arbiter::sidetrack`]).
-    pub fn sidetrack_queue(&self) -> &BTreeSet<Stamp> {
-        &self.sidetrack_queue
+    /// The sidetrack requests waiting (see [`Arbiter::sidetrack`]), ascending (best first).
+    pub fn sidetrack_queue(&self) -> &[Stamp] {
+        self.sidetrack_queue.as_slice()
     }
 
-    /// The parked requests (see [`Arbiter::park`]).
-    pub fn parked(&self) -> &BTreeSet<Stamp> {
-        &self.parked
+    /// The parked requests (see [`Arbiter::park`]), ascending.
+    pub fn parked(&self) -> &[Stamp] {
+        self.parked.as_slice()
     }
 
-    /// The parked sidetrack requests (see [`Arbiter::park`]).
-    pub fn parked_sidetrack(&self) -> &BTreeSet<Stamp> {
-        &self.parked_sidetrack
+    /// The parked sidetrack requests (see [`Arbiter::park`]), ascending.
+    pub fn parked_sidetrack(&self) -> &[Stamp] {
+        self.parked_sidetrack.as_slice()
     }
 
     /// Whether the reserved sidetrack permission is in use (without a reserve: whether the
@@ -179,9 +191,19 @@ impl Arbiter {
     }
 
     /// The holders of a sidetrack permission, with their sidetrack requests' stamps (see
-    /// [`Arbiter::sidetrack`]).
-    pub fn sidetracked(&self) -> &BTreeMap<ProcessId, Stamp> {
-        &self.sidetracked
+    /// [`Arbiter::sidetrack`]), by holder id ascending.
+    pub fn sidetracked(&self) -> &[(ProcessId, Stamp)] {
+        &self.sidetracked.0
+    }
+
+    /// The stamp of `p`'s sidetrack request when `p` holds a sidetrack permission.
+    pub fn sidetrack_stamp(&self, p: ProcessId) -> Option<Stamp> {
+        self.sidetracked.get(p)
+    }
+
+    /// Whether `p` holds a sidetrack permission.
+    pub fn is_sidetracked(&self, p: ProcessId) -> bool {
+        self.sidetracked.get(p).is_some()
     }
 
     /// The sidetrack holder being preempted.
@@ -214,7 +236,7 @@ impl Arbiter {
             || self.parked.contains(&s)
             || self.sidetrack_queue.contains(&s)
             || self.parked_sidetrack.contains(&s)
-            || self.sidetracked.get(&s.id) == Some(&s)
+            || self.sidetracked.get(s.id) == Some(s)
     }
 
     /// A request stamped `s` arrives (the printed Request handler). A stamp already granted
@@ -260,7 +282,7 @@ impl Arbiter {
     /// `p` gives its permission back after a Preempt; its request becomes pending again and
     /// the best pending request is granted.
     pub fn relinquish(&mut self, p: ProcessId, out: &mut Vec<Action>) {
-        if let Some(&s) = self.sidetracked.get(&p) {
+        if let Some(s) = self.sidetracked.get(p) {
             // a sidetrack permission is given back only to an older sidetrack request
             if self.preempting_sidetrack == Some(p) {
                 self.preempting_sidetrack = None;
@@ -298,16 +320,16 @@ impl Arbiter {
     /// Relinquish, and the request is parked: it is neither granted nor preempted for until
     /// [`Arbiter::unpark`]. A sidetrack request (queued or granted) is parked likewise.
     pub fn park(&mut self, p: ProcessId, out: &mut Vec<Action>) {
-        if let Some(s) = self.sidetrack_queue.iter().find(|s| s.id == p).copied() {
+        if let Some(s) = find(&self.sidetrack_queue, p) {
             self.sidetrack_queue.remove(&s);
             self.parked_sidetrack.insert(s);
             return;
         }
-        if let Some(s) = self.pending.iter().find(|s| s.id == p).copied() {
+        if let Some(s) = find(&self.pending, p) {
             self.pending.remove(&s);
             self.parked.insert(s);
         }
-        let sidetrack = self.sidetracked.get(&p).copied();
+        let sidetrack = self.sidetracked.get(p);
         if let Some(s) = self.remove(p) {
             if self.preempting == Some(p) {
                 self.preempting = None;
@@ -327,11 +349,11 @@ impl Arbiter {
     /// `p`'s parked request competes again: a normal one with its stamp, as a new Request
     /// would; a sidetrack one likewise in the sidetrack queue.
     pub fn unpark(&mut self, p: ProcessId, out: &mut Vec<Action>) {
-        if let Some(s) = self.parked_sidetrack.iter().find(|s| s.id == p).copied() {
+        if let Some(s) = find(&self.parked_sidetrack, p) {
             self.parked_sidetrack.remove(&s);
             self.sidetrack_queue.insert(s);
             self.fill(out);
-        } else if let Some(s) = self.parked.iter().find(|s| s.id == p).copied() {
+        } else if let Some(s) = find(&self.parked, p) {
             self.request(s, out);
         }
     }
@@ -367,7 +389,7 @@ impl Arbiter {
     /// `p`'s and `p`'s sequence is still in progress. Does nothing while another sidetrack
     /// preemption is in progress or when `p` holds no sidetrack permission.
     pub fn preempt_sidetrack(&mut self, p: ProcessId, out: &mut Vec<Action>) {
-        if self.preempting_sidetrack.is_none() && self.sidetracked.contains_key(&p) {
+        if self.preempting_sidetrack.is_none() && self.is_sidetracked(p) {
             self.preempting_sidetrack = Some(p);
             out.push(Action::Preempt(p));
         }
@@ -378,7 +400,7 @@ impl Arbiter {
     /// before every normal one where there is a reserve, and before younger ones elsewhere. Does nothing while another preemption is in progress or when
     /// `p` holds no normal permission.
     pub fn preempt(&mut self, p: ProcessId, out: &mut Vec<Action>) {
-        if self.preempting.is_none() && !self.sidetracked.contains_key(&p) && self.holds(p) {
+        if self.preempting.is_none() && !self.is_sidetracked(p) && self.holds(p) {
             self.preempting = Some(p);
             out.push(Action::Preempt(p));
         }
@@ -416,7 +438,7 @@ impl Arbiter {
             }
             self.sidetrack_queue.remove(&s);
             self.granted.insert(Stamp::new(0, s.id));
-            self.sidetracked.insert(s.id, s);
+            self.sidetracked.insert(s);
             out.push(Action::SidetrackGrant(s.id));
         }
     }
@@ -440,9 +462,9 @@ impl Arbiter {
     }
 
     fn remove(&mut self, p: ProcessId) -> Option<Stamp> {
-        let s = self.granted.iter().find(|s| s.id == p).copied()?;
+        let s = find(&self.granted, p)?;
         self.granted.remove(&s);
-        self.sidetracked.remove(&p);
+        self.sidetracked.remove(p);
         Some(s)
     }
 
@@ -451,6 +473,52 @@ impl Arbiter {
             self.granted.insert(s);
             out.push(Action::Grant(s.id));
         }
+    }
+}
+
+/// The stamp of `p` in `set`, if any.
+fn find<const N: usize>(set: &Stamps<N>, p: ProcessId) -> Option<Stamp> {
+    set.as_slice().iter().find(|s| s.id == p).copied()
+}
+
+/// The sidetrack holders with their sidetrack requests' stamps, sorted by holder (hashed and
+/// printed as the map it is).
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+struct Sidetracked(Vec<(ProcessId, Stamp)>);
+
+impl Sidetracked {
+    fn get(&self, p: ProcessId) -> Option<Stamp> {
+        let i = self.0.binary_search_by_key(&p, |e| e.0).ok()?;
+        Some(self.0[i].1)
+    }
+
+    fn insert(&mut self, s: Stamp) {
+        match self.0.binary_search_by_key(&s.id, |e| e.0) {
+            Ok(i) => self.0[i].1 = s,
+            Err(i) => self.0.insert(i, (s.id, s)),
+        }
+    }
+
+    fn remove(&mut self, p: ProcessId) {
+        if let Ok(i) = self.0.binary_search_by_key(&p, |e| e.0) {
+            self.0.remove(i);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+impl fmt::Debug for Sidetracked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.0.iter().map(|(p, s)| (p, s)))
+            .finish()
     }
 }
 
@@ -570,7 +638,7 @@ mod tests {
         a.check().unwrap();
         // the reserve is taken: P3 waits, and no normal grant uses the reserve
         assert_eq!(run(|o| a.sidetrack(st(4, 3), o)), vec![]);
-        assert_eq!(a.sidetrack_queue(), &BTreeSet::from([st(4, 3)]));
+        assert_eq!(a.sidetrack_queue(), &[st(4, 3)]);
         assert!(!a.has_room() && a.reserve_used());
         // a sidetrack permission is not given back by a Relinquish nobody asked for
         assert_eq!(run(|o| a.relinquish(ProcessId(2), o)), vec![]);
@@ -634,8 +702,8 @@ mod tests {
             run(|o| a.relinquish(ProcessId(2), o)),
             vec![Action::SidetrackGrant(ProcessId(3))]
         );
-        assert_eq!(a.sidetrack_queue(), &BTreeSet::from([st(7, 2)]));
-        assert!(a.sidetracked().contains_key(&ProcessId(3)));
+        assert_eq!(a.sidetrack_queue(), &[st(7, 2)]);
+        assert_eq!(a.sidetrack_stamp(ProcessId(3)), Some(st(5, 3)));
         a.check().unwrap();
     }
 
@@ -652,7 +720,7 @@ mod tests {
             run(|o| a.park(ProcessId(2), o)),
             vec![Action::Grant(ProcessId(3))]
         );
-        assert_eq!(a.parked(), &BTreeSet::from([st(2, 2)]));
+        assert_eq!(a.parked(), &[st(2, 2)]);
         assert!(a.pending().is_empty());
         assert_eq!(run(|o| a.release(ProcessId(3), o)), vec![]);
         // unparked, it competes again with its stamp
@@ -679,7 +747,7 @@ mod tests {
             vec![],
             "nothing to hand on: the reserve is free again"
         );
-        assert_eq!(b.parked_sidetrack(), &BTreeSet::from([st(1, 5)]));
+        assert_eq!(b.parked_sidetrack(), &[st(1, 5)]);
         assert_eq!(
             run(|o| b.unpark(ProcessId(5), o)),
             vec![Action::SidetrackGrant(ProcessId(5))]

@@ -116,6 +116,7 @@ pub mod quota;
 pub mod reach;
 pub mod runtime;
 pub mod sim;
+mod small_set;
 mod sync;
 pub mod topology;
 

@@ -441,7 +441,7 @@ fn known(a: &Arbiter, s: Stamp) -> bool {
         || a.parked().contains(&s)
         || a.sidetrack_queue().contains(&s)
         || a.parked_sidetrack().contains(&s)
-        || a.sidetracked().get(&s.id) == Some(&s)
+        || a.sidetrack_stamp(s.id) == Some(s)
 }
 
 /// LMUTIN's documented ignores (`corrected`: the corrected rules); `closed` is N_i ∪ {P_i}.

@@ -969,7 +969,7 @@ impl Lkcs {
             .filter(|s| {
                 // not already on the sidetrack for this type
                 let a = &self.arbiters[at.index()];
-                !a.sidetracked().contains_key(&s.id)
+                !a.is_sidetracked(s.id)
                     && !a.sidetrack_queue().iter().any(|x| x.id == s.id)
                     && !a.parked_sidetrack().iter().any(|x| x.id == s.id)
             })
@@ -1155,9 +1155,9 @@ impl Lkcs {
         self.arbiters[at.index()]
             .sidetracked()
             .iter()
-            .filter(|&(&h, &st)| st > than && self.in_progress(at, h))
-            .max_by_key(|&(_, &st)| st)
-            .map(|(&h, _)| h)
+            .filter(|&&(h, st)| st > than && self.in_progress(at, h))
+            .max_by_key(|&&(_, st)| st)
+            .map(|&(h, _)| h)
     }
 
     /// The youngest holder of a normal permission of type `at` here whose sequence is in
@@ -1168,7 +1168,7 @@ impl Lkcs {
             .iter()
             .rev()
             .take_while(|s| than.is_none_or(|t| **s > t))
-            .find(|s| !a.sidetracked().contains_key(&s.id) && self.in_progress(at, s.id))
+            .find(|s| !a.is_sidetracked(s.id) && self.in_progress(at, s.id))
             .map(|s| s.id)
     }
 

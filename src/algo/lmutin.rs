@@ -96,9 +96,12 @@ use crate::config::{Bounds, Instance};
 use crate::cs::{check_call, Complement, CsObject, CsState, Message, Outbox, Sequence, Variant};
 use crate::error::{CallError, ConfigError, Problem};
 use crate::id::{ProcessId, Stamp};
+use crate::small_set::SmallSet;
 use crate::topology::Topology;
 use std::borrow::Cow;
-use std::collections::BTreeSet;
+
+/// Inline room of a closed neighbourhood (a torus's or a grid's: 5).
+const INLINE_CLOSED: usize = 6;
 
 /// k_i-LMUTEX: the complement of l'_i-LMUTIN with l'_i = |N_i|+1−k_i.
 pub type Lmutex = Complement<Lmutin>;
@@ -179,11 +182,13 @@ impl From<Variant> for LmutinRules {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Lmutin {
     id: ProcessId,
-    closed: Vec<ProcessId>,
+    /// N_i ∪ {P_i}, sorted; inline (with the granters and the arbiter's sets) so that a
+    /// message's handler reads the process object and nothing behind a pointer.
+    closed: SmallSet<ProcessId, INLINE_CLOSED>,
     state: CsState,
     pending: Option<Sequence>,
     ts: u64,
-    granters: BTreeSet<ProcessId>,
+    granters: SmallSet<ProcessId, INLINE_CLOSED>,
     n_grants: i64,
     arbiter: Arbiter,
     rules: LmutinRules,
@@ -226,13 +231,14 @@ impl Lmutin {
         initial: &[CsState],
         rules: LmutinRules,
     ) -> Lmutin {
-        let closed = topology.closed(id);
+        let closed: SmallSet<ProcessId, INLINE_CLOSED> = topology.closed(id).into_iter().collect();
         let holder_state = if rules.printed_initial_grants {
             CsState::InCs
         } else {
             CsState::OutCs
         };
         let initially = closed
+            .as_slice()
             .iter()
             .filter(|q| initial.get(q.index()) == Some(&holder_state))
             .map(|&q| Stamp::new(0, q));
@@ -242,7 +248,7 @@ impl Lmutin {
             state: initial.get(id.index()).copied().unwrap_or(CsState::OutCs),
             pending: None,
             ts: 0,
-            granters: BTreeSet::new(),
+            granters: SmallSet::new(),
             n_grants: 0,
             arbiter: Arbiter::new(capacity, initially, rules.arbiter),
             closed,
@@ -306,7 +312,7 @@ impl CsObject for Lmutin {
         self.granters.clear();
         self.n_grants = 0;
         self.pending = Some(Sequence::Exit);
-        for &q in &self.closed {
+        for &q in self.closed.as_slice() {
             out.send(q, LmutinMsg::Request { ts: self.ts });
         }
         Ok(())
@@ -315,7 +321,7 @@ impl CsObject for Lmutin {
     fn begin_entry(&mut self, out: &mut Outbox<LmutinMsg>) -> Result<(), CallError> {
         check_call(self.state, self.pending, Sequence::Entry)?;
         self.state = CsState::InCs;
-        for &q in &self.closed {
+        for &q in self.closed.as_slice() {
             out.send(q, LmutinMsg::Release);
         }
         out.complete();
@@ -324,7 +330,7 @@ impl CsObject for Lmutin {
 
     fn on_message(&mut self, from: ProcessId, msg: LmutinMsg, out: &mut Outbox<LmutinMsg>) {
         // sorted by id (Topology::closed)
-        if self.closed.binary_search(&from).is_err() {
+        if !self.closed.contains(&from) {
             return;
         }
         let mut actions = Vec::new();
@@ -379,7 +385,12 @@ impl CsObject for Lmutin {
             return Vec::new();
         }
         let missing = |q: &&ProcessId| !self.granters.contains(q);
-        self.closed.iter().filter(missing).copied().collect()
+        self.closed
+            .as_slice()
+            .iter()
+            .filter(missing)
+            .copied()
+            .collect()
     }
 
     fn lent_to(&self) -> Vec<ProcessId> {
