@@ -3,12 +3,16 @@
 //! request/response with as many sequential round trips per pair as the algorithm sends
 //! remote messages per pair, halved.
 //!
-//! Run: `cargo run --release --example net_bench` (about a minute on 2 cores). For profiling,
+//! Run: `cargo run --release --example net_bench` (about two minutes on 2 cores).
+//! `NET_BENCH_ROUNDS=R` sets the rounds per case (default 5). For profiling,
 //! `NET_BENCH_CLUSTER_ONLY=I` measures only the cluster of case I (0: GCS n=3, 1: GCS n=5,
-//! 2: Maekawa n=5, 3: CDC n=5).
+//! 2: Maekawa n=5, 3: CDC n=5), R phases of it.
 //!
-//! For each case (algorithm, n, bounds) the benchmark measures three systems, each with a
-//! short warm-up (also used to size the measured phase to about `PHASE` seconds):
+//! For each case (algorithm, n, bounds) the benchmark starts the systems below once, warms
+//! each up (which also sizes its phases to about `PHASE` seconds), then runs R rounds; a
+//! round measures each system once, the cluster and the ceiling back to back. Every ratio is
+//! taken within a round and reported as its median and range over the rounds, so that a
+//! slow spell of the machine shifts both sides of a ratio rather than one:
 //!
 //! - `cluster`: n members of one cluster file, each its own node over TCP on 127.0.0.1
 //!   (ports chosen free at run time), all in this process ([`lkcs::net::Cluster::member_with`]);
@@ -44,7 +48,9 @@ mod bench {
     use std::time::{Duration, Instant};
 
     /// Seconds a measured phase aims at.
-    const PHASE: f64 = 3.0;
+    const PHASE: f64 = 1.5;
+    /// Rounds per case (`NET_BENCH_ROUNDS` overrides it).
+    const ROUNDS: usize = 5;
     /// Pairs per member in a warm-up phase.
     const WARMUP_PAIRS: usize = 30;
     /// A blocked call gives up this often to see whether the phase is over.
@@ -125,11 +131,6 @@ mod bench {
         }
     }
 
-    /// A port free now on 127.0.0.1.
-    fn free_port() -> std::io::Result<u16> {
-        Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-    }
-
     /// Moves `m` in or out, giving up when the phase stops first: `Ok(false)`.
     fn step(m: &mut Member, enter: bool, stop: &AtomicBool) -> Result<bool, QuotaError> {
         loop {
@@ -204,22 +205,27 @@ mod bench {
         })
     }
 
-    /// Warm-up, then a phase of about `PHASE` seconds.
-    fn measure(members: &mut [Member]) -> Result<Phase, Error> {
-        let warm = cycle(members, WARMUP_PAIRS)?;
-        cycle(members, warm.sized(members.len()))
+    /// Pairs per member for a measured phase of `members`, sized by a warm-up.
+    fn warm(members: &mut [Member]) -> Result<usize, Error> {
+        Ok(cycle(members, WARMUP_PAIRS)?.sized(members.len()))
     }
 
-    /// The cluster over loopback TCP; also the remote messages per pair `simulate` counts on
-    /// the same spec.
-    fn cluster(case: &Case) -> Result<(Phase, f64), Error> {
+    /// The members of a cluster over loopback TCP, each its own node; also the remote
+    /// messages per pair `simulate` counts on the same spec, and the switch that silences the
+    /// log once the case is over.
+    fn cluster(case: &Case) -> Result<(Vec<Member>, f64, Arc<AtomicBool>), Error> {
         let mut text =
             String::from("secret = \"net-bench-secret-0123456789\"\nepoch = 1\n\n[quota]\n");
         text += &case.quota_table();
         text += "\n[members]\n";
-        for i in 0..case.n {
-            text += &format!("{i} = \"127.0.0.1:{}\"\n", free_port()?);
+        // held together until every port is known, so that no two are the same
+        let held = (0..case.n)
+            .map(|_| TcpListener::bind("127.0.0.1:0"))
+            .collect::<Result<Vec<_>, _>>()?;
+        for (i, l) in held.iter().enumerate() {
+            text += &format!("{i} = \"127.0.0.1:{}\"\n", l.local_addr()?.port());
         }
+        drop(held);
         let cluster = Cluster::parse(&text)?;
         let remote = cluster.spec().build(Remote)?;
         // log what matters (refusals, drops, unreachable peers) until the run is over
@@ -239,13 +245,10 @@ mod bench {
                 }
             })
         };
-        let mut members = (0..case.n)
+        let members = (0..case.n)
             .map(|i| cluster.member_with(i, None, log.clone()))
             .collect::<Result<Vec<_>, _>>()?;
-        let phase = measure(&mut members)?;
-        quiet.store(true, Ordering::SeqCst);
-        drop(members);
-        Ok((phase, remote))
+        Ok((members, remote, quiet))
     }
 
     /// Simulates the spec; the mean remote messages per pair.
@@ -262,15 +265,6 @@ mod bench {
                 .remote_messages_per_pair
                 .mean
         }
-    }
-
-    /// The thread runtime on the same algorithm.
-    fn runtime(case: &Case) -> Result<Phase, Error> {
-        let quota = case.quota()?;
-        let mut members = quota.members();
-        let phase = measure(&mut members)?;
-        quota.shutdown();
-        Ok(phase)
     }
 
     /// n clients, each `round trips × pairs` request/response round trips to its own echo
@@ -333,25 +327,32 @@ mod bench {
         })
     }
 
-    fn ceiling(n: usize, round_trips: f64) -> Result<Phase, Error> {
-        // at least 2,000 round trips per client to size the measured phase
+    /// Pairs per client for a measured ceiling phase of `n` clients, sized by a warm-up
+    /// (at least 2,000 round trips per client).
+    fn warm_ceiling(n: usize, round_trips: f64) -> Result<usize, Error> {
         let warm_pairs = WARMUP_PAIRS.max((2000.0 / round_trips.max(0.5)) as usize);
-        let warm = ceiling_phase(n, round_trips, warm_pairs)?;
-        ceiling_phase(n, round_trips, warm.sized(n))
+        Ok(ceiling_phase(n, round_trips, warm_pairs)?.sized(n))
     }
 
-    /// The serialised ceiling of a mutual exclusion: the same round trips per pair, but one
-    /// pair at a time in the whole cluster, as if no message of one pair overlapped another
-    /// pair: a single client makes every pair's round trips in one sequence.
-    fn serial_ceiling(round_trips: f64) -> Result<Phase, Error> {
-        let warm_pairs = WARMUP_PAIRS.max((2000.0 / round_trips.max(0.5)) as usize);
-        let warm = ceiling_phase(1, round_trips, warm_pairs)?;
-        ceiling_phase(1, round_trips, warm.sized(1))
+    /// The median, the least and the greatest of `xs` (not empty).
+    fn spread(mut xs: Vec<f64>) -> (f64, f64, f64) {
+        xs.sort_by(f64::total_cmp);
+        let m = xs.len() / 2;
+        let median = if xs.len() % 2 == 1 {
+            xs[m]
+        } else {
+            (xs[m - 1] + xs[m]) / 2.0
+        };
+        (median, xs[0], xs[xs.len() - 1])
     }
 
-    fn row(system: &str, case: &Case, p: &Phase) {
+    fn show((median, lo, hi): (f64, f64, f64)) -> String {
+        format!("{median:.3} ({lo:.3}–{hi:.3})")
+    }
+
+    fn row(system: &str, case: &Case, round: usize, p: &Phase) {
         println!(
-            "| {system:<8} | {:<18} | {:>2} | {:>9} | {:>9.3} | {:>10.1} | {:>9.4} |",
+            "| {system:<8} | {:<18} | {:>2} | {round:>5} | {:>9} | {:>9.3} | {:>10.1} | {:>9.4} |",
             case.label(),
             case.n,
             p.pairs,
@@ -359,6 +360,14 @@ mod bench {
             p.rate(),
             p.latency_ms
         );
+    }
+
+    /// One round of a case: each system once, the cluster and the ceiling back to back.
+    struct Round {
+        cluster: Phase,
+        ceiling: Phase,
+        runtime: Phase,
+        serial: Option<Phase>,
     }
 
     pub fn main() -> Result<(), Error> {
@@ -388,67 +397,99 @@ mod bench {
                 bounds: None,
             },
         ];
-        if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
-            println!("load average at the start: {}", load.trim());
+        let rounds: usize = match std::env::var("NET_BENCH_ROUNDS") {
+            Ok(r) => r.parse()?,
+            Err(_) => ROUNDS,
+        };
+        if rounds == 0 {
+            return Err("NET_BENCH_ROUNDS must be at least 1".into());
         }
         println!(
-            "| system   | case               |  n |     pairs |    wall s |    pairs/s | pair ms   |"
+            "| system   | case               |  n | round |     pairs |    wall s |    pairs/s | pair ms   |"
         );
         println!(
-            "|----------|--------------------|---:|----------:|----------:|-----------:|----------:|"
+            "|----------|--------------------|---:|------:|----------:|----------:|-----------:|----------:|"
         );
         // profiling: `NET_BENCH_CLUSTER_ONLY=I` measures the cluster of case I alone
         if let Ok(i) = std::env::var("NET_BENCH_CLUSTER_ONLY") {
             let case = cases.get(i.parse::<usize>()?).ok_or("no such case")?;
-            let (net, _) = cluster(case)?;
-            row("cluster", case, &net);
+            let (mut net, _, quiet) = cluster(case)?;
+            let pairs = warm(&mut net)?;
+            for r in 1..=rounds {
+                row("cluster", case, r, &cycle(&mut net, pairs)?);
+            }
+            quiet.store(true, Ordering::SeqCst);
             return Ok(());
         }
-        let mut ratios = Vec::new();
+        let mut results = Vec::new();
         for case in &cases {
-            let (net, remote) = cluster(case)?;
-            let rt = runtime(case)?;
+            let (mut net, remote, quiet) = cluster(case)?;
+            let quota = case.quota()?;
+            let mut rt = quota.members();
             let round_trips = remote / 2.0;
-            let top = ceiling(case.n, round_trips)?;
             // mutual exclusion serialises its pairs: the second ceiling does too
-            let serial = match case.bounds {
-                None => Some(serial_ceiling(round_trips)?),
-                Some(_) => None,
+            let mutex = case.bounds.is_none();
+            // every phase of a system has the same size, from one warm-up
+            let net_pairs = warm(&mut net)?;
+            let rt_pairs = warm(&mut rt)?;
+            let top_pairs = warm_ceiling(case.n, round_trips)?;
+            let serial_pairs = match mutex {
+                true => Some(warm_ceiling(1, round_trips)?),
+                false => None,
             };
-            row("cluster", case, &net);
-            row("runtime", case, &rt);
-            row("ceiling", case, &top);
-            if let Some(serial) = &serial {
-                row("serial", case, serial);
+            let mut done = Vec::new();
+            for r in 1..=rounds {
+                let round = Round {
+                    cluster: cycle(&mut net, net_pairs)?,
+                    ceiling: ceiling_phase(case.n, round_trips, top_pairs)?,
+                    runtime: cycle(&mut rt, rt_pairs)?,
+                    serial: match serial_pairs {
+                        Some(p) => Some(ceiling_phase(1, round_trips, p)?),
+                        None => None,
+                    },
+                };
+                row("cluster", case, r, &round.cluster);
+                row("ceiling", case, r, &round.ceiling);
+                row("runtime", case, r, &round.runtime);
+                if let Some(s) = &round.serial {
+                    row("serial", case, r, s);
+                }
+                done.push(round);
             }
-            ratios.push((
-                case.label(),
-                case.n,
-                remote,
-                round_trips,
-                net,
-                rt,
-                top,
-                serial,
-            ));
+            quiet.store(true, Ordering::SeqCst);
+            drop(net);
+            quota.shutdown();
+            results.push((case, remote, round_trips, done));
         }
         println!();
         println!(
-            "| case               |  n | remote msgs/pair | round trips/pair | cluster/runtime | cluster/ceiling | latency ceiling/cluster | cluster/serial |"
+            "Each ratio is taken within a round (the cluster and the ceiling back to back); median (least–greatest) over {rounds} rounds."
+        );
+        println!();
+        println!(
+            "| case               |  n | remote msgs/pair | round trips/pair | cluster/ceiling        | cluster/runtime        | latency ceiling/cluster | cluster/serial         |"
         );
         println!(
-            "|--------------------|---:|-----------------:|-----------------:|----------------:|----------------:|------------------------:|---------------:|"
+            "|--------------------|---:|-----------------:|-----------------:|------------------------|------------------------|-------------------------|------------------------|"
         );
-        for (label, n, remote, trips, net, rt, top, serial) in &ratios {
-            let serial = match serial {
-                Some(s) => format!("{:.3}", net.rate() / s.rate()),
+        for (case, remote, trips, done) in &results {
+            let of = |f: &dyn Fn(&Round) -> f64| spread(done.iter().map(f).collect());
+            let top = of(&|r| r.cluster.rate() / r.ceiling.rate());
+            let rt = of(&|r| r.cluster.rate() / r.runtime.rate());
+            let lat = of(&|r| r.ceiling.latency_ms / r.cluster.latency_ms);
+            let serial = match done[0].serial {
+                Some(_) => show(of(&|r| {
+                    r.cluster.rate() / r.serial.as_ref().map_or(f64::NAN, Phase::rate)
+                })),
                 None => "-".into(),
             };
             println!(
-                "| {label:<18} | {n:>2} | {remote:>16.2} | {trips:>16.2} | {:>15.3} | {:>15.3} | {:>23.3} | {serial:>14} |",
-                net.rate() / rt.rate(),
-                net.rate() / top.rate(),
-                top.latency_ms / net.latency_ms
+                "| {:<18} | {:>2} | {remote:>16.2} | {trips:>16.2} | {:<22} | {:<22} | {:<23} | {serial:<22} |",
+                case.label(),
+                case.n,
+                show(top),
+                show(rt),
+                show(lat),
             );
         }
         Ok(())

@@ -13,10 +13,12 @@ use std::time::Instant;
 
 type Moving = Pin<Box<dyn Future<Output = Result<(), NodeError>> + Send>>;
 
-/// The engine of a member over TCP: its node, and the runtime the node's tasks run on.
+/// The engine of a member over TCP: its node, and the thread its tasks run on.
 struct NetEngine {
     node: NodeHandle,
-    runtime: Mutex<Option<tokio::runtime::Runtime>>,
+    /// Stops the node's thread, which then drops the node's tasks and sockets (as
+    /// `Runtime::shutdown_background` does: no call waits for it).
+    stop: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
     /// The move an async call is waiting for, and where it goes.
     polled: Mutex<Option<(CsState, Moving)>>,
 }
@@ -97,13 +99,8 @@ impl MemberEngine for NetEngine {
 
     fn retire(&self) {
         self.node.shutdown();
-        if let Some(rt) = self
-            .runtime
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
-            rt.shutdown_background();
+        if let Some(stop) = self.stop.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = stop.send(());
         }
     }
 }
@@ -147,9 +144,9 @@ impl Cluster {
                 ))
             })?;
         let addr = bind.or(self.address(me)).expect("id checked");
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name(format!("lkcs-node-{id}"))
+        // one thread runs every task of the node (links, acceptor, the object): a
+        // current-thread runtime, with no work-stealing scheduler to keep informed
+        let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| NetError::Io(format!("cannot start the node's runtime: {e}")))?;
@@ -161,9 +158,19 @@ impl Cluster {
                 .map_err(|e| NetError::Io(format!("{me} cannot listen on {addr}: {e}")))?;
             self.spawn(me, listener, None, log)?
         };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name(format!("lkcs-node-{id}"))
+            .spawn(move || {
+                runtime.block_on(async {
+                    let _ = stopped.await;
+                });
+                runtime.shutdown_background();
+            })
+            .map_err(|e| NetError::Io(format!("cannot start the node's thread: {e}")))?;
         let engine = NetEngine {
             node,
-            runtime: Mutex::new(Some(runtime)),
+            stop: Mutex::new(Some(stop)),
             polled: Mutex::new(None),
         };
         Ok(Member::new(id, Box::new(engine)))
