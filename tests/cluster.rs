@@ -462,8 +462,9 @@ fn a_killed_node_is_named_by_the_survivors() {
 fn connections_reset_mid_run_lose_and_duplicate_nothing() {
     let dir = scratch("resets");
     let n = 4;
-    let public = free_ports(n);
-    let real = free_ports(n);
+    // one call, so that no proxy port can be a node's too
+    let ports = free_ports(2 * n);
+    let (public, real) = ports.split_at(n);
     let text = cluster_text(
         SECRET,
         "algorithm = \"gcs\"\ntopology = \"complete:4\"\nl = 1\nk = 3",
@@ -571,8 +572,8 @@ fn a_wrong_secret_or_quota_is_refused_and_the_cluster_is_unaffected() {
         ),
     ] {
         let dir = scratch(&format!("rogue-{what}"));
-        let ports = free_ports(3);
-        let spare = free_ports(1)[0];
+        let mut ports = free_ports(4);
+        let spare = ports.pop().unwrap();
         let good = cluster_text(
             SECRET,
             "algorithm = \"gcs\"\ntopology = \"complete:3\"\nl = 1\nk = 2",
