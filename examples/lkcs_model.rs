@@ -17,7 +17,15 @@
 //!
 //! MODE chooses how restoration is helped: `plain` (not at all), `restore` (a normal move
 //! that brings an arbiter in reserve back goes first, oldest first), `inherit` (as `restore`,
-//! and such a restoring move may itself use reserves: priority inheritance). With the
+//! and such a restoring move may itself use reserves: priority inheritance).
+//!
+//! `trip` replaces ownership by the **round trip**: bounds are tightened wherever
+//! k_i − l_i ≥ 3 and the start is tight there; a reserve move by q starts q's round trip,
+//! which touches every arbiter of N_q ∪ {q} until q's next move (its return) ends it. A
+//! trip starts only for the oldest request of its ball and only where no other trip
+//! touches; every other move must keep each arbiter within [l_j, k_j] and its count with the
+//! touching trip undone within [L_j, K_j] (room is kept for the return), so the return is
+//! always possible. The model asserts that invariant after every step. With the
 //! environment variable `MODEL_WHY` set, the end of the run shows the oldest request's
 //! arbiters and the owned reserves in its ball.
 //!
@@ -45,12 +53,24 @@ fn main() {
     let mode = args.get(3).map_or("", String::as_str);
     let restore_first = mode == "restore" || mode == "inherit";
     let inherit = mode == "inherit";
+    let trips = mode == "trip";
     let inst = Lkcs::instance(&topology, &list("l"), &list("k")).expect("bounds");
-    let sys = match Lkcs::build(&inst, &Leaders::All, None, LkcsRules::CORRECTED) {
-        Ok(sys) => sys,
-        Err(e) => {
-            println!("refused: {}", e.to_string().lines().next().unwrap_or(""));
+    // `trip` needs no leader: it refuses only instances with a process that can never move
+    // (and, below, those without a tight start); the other modes run what `Lkcs::build` runs
+    let built = if trips {
+        let frozen = inst.immovable(20_000);
+        if !frozen.is_empty() {
+            println!("refused: {frozen:?} can never move");
             return;
+        }
+        None
+    } else {
+        match Lkcs::build(&inst, &Leaders::All, None, LkcsRules::CORRECTED) {
+            Ok(sys) => Some(sys),
+            Err(e) => {
+                println!("refused: {}", e.to_string().lines().next().unwrap_or(""));
+                return;
+            }
         }
     };
     let n = inst.len();
@@ -77,17 +97,41 @@ fn main() {
             (b.l, b.k)
         })
         .collect();
-    let soft: Vec<(usize, usize)> = (0..n)
-        .map(|i| {
-            let b = sys.operating.all_bounds()[i];
-            (b.l, b.k)
+    // `trip` tightens wherever k_i - l_i >= 3 and starts from a configuration tight there;
+    // the other modes keep the operating bounds and start of `Lkcs::build`
+    let (soft, start): (Vec<(usize, usize)>, Vec<CsState>) = if trips {
+        let soft: Vec<(usize, usize)> = hard
+            .iter()
+            .map(|&(l, k)| if k - l >= 3 { (l + 1, k - 1) } else { (l, k) })
+            .collect();
+        let bounds = soft.iter().map(|&(l, k)| lkcs::Bounds { l, k }).collect();
+        let tight = lkcs::Instance::new(topology.clone(), bounds).expect("tightened bounds");
+        match tight.find_safe_initial_quickly() {
+            Ok(start) => (soft, start),
+            Err(e) => {
+                println!("refused: no tight start: {e}");
+                return;
+            }
+        }
+    } else {
+        let sys = built.expect("built for every mode but `trip`");
+        let soft = sys
+            .operating
+            .all_bounds()
+            .iter()
+            .map(|b| (b.l, b.k))
+            .collect();
+        (soft, sys.procs.iter().map(CsObject::state).collect())
+    };
+    // arbiters the argument of `trip` does not cover: a bound that a move can break
+    // (l_j > 0 or k_j < |N_j|+1) with k_j - l_j < 3
+    let uncovered = (0..n)
+        .filter(|&j| {
+            let (l, k) = hard[j];
+            (l > 0 || k < closed[j].len()) && k - l < 3
         })
-        .collect();
-    let mut inside: Vec<bool> = sys
-        .procs
-        .iter()
-        .map(|p| p.state() == CsState::InCs)
-        .collect();
+        .count();
+    let mut inside: Vec<bool> = start.iter().map(|&s| s == CsState::InCs).collect();
     let mut count: Vec<usize> = (0..n)
         .map(|j| closed[j].iter().filter(|&&q| inside[q]).count())
         .collect();
@@ -98,6 +142,10 @@ fn main() {
     let mut reserve_moves = 0u64;
     // the process whose reserve move took each arbiter out of [L_j, K_j], until it is back
     let mut owner: Vec<Option<usize>> = vec![None; n];
+    // `trip`: the process whose round trip (a reserve move and its return) touches each
+    // arbiter, and whether each process is out on one
+    let mut touch: Vec<Option<usize>> = vec![None; n];
+    let mut on_trip = vec![false; n];
     for step in n as u64..n as u64 + steps {
         let mut order: Vec<usize> = (0..n).collect();
         order.sort_by_key(|&q| age[q]);
@@ -137,25 +185,51 @@ fn main() {
                     .iter()
                     .all(|&m| !in_reserve(count, m) || owner[m] == Some(q))
         };
-        let mut chosen = None;
-        if restore_first {
+        // `trip`: a move keeps every arbiter within [l_j, k_j] and its count with the round
+        // trip touching it undone within [L_j, K_j]; a round trip starts only where no other
+        // touches, for the oldest request of the ball
+        let displacement = |q: usize| if inside[q] { 1isize } else { -1 };
+        let virtual_ok = |r: usize, count: &[usize]| {
+            closed[r].iter().all(|&j| {
+                let c = after(r, j, count);
+                let v = match touch[j] {
+                    Some(q) if q != r => c as isize - displacement(q),
+                    _ => c as isize,
+                };
+                within(c, hard[j]) && v >= 0 && within(v as usize, soft[j])
+            })
+        };
+        let trip_ok = |r: usize, count: &[usize]| {
+            !on_trip[r]
+                && oldest_in_ball(r)
+                && closed[r]
+                    .iter()
+                    .all(|&j| touch[j].is_none() && within(after(r, j, count), hard[j]))
+        };
+        let chosen = if trips {
+            order
+                .iter()
+                .copied()
+                .find(|&q| virtual_ok(q, &count) || trip_ok(q, &count))
+        } else {
             // with `inherit` a restoring move may use reserves too (priority inheritance)
             let hard_ok = |q: usize| {
                 closed[q]
                     .iter()
                     .all(|&j| within(after(q, j, &count), hard[j]))
             };
-            chosen = order
-                .iter()
-                .copied()
-                .find(|&q| restores(q, &count) && (normal(q, &count) || (inherit && hard_ok(q))));
-        }
-        if chosen.is_none() {
-            chosen = order
-                .iter()
-                .copied()
-                .find(|&q| normal(q, &count) || reserve(q, &count));
-        }
+            let restoring = order.iter().copied().find(|&q| {
+                restore_first
+                    && restores(q, &count)
+                    && (normal(q, &count) || (inherit && hard_ok(q)))
+            });
+            restoring.or_else(|| {
+                order
+                    .iter()
+                    .copied()
+                    .find(|&q| normal(q, &count) || reserve(q, &count))
+            })
+        };
         let Some(q) = chosen else {
             let reserves: Vec<usize> = (0..n).filter(|&j| in_reserve(&count, j)).collect();
             println!("no move at step {step}: moves {moves:?}; arbiters in reserve {reserves:?}");
@@ -163,6 +237,18 @@ fn main() {
         };
         if !normal(q, &count) {
             reserve_moves += 1;
+        }
+        if trips {
+            let starts = !on_trip[q] && !virtual_ok(q, &count);
+            let mover = (on_trip[q] || starts).then_some(q);
+            on_trip[q] = starts;
+            for &j in &closed[q] {
+                touch[j] = if starts {
+                    mover
+                } else {
+                    touch[j].filter(|&o| o != q)
+                };
+            }
         }
         for &j in &closed[q] {
             count[j] = after(q, j, &count);
@@ -173,6 +259,19 @@ fn main() {
             }
         }
         inside[q] = !inside[q];
+        if trips {
+            // invariant T: every count within [l_j, k_j], and within [L_j, K_j] with the
+            // round trip touching it undone
+            for j in 0..n {
+                let undone = match touch[j] {
+                    Some(o) => count[j] as isize - if inside[o] { 1 } else { -1 },
+                    None => count[j] as isize,
+                };
+                let ok =
+                    within(count[j], hard[j]) && undone >= 0 && within(undone as usize, soft[j]);
+                assert!(ok, "invariant T broken at P{j} after step {step}");
+            }
+        }
         worst_wait = worst_wait.max(step - age[q]);
         age[q] = step;
         moves[q] += 1;
@@ -206,8 +305,9 @@ fn main() {
     }
     let idle: Vec<usize> = (0..n).filter(|&q| moves[q] == 0).collect();
     println!(
-        "{} steps: {} reserve moves; fewest moves {} (never moved: {idle:?}); worst wait {} steps; \
-         oldest request waiting {} steps",
+        "{} uncovered arbiters; {} steps: {} reserve moves; fewest moves {} (never moved: \
+         {idle:?}); worst wait {} steps; oldest request waiting {} steps",
+        uncovered,
         steps,
         reserve_moves,
         moves.iter().min().unwrap_or(&0),

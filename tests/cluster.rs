@@ -468,7 +468,7 @@ fn connections_reset_mid_run_lose_and_duplicate_nothing() {
     let text = cluster_text(
         SECRET,
         "algorithm = \"gcs\"\ntopology = \"complete:4\"\nl = 1\nk = 3",
-        &public,
+        public,
         5000,
     );
     let file = write(&dir, "cluster.toml", &text);
