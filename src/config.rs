@@ -15,6 +15,9 @@ const SEARCH_BUDGET: usize = 2_000_000;
 const QUICK_SEARCH_BUDGET: usize = 100_000;
 /// The local search's flips in [`Instance::find_safe_initial_quickly`].
 const LOCAL_SEARCH_FLIPS: usize = 20_000;
+/// [`Instance::immovable`]'s local test is not attempted for a process whose judges' closed
+/// neighbourhoods add up to more processes than this (a hub of thousands of neighbours).
+const LOCAL_REACH_LIMIT: usize = 4_096;
 
 /// A process's bounds: at least `l` and at most `k` processes of its closed neighbourhood
 /// N_i ∪ {P_i} in the CS.
@@ -229,7 +232,10 @@ impl Instance {
     /// there is final), then, when that finds an assignment, the same question on the whole
     /// instance (the assignment must extend to a configuration that meets every bound). Each
     /// search takes at most `budget` steps; a process whose search runs out of budget is not
-    /// reported (the answer is then "not shown immovable", never a false refusal). On a complete graph every closed neighbourhood is the whole system: every
+    /// reported (the answer is then "not shown immovable", never a false refusal), and so is
+    /// a process whose judges' closed neighbourhoods add up to more than 4,096 processes (the
+    /// local test is not attempted there). On a complete graph every closed neighbourhood is
+    /// the whole system: every
     /// process is immovable exactly when the largest l_i equals the smallest k_i.
     pub fn immovable(&self, budget: usize) -> Vec<ProcessId> {
         if let Some(global) = &self.global {
@@ -306,27 +312,28 @@ impl Instance {
         if range.iter().any(|&(lo, hi)| lo > hi) {
             return Some(false);
         }
-        // the variables: every process in a judge's closed neighbourhood, p first
+        // The set-up below is linear in the judges' closed neighbourhoods; past
+        // LOCAL_REACH_LIMIT processes counted there (a hub's neighbourhood) the search is not
+        // attempted: "not shown immovable", never a false refusal.
+        let reach: usize = judges.iter().map(|&j| t.degree(j) + 1).sum();
+        if reach > LOCAL_REACH_LIMIT {
+            return None;
+        }
+        // the variables: every process in a judge's closed neighbourhood, p first; for each,
+        // the judges it counts for
         let mut vars: Vec<ProcessId> = vec![p];
-        for &j in &judges {
+        let mut index: std::collections::HashMap<ProcessId, usize> = [(p, 0)].into();
+        let mut counts_for: Vec<Vec<usize>> = vec![Vec::new()];
+        for (x, &j) in judges.iter().enumerate() {
             for q in t.closed(j) {
-                if !vars.contains(&q) {
+                let v = *index.entry(q).or_insert_with(|| {
                     vars.push(q);
-                }
+                    counts_for.push(Vec::new());
+                    vars.len() - 1
+                });
+                counts_for[v].push(x);
             }
         }
-        // for each variable, the judges it counts for
-        let counts_for: Vec<Vec<usize>> = vars
-            .iter()
-            .map(|&v| {
-                judges
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &j)| j == v || t.neighbors(j).contains(&v))
-                    .map(|(x, _)| x)
-                    .collect()
-            })
-            .collect();
         let mut in_cs = vec![0usize; judges.len()];
         let mut undecided: Vec<usize> = judges.iter().map(|&j| t.degree(j) + 1).collect();
         let feasible = |in_cs: &[usize], undecided: &[usize], touched: &[usize]| {
@@ -850,6 +857,24 @@ mod tests {
                 })
             })
             .collect()
+    }
+
+    #[test]
+    fn a_hub_beyond_the_local_limit_is_not_tested_and_not_reported() {
+        // star:5000: every process's judges add up to more than LOCAL_REACH_LIMIT processes,
+        // so no process is tested (each test would enumerate the whole star)
+        let t = Topology::star(5000).unwrap();
+        let bounds = t
+            .processes()
+            .map(|p| Bounds {
+                l: 0,
+                k: (t.degree(p) + 1).min(3),
+            })
+            .collect();
+        let inst = Instance::new(t, bounds).unwrap();
+        let p = ProcessId::from(1usize);
+        assert_eq!(inst.can_move_locally(p, CsState::OutCs, 20_000), None);
+        assert!(inst.immovable(20_000).is_empty());
     }
 
     #[test]
