@@ -3,7 +3,8 @@
 //!
 //! Every process always wants to move (the concurrent workload with no think time); its
 //! request's age is the step of its last move. Operating bounds (L_i, K_i) are those of
-//! `Lkcs::build` with every able process leading (tightened by one wherever k_i − l_i ≥ 3).
+//! `Lkcs::build` with every able process leading (tightened by one within two hops of every
+//! process that can lead), except in `trip` mode (below).
 //! An arbiter j is **in reserve** while |CS_j| is outside [L_j, K_j]; its **owner** is the
 //! process whose move took it out, until it is back. At each step, in age order (oldest
 //! first), the first request that may move does:
@@ -19,8 +20,9 @@
 //! that brings an arbiter in reserve back goes first, oldest first), `inherit` (as `restore`,
 //! and such a restoring move may itself use reserves: priority inheritance).
 //!
-//! `trip` replaces ownership by the **round trip**: bounds are tightened wherever
-//! k_i − l_i ≥ 3 and the start is tight there; a reserve move by q starts q's round trip,
+//! `trip` replaces ownership by the **round trip**: every side of a bound that a move can
+//! break is tightened by one (L = l+1 where l > 0, K = k−1 where k < |N|+1), no leader, and
+//! the start is within [L, K] everywhere (a local search); a reserve move by q starts q's round trip,
 //! which touches every arbiter of N_q ∪ {q} until q's next move (its return) ends it. A
 //! trip starts only for the oldest request of its ball and only where no other trip
 //! touches; every other move must keep each arbiter within [l_j, k_j] and its count with the
@@ -36,12 +38,93 @@
 //! scripts/lkcs-model.sh 0 2000 inherit                  # the sweep's configurations 0-1,999
 //! ```
 //!
-//! Prints the number of reserve moves, the fewest moves of a process, the worst completed
-//! wait and how long the oldest request has waited at the end (in steps), or the step at
-//! which no request could move.
+//! Prints the number of processes, whether `Lkcs::build` (default leader) accepts the
+//! instance, the round trips started, the moves that left some count outside [L, K], the
+//! fewest moves of a process, the worst completed wait and how long the oldest request has
+//! waited at the end (in steps), or the step at which no request could move.
 
 use lkcs::cs::CsObject;
 use lkcs::{CsState, Leaders, Lkcs, LkcsRules, Topology};
+
+/// A configuration with every count within `soft`, by a seeded min-conflicts local search of
+/// at most `flips` flips; `None` if it finds none.
+fn tight_start(
+    closed: &[Vec<usize>],
+    soft: &[(usize, usize)],
+    flips: usize,
+) -> Option<Vec<CsState>> {
+    let n = closed.len();
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (j, c) in closed.iter().enumerate() {
+        for &q in c {
+            members[q].push(j);
+        }
+    }
+    let mut inside: Vec<bool> = (0..n).map(|i| i % 2 == 0).collect();
+    let mut count: Vec<usize> = closed
+        .iter()
+        .map(|c| c.iter().filter(|&&q| inside[q]).count())
+        .collect();
+    let off = |c: usize, (lo, hi): (usize, usize)| lo.saturating_sub(c) + c.saturating_sub(hi);
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    for _ in 0..flips {
+        let broken: Vec<usize> = (0..n).filter(|&j| off(count[j], soft[j]) > 0).collect();
+        if broken.is_empty() {
+            return Some(
+                inside
+                    .iter()
+                    .map(|&b| if b { CsState::InCs } else { CsState::OutCs })
+                    .collect(),
+            );
+        }
+        let j = broken[(next() % broken.len() as u64) as usize];
+        // the flip in N_j that lowers the total distance to the bounds most (ties at random,
+        // and now and then a random one)
+        let gain = |q: usize, count: &[usize]| -> isize {
+            members[q]
+                .iter()
+                .map(|&m| {
+                    let c2 = if inside[q] {
+                        count[m] - 1
+                    } else {
+                        count[m] + 1
+                    };
+                    off(count[m], soft[m]) as isize - off(c2, soft[m]) as isize
+                })
+                .sum()
+        };
+        let q = if next() % 10 == 0 {
+            closed[j][(next() % closed[j].len() as u64) as usize]
+        } else {
+            let best = closed[j]
+                .iter()
+                .map(|&q| gain(q, &count))
+                .max()
+                .unwrap_or(0);
+            let ties: Vec<usize> = closed[j]
+                .iter()
+                .copied()
+                .filter(|&q| gain(q, &count) == best)
+                .collect();
+            ties[(next() % ties.len() as u64) as usize]
+        };
+        for &m in &members[q] {
+            count[m] = if inside[q] {
+                count[m] - 1
+            } else {
+                count[m] + 1
+            };
+        }
+        inside[q] = !inside[q];
+    }
+    None
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -100,16 +183,22 @@ fn main() {
     // `trip` tightens wherever k_i - l_i >= 3 and starts from a configuration tight there;
     // the other modes keep the operating bounds and start of `Lkcs::build`
     let (soft, start): (Vec<(usize, usize)>, Vec<CsState>) = if trips {
-        let soft: Vec<(usize, usize)> = hard
-            .iter()
-            .map(|&(l, k)| if k - l >= 3 { (l + 1, k - 1) } else { (l, k) })
+        // every side a move can break is tightened by one: L = l+1 where l > 0, K = k-1
+        // where k < |N_j|+1 (a count cannot cross 0 or |N_j|+1)
+        let soft: Vec<(usize, usize)> = (0..n)
+            .map(|j| {
+                let (l, k) = hard[j];
+                (l + usize::from(l > 0), k - usize::from(k < closed[j].len()))
+            })
             .collect();
-        let bounds = soft.iter().map(|&(l, k)| lkcs::Bounds { l, k }).collect();
-        let tight = lkcs::Instance::new(topology.clone(), bounds).expect("tightened bounds");
-        match tight.find_safe_initial_quickly() {
-            Ok(start) => (soft, start),
-            Err(e) => {
-                println!("refused: no tight start: {e}");
+        if let Some(j) = (0..n).find(|&j| soft[j].0 > soft[j].1) {
+            println!("refused: no tight start: P{j}'s bounds are too narrow to tighten");
+            return;
+        }
+        match tight_start(&closed, &soft, 200_000) {
+            Some(start) => (soft, start),
+            None => {
+                println!("refused: no tight start: not found in 200000 flips");
                 return;
             }
         }
@@ -123,14 +212,8 @@ fn main() {
             .collect();
         (soft, sys.procs.iter().map(CsObject::state).collect())
     };
-    // arbiters the argument of `trip` does not cover: a bound that a move can break
-    // (l_j > 0 or k_j < |N_j|+1) with k_j - l_j < 3
-    let uncovered = (0..n)
-        .filter(|&j| {
-            let (l, k) = hard[j];
-            (l > 0 || k < closed[j].len()) && k - l < 3
-        })
-        .count();
+    // whether the message-level code accepts the instance (with its default leader)
+    let accepted = Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::CORRECTED).is_ok();
     let mut inside: Vec<bool> = start.iter().map(|&s| s == CsState::InCs).collect();
     let mut count: Vec<usize> = (0..n)
         .map(|j| closed[j].iter().filter(|&&q| inside[q]).count())
@@ -140,6 +223,7 @@ fn main() {
     let mut moves = vec![0u64; n];
     let mut worst_wait = 0u64;
     let mut reserve_moves = 0u64;
+    let mut trip_starts = 0u64;
     // the process whose reserve move took each arbiter out of [L_j, K_j], until it is back
     let mut owner: Vec<Option<usize>> = vec![None; n];
     // `trip`: the process whose round trip (a reserve move and its return) touches each
@@ -240,6 +324,7 @@ fn main() {
         }
         if trips {
             let starts = !on_trip[q] && !virtual_ok(q, &count);
+            trip_starts += u64::from(starts);
             let mover = (on_trip[q] || starts).then_some(q);
             on_trip[q] = starts;
             for &j in &closed[q] {
@@ -305,11 +390,10 @@ fn main() {
     }
     let idle: Vec<usize> = (0..n).filter(|&q| moves[q] == 0).collect();
     println!(
-        "{} uncovered arbiters; {} steps: {} reserve moves; fewest moves {} (never moved: \
-         {idle:?}); worst wait {} steps; oldest request waiting {} steps",
-        uncovered,
-        steps,
-        reserve_moves,
+        "{n} processes; Lkcs::build {}; {steps} steps: {trip_starts} round trips, {reserve_moves} \
+         moves outside [L, K]; fewest moves {} (never moved: {idle:?}); worst wait {} steps; \
+         oldest request waiting {} steps",
+        if accepted { "accepts" } else { "refuses" },
         moves.iter().min().unwrap_or(&0),
         worst_wait,
         n as u64 + steps - oldest

@@ -25,10 +25,21 @@ done | awk -F, '
     $3 ~ /^no move/ { stuck++; bad[t[1]]++; next }
     {
         match($3, /oldest request waiting [0-9]+/)
-        w = substr($3, RSTART + 23, RLENGTH - 23) + 0
-        if (w > 2000) { starved++; bad[t[1]]++ } else { live++ }
+        left = substr($3, RSTART + 23, RLENGTH - 23) + 0
+        match($3, /worst wait [0-9]+/)
+        worst = substr($3, RSTART + 11, RLENGTH - 11) + 0
+        match($3, /^[0-9]+ processes/)
+        n = substr($3, 1, RLENGTH - 10) + 0
+        accepted = ($3 ~ /Lkcs::build accepts/)
+        ok = (left <= 2000)
+        if (ok) { live++ } else { starved++; bad[t[1]]++ }
+        if (accepted) { acc++; if (!ok) accbad++ }
+        if (ok && worst > maxwait) maxwait = worst
+        if (ok && worst / n > maxrel) maxrel = worst / n
     }
     END {
         printf "live %d, starved %d, no move %d, refused %d\n", live, starved, stuck, refused > "/dev/stderr"
         for (f in run) printf "  %s: %d of %d starved or stuck\n", f, bad[f], run[f] > "/dev/stderr"
+        printf "  accepted by Lkcs::build: %d, of them starved or stuck %d\n", acc, accbad > "/dev/stderr"
+        printf "  worst wait of a served run: %d steps, %.1f n\n", maxwait, maxrel > "/dev/stderr"
     }'

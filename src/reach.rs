@@ -24,8 +24,9 @@ use crate::cs::CsState;
 use crate::error::Problem;
 use crate::id::ProcessId;
 
-/// The largest instance [`ConfigurationGraph::of`] enumerates: 2^24 configurations, about
-/// 200 MB while the components are computed.
+/// The largest instance [`ConfigurationGraph::of`] enumerates: 2^24 configurations, up to
+/// about 400 MB while the components are computed (three 32-bit arrays and a flag per
+/// configuration, and the search's two stacks).
 pub const MAX_EXACT_PROCESSES: usize = 24;
 
 /// Not visited yet (a configuration), or not safe (a component).
