@@ -6,8 +6,11 @@
 //! Ports are chosen free at run time. Every process runs under a hang guard: a test that
 //! would hang fails instead.
 
+mod ports;
+
 use lkcs::net::Cluster;
 use lkcs::{CsState, Instance, Observed, ProcessId};
+use ports::free_ports;
 use rand::{Rng, SeedableRng};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -24,17 +27,6 @@ const BIN: &str = env!("CARGO_BIN_EXE_lkcs");
 const GUARD: Duration = Duration::from_secs(120);
 
 const SECRET: &str = "tests/cluster.rs shared secret";
-
-/// `n` ports free now (bound and released at once).
-fn free_ports(n: usize) -> Vec<u16> {
-    let listeners: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
-}
 
 /// A scratch directory for one test's files.
 fn scratch(name: &str) -> PathBuf {
@@ -82,7 +74,7 @@ struct Watch {
 
 impl Monitor {
     fn start(cluster: &Cluster) -> Monitor {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let listener = ports::listener();
         let addr = listener.local_addr().unwrap();
         let initial = cluster.initial().to_vec();
         let in_cs = initial.iter().filter(|s| **s == CsState::InCs).count();

@@ -2,6 +2,8 @@
 //! connections mid-stream, the handshake's refusals, garbage on the port, CS objects from the
 //! catalog running as nodes under a bound monitor, unreachable peers and restarted members.
 
+mod ports;
+
 use lkcs::net::frame::Refusal;
 use lkcs::net::{
     HandshakeError, Identity, LogEvent, Logger, Net, NetConfig, NetEvent, Node, NodeError,
@@ -11,6 +13,7 @@ use lkcs::{
     Algorithm, CsObject, CsState, Instance, Observed, ProcessId, Sequence, SystemSpec,
     SystemVisitor, Topology, Variant,
 };
+use ports::free_ports;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -80,7 +83,9 @@ impl Logs {
 }
 
 async fn bind() -> TcpListener {
-    TcpListener::bind("127.0.0.1:0").await.unwrap()
+    let l = ports::listener();
+    l.set_nonblocking(true).unwrap();
+    TcpListener::from_std(l).unwrap()
 }
 
 fn identity(id: u32, secret: &[u8], spec: &str, epoch: u64) -> Identity {
@@ -839,7 +844,7 @@ async fn partition<A: CsObject>(procs: Vec<A>) {
 
     // P0 crashes; a new process starts as P0 with its initial state and a new incarnation
     h0.shutdown();
-    let l0 = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let l0 = bind().await;
     let cfg = NetConfig {
         identity: Identity::new(ProcessId(0), SECRET, spec, 1),
         peers: peers_of(0),
@@ -882,13 +887,6 @@ fn cluster_file(quota: &str, ports: &[u16]) -> String {
     format!(
         "secret = \"tests/net.rs cluster secret\"\n[quota]\n{quota}\n[members]\n{members}[timing]\nheartbeat_ms = 50\npeer_timeout_ms = 500\n"
     )
-}
-
-fn free_ports(n: usize) -> Vec<u16> {
-    let ls: Vec<std::net::TcpListener> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
 }
 
 /// Members `0..n` of a cluster with this `[quota]` on free ports, started in this process.
