@@ -474,6 +474,7 @@ impl From<Variant> for LkcsRules {
         match v {
             Variant::Corrected => LkcsRules::CORRECTED,
             Variant::Printed => LkcsRules::PRINTED,
+            Variant::Trip => LkcsRules::TRIP,
         }
     }
 }
