@@ -304,9 +304,8 @@ impl TripProc {
                 if matches!(a.granted.get(&from), Some(Hold::Trip | Hold::State)) {
                     a.granted.remove(&from);
                 }
-                if self.lock.holder.is_some_and(|h| h.0.id == from && h.2) {
-                    self.lock.holder = None;
-                }
+                // the lock is freed below once the trip's type is back within the capacity
+                // (as the return leaves it)
                 touched[idx(at)] = true;
             }
             // requester side
