@@ -17,7 +17,10 @@
 //! where the slack allows), so that most instances have a tight start.
 //! Delays `unit` or `uniform:1:12`; leaders automatic, `all`, or the automatic leader alone;
 //! concurrent workload, 3 pairs, think times 0..=4. The environment variable `LKCS_LEADER`
-//! (`auto`, `all` or `single`) runs every configuration with that leader mode instead.
+//! (`auto`, `all` or `single`) runs every configuration with that leader mode instead, and
+//! `LKCS_RULES=trip` runs every configuration with the round trip (`LkcsRules::TRIP`, no
+//! leader; the leader column then reads `trip`, and the command has no CLI equivalent yet:
+//! the library builds it with `Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::TRIP)`).
 //!
 //! A run is `passed` (safe, every pair completed), `failed` (a broken bound, a deadlock, or
 //! the event limit reached: a stall), or `refused` (no leader or no tight start: the CLI
@@ -125,7 +128,9 @@ fn config(i: u64, only: Option<&str>) -> Config {
     }
     let delay = ["unit", "uniform:1:12"][rng.random_range(0..2)];
     let drawn = ["auto", "auto", "all", "single"][rng.random_range(0..4)];
+    let trip = std::env::var("LKCS_RULES").ok().as_deref() == Some("trip");
     let leader = match std::env::var("LKCS_LEADER").ok().as_deref() {
+        _ if trip => "trip",
         Some("auto") => "auto",
         Some("all") => "all",
         Some("single") => "single",
@@ -154,6 +159,7 @@ fn command(i: u64, c: &Config, max_events: u64) -> String {
     let leader = match c.leader {
         "all" => " --leader all".to_string(),
         "single" => " --printed-rule single-leader".to_string(),
+        "trip" => " (LKCS_RULES=trip: the round trip)".to_string(),
         _ => String::new(),
     };
     format!(
@@ -169,6 +175,7 @@ fn run(i: u64, c: &Config, max_events: u64) -> (String, &'static str, u64, Optio
     let inst = Lkcs::instance(&t, &c.l, &c.k).expect("valid bounds");
     let rules = LkcsRules::CORRECTED;
     let built = match c.leader {
+        "trip" => Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::TRIP),
         "all" => Lkcs::build(&inst, &Leaders::All, None, rules),
         "single" => Lkcs::build(&inst, &Leaders::Auto, None, rules).and_then(|auto| {
             let one = Leaders::One(auto.tightening[0].index());

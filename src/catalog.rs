@@ -567,6 +567,12 @@ impl SystemSpec {
         visitor: V,
     ) -> Result<V::Output, ConfigError> {
         self.check_printed_rules(printed)?;
+        if self.variant == Variant::Trip && self.algorithm != Algorithm::Lkcs {
+            return Err(ConfigError::one(Problem::Invalid(format!(
+                "--variant trip is LKCS's round trip; it does not apply to {}",
+                self.algorithm
+            ))));
+        }
         let rules = self.lmutin_rules(printed);
         match self.algorithm {
             Algorithm::Lmutin => {
@@ -705,6 +711,13 @@ impl SystemSpec {
         let alg = self.algorithm;
         let valid = alg.printed_rules();
         let list = alg.printed_rule_list();
+        if self.variant == Variant::Trip {
+            return Err(ConfigError::one(Problem::Invalid(
+                "--printed-rule does not combine with --variant trip (the round trip has no \
+                 printed rules)"
+                    .into(),
+            )));
+        }
         if self.variant == Variant::Printed {
             return Err(ConfigError::one(Problem::Invalid(format!(
                 "--printed-rule switches one printed rule on over the corrected variant and \

@@ -73,6 +73,27 @@ pub enum Variant {
     Corrected,
     /// The rules exactly as printed, kept so their counterexamples stay reproducible.
     Printed,
+    /// LKCS only: the round trip of `docs/lkcs-liveness.md` (`LkcsRules::TRIP`); the other
+    /// algorithms refuse it.
+    Trip,
+}
+
+impl Variant {
+    /// The name `--variant` takes: `corrected`, `printed` or `trip`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Corrected => "corrected",
+            Variant::Printed => "printed",
+            Variant::Trip => "trip",
+        }
+    }
+
+    /// The variant named `s` (see [`Variant::name`]).
+    pub fn parse(s: &str) -> Option<Variant> {
+        [Variant::Corrected, Variant::Printed, Variant::Trip]
+            .into_iter()
+            .find(|v| v.name() == s)
+    }
 }
 
 /// A message of some CS algorithm. It is serde-serializable, so a network driver

@@ -84,7 +84,8 @@ struct SystemArgs {
     /// Initial configuration in:I,J,... (default: a safe one found automatically).
     #[arg(long)]
     initial: Option<String>,
-    /// corrected (default) or printed: the pseudo-code as published.
+    /// corrected (default) or printed: the pseudo-code as published; lkcs also takes trip
+    /// (the round trip of docs/lkcs-liveness.md: no leader).
     #[arg(long, default_value = "corrected")]
     variant: String,
     /// lkcs: the leader's index (that leader alone), or `all` (every process that can lead
@@ -276,16 +277,13 @@ fn system_spec(a: &SystemArgs) -> Result<SystemSpec, ConfigError> {
     let topology = Topology::parse(&a.topology)
         .map_err(|e| problems.extend(e.problems))
         .ok();
-    let variant = match a.variant.as_str() {
-        "corrected" => Some(Variant::Corrected),
-        "printed" => Some(Variant::Printed),
-        other => {
-            problems.push(Problem::Invalid(format!(
-                "variant `{other}`: expected corrected or printed"
-            )));
-            None
-        }
-    };
+    let variant = Variant::parse(&a.variant);
+    if variant.is_none() {
+        problems.push(Problem::Invalid(format!(
+            "variant `{}`: expected corrected, printed or trip (lkcs only)",
+            a.variant
+        )));
+    }
     let bounds = a.bounds.as_ref().and_then(|path| {
         let parsed = read_bounded(path, MAX_BOUNDS_FILE).and_then(|text| {
             serde_json::from_str::<BoundsFile>(&text).map_err(|e| {
@@ -386,14 +384,7 @@ impl SimRun {
             obj.insert("initial".into(), format_initial(&self.initial).into());
             obj.insert("delay".into(), cfg.delay.to_string().into());
             obj.insert("workload".into(), cfg.workload.to_string().into());
-            obj.insert(
-                "variant".into(),
-                match spec.variant {
-                    Variant::Corrected => "corrected",
-                    Variant::Printed => "printed",
-                }
-                .into(),
-            );
+            obj.insert("variant".into(), spec.variant.name().into());
             obj.insert("printed_rules".into(), self.printed_rules.clone().into());
         }
         v

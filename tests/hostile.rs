@@ -311,6 +311,20 @@ fn lmutin_msg() -> impl Strategy<Value = LmutinMsg> {
     ]
 }
 
+/// Every LKCS message, the round trip's included (for the round-trip variant).
+fn lkcs_trip_msg() -> impl Strategy<Value = LkcsMsg> {
+    prop_oneof![
+        2 => lkcs_msg(),
+        1 => (at(), stamp()).prop_map(|(at, ts)| LkcsMsg::Trip { at, ts }),
+        1 => stamp().prop_map(|ts| LkcsMsg::TripLock { ts }),
+        1 => stamp().prop_map(|ts| LkcsMsg::TripInquire { ts }),
+        1 => stamp().prop_map(|ts| LkcsMsg::TripYield { ts }),
+        1 => at().prop_map(|at| LkcsMsg::TripGo { at }),
+        1 => Just(LkcsMsg::TripCancel),
+        1 => at().prop_map(|at| LkcsMsg::TripEnd { at }),
+    ]
+}
+
 fn lkcs_msg() -> impl Strategy<Value = LkcsMsg> {
     prop_oneof![
         (at(), stamp()).prop_map(|(at, ts)| LkcsMsg::Request { at, ts }),
@@ -550,6 +564,40 @@ proptest! {
             }),
         };
         let _ = rules;
+        drive(sys.procs, &rig, &steps)?;
+    }
+
+    /// LKCS's round trip (`LkcsRules::TRIP`) on complete:5 and complete:6 with uniform
+    /// bounds it accepts and on torus:3x3: forged messages of every kind, its own included,
+    /// never panic and never break an arbiter's hard bound (`check_invariants`).
+    #[test]
+    fn lkcs_round_trip_survives_hostile_messages(
+        shape in 0u8..3, pick in any::<u64>(), steps in steps(lkcs_trip_msg()),
+    ) {
+        let t = match shape {
+            0 => Topology::complete(5).unwrap(),
+            1 => Topology::complete(6).unwrap(),
+            _ => Topology::parse("torus:3x3").unwrap(),
+        };
+        let m = t.processes().map(|p| t.degree(p) + 1).min().unwrap_or(1);
+        let n = t.len();
+        // the uniform bounds with k - l >= 3 that have a start within the tightened bounds
+        let systems: Vec<lkcs::LkcsSystem> = (0..m)
+            .flat_map(|l| (l + 3..=m).map(move |k| (l, k)))
+            .filter_map(|(l, k)| {
+                let inst = Lkcs::instance(&t, &vec![l; n], &vec![k; n]).ok()?;
+                Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::TRIP).ok()
+            })
+            .collect();
+        prop_assert!(systems.len() >= 3, "{}: {} systems", t.name(), systems.len());
+        let sys = systems[(pick % systems.len() as u64) as usize].clone();
+        let rig = Rig {
+            n,
+            invariants: true,
+            ignored: Box::new(move |p: &Lkcs, from, _: &LkcsMsg| {
+                !t.closed(p.id()).contains(&from)
+            }),
+        };
         drive(sys.procs, &rig, &steps)?;
     }
 

@@ -424,6 +424,41 @@ fn lkcs_least_slack_on_a_dense_random_graph_is_safe_and_live_on_threads() {
     assert_eq!(report.violations, 0, "{:?}", report.first_violations);
 }
 
+/// LKCS's round trip (`LkcsRules::TRIP`) at the least slack on a dense seeded random graph
+/// and on torus:6x6 with (1, 4) (where [2, 3] everywhere leaves dead ends only a round trip
+/// leaves), on the thread runtime: every process completes its pairs under the monitor.
+#[test]
+fn lkcs_round_trip_is_safe_and_live_on_threads() {
+    const PAIRS: usize = 20;
+    let dense = (0..50)
+        .find_map(|seed| {
+            let topo = Topology::random(16, 0.4, seed).ok()?;
+            let inst = Lkcs::instance(&topo, &[1; 16], &[4; 16]).ok()?;
+            let sys = Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::TRIP).ok()?;
+            Some((topo, sys))
+        })
+        .expect("a graph with a tight start");
+    let torus = Topology::parse("torus:6x6").expect("topology");
+    let inst = Lkcs::instance(&torus, &[1; 36], &[4; 36]).expect("instance");
+    let sys = Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::TRIP).expect("system");
+    for (topo, sys) in [dense, (torus, sys)] {
+        assert!(sys.leaders.is_empty());
+        let (mut rt, handles) = monitored(sys);
+        // a hang would be a liveness failure: give up (and fail) after two minutes instead
+        let done = cycle_pairs(&handles, PAIRS, Some(Duration::from_secs(120)));
+        rt.shutdown();
+        let done = done.expect("every process completed its pairs");
+        assert!(
+            done.iter().all(|&d| d >= PAIRS),
+            "{}: {done:?}",
+            topo.name()
+        );
+        let report = rt.report();
+        assert!(report.monitored);
+        assert_eq!(report.violations, 0, "{:?}", report.first_violations);
+    }
+}
+
 /// path:2, l = 1, P0 in and P1 out: P0 can only exit while P1 is in. A client of P1 that
 /// stopped after its pairs (ending out of the CS) could leave P0's exit waiting for ever;
 /// `cycle_pairs` keeps P1 cycling until P0 is done too.

@@ -29,7 +29,15 @@
 //! (bounded backtracking, then a local search); after three candidate leaders whose search
 //! gave up, the others are not tried, so a refusal stays within a few seconds.
 //!
-//! **Liveness is not guaranteed.** The waits that remain, the mechanism designed to resolve
+//! **The round trip** ([`LkcsRules::TRIP`], an addition in its own module,
+//! [`crate::algo::lkcs_trip`]) replaces the leader, the sidetrack and deviations 4, 5, 6 and
+//! 9–11 by the restoration rule of `docs/lkcs-liveness.md`: no leader, every breakable side
+//! of a bound tightened, and a blocked request moves by a round trip (trip locks, the reserve,
+//! and a return that the other moves keep room for). The default and `--variant printed`
+//! are unchanged by it; its messages (`Trip`, `TripLock`, `TripInquire`, `TripYield`,
+//! `TripGo`, `TripCancel`, `TripEnd`) are ignored by them.
+//!
+//! **Liveness is not guaranteed** (by the default and printed rules). The waits that remain, the mechanism designed to resolve
 //! them all (age order everywhere, the sidetrack as the oldest request's last step) and the
 //! sweep that measures the current rules are in `docs/lkcs-liveness.md`.
 //!
@@ -173,6 +181,7 @@
 //! over FIFO and unordered links, nor within 1 GiB with duplication: bounded, neither proved
 //! nor refuted. See docs/checker.md.
 
+use crate::algo::lkcs_trip::TripProc;
 use crate::arbiter::{Action, Arbiter, ArbiterRules};
 use crate::config::{Bounds, Instance};
 use crate::cs::{check_call, CsObject, CsState, Message, Outbox, Sequence, Variant};
@@ -309,6 +318,44 @@ pub enum LkcsMsg {
         /// The type.
         at: At,
     },
+    /// Round trip ([`LkcsRules::TRIP`]), requester → its closed neighbourhood: my request of
+    /// type `at`, stamped `ts`, is blocked; lend me your trip lock.
+    Trip {
+        /// The type.
+        at: At,
+        /// The stamp of the blocked request: the trip's priority.
+        ts: u64,
+    },
+    /// Round trip: arbiter → requester: the trip lock is yours (for the trip stamped `ts`).
+    TripLock {
+        /// The trip's stamp.
+        ts: u64,
+    },
+    /// Round trip: arbiter → lock holder: an older trip asks for the lock; yield it if you
+    /// have not moved.
+    TripInquire {
+        /// The holder's trip stamp.
+        ts: u64,
+    },
+    /// Round trip: lock holder → arbiter: the lock back (the trip has not moved).
+    TripYield {
+        /// The trip's stamp.
+        ts: u64,
+    },
+    /// Round trip: requester holding every lock → its closed neighbourhood: grant me a
+    /// permission of type `at` now, from the reserve if need be.
+    TripGo {
+        /// The type.
+        at: At,
+    },
+    /// Round trip: the sequence completed without its trip; forget it.
+    TripCancel,
+    /// Round trip: the return completed: the trip's permission of type `at` and the lock are
+    /// free.
+    TripEnd {
+        /// The trip's type.
+        at: At,
+    },
 }
 
 impl Message for LkcsMsg {
@@ -326,6 +373,13 @@ impl Message for LkcsMsg {
             LkcsMsg::Blocked { .. } => "Blocked",
             LkcsMsg::Park { .. } => "Park",
             LkcsMsg::Unpark { .. } => "Unpark",
+            LkcsMsg::Trip { .. } => "Trip",
+            LkcsMsg::TripLock { .. } => "TripLock",
+            LkcsMsg::TripInquire { .. } => "TripInquire",
+            LkcsMsg::TripYield { .. } => "TripYield",
+            LkcsMsg::TripGo { .. } => "TripGo",
+            LkcsMsg::TripCancel => "TripCancel",
+            LkcsMsg::TripEnd { .. } => "TripEnd",
         })
     }
 }
@@ -363,6 +417,11 @@ pub struct LkcsRules {
     /// would free a saturated arbiter can be nominated, nominate the oldest normal request
     /// waiting at a saturated arbiter whose reserve is free.
     pub fallback_nominee: bool,
+    /// The round trip of `docs/lkcs-liveness.md` (an addition; `false` everywhere but
+    /// [`LkcsRules::TRIP`]): no leader, every breakable side of a bound tightened by one,
+    /// and a blocked request takes a round trip ([`crate::algo::lkcs_trip`]). The other
+    /// fields do not apply to it.
+    pub round_trip: bool,
 }
 
 impl LkcsRules {
@@ -380,6 +439,7 @@ impl LkcsRules {
         arbiter: ArbiterRules::CORRECTED,
         park_blocked: true,
         fallback_nominee: true,
+        round_trip: false,
     };
     /// Every rule as printed.
     pub const PRINTED: LkcsRules = LkcsRules {
@@ -395,6 +455,12 @@ impl LkcsRules {
         arbiter: ArbiterRules::PRINTED,
         park_blocked: false,
         fallback_nominee: false,
+        round_trip: false,
+    };
+    /// The round trip ([`crate::algo::lkcs_trip`]): no leader, no Trigger, no parking.
+    pub const TRIP: LkcsRules = LkcsRules {
+        round_trip: true,
+        ..LkcsRules::CORRECTED
     };
     /// The naive composition (corrected rules, no sidetrack, no tightening, no parking).
     pub const NAIVE: LkcsRules = LkcsRules {
@@ -409,6 +475,7 @@ impl From<Variant> for LkcsRules {
         match v {
             Variant::Corrected => LkcsRules::CORRECTED,
             Variant::Printed => LkcsRules::PRINTED,
+            Variant::Trip => LkcsRules::TRIP,
         }
     }
 }
@@ -466,7 +533,7 @@ pub struct LkcsSystem {
     /// The (l_i, k_i) instance.
     pub instance: Instance,
     /// The (L_i, K_i) instance: tightened by one within two hops of every process in
-    /// `tightening`.
+    /// `tightening`; with the round trip, every side a move can break, everywhere.
     pub operating: Instance,
     /// The processes whose two-hop neighbourhoods run with tightened bounds: the paper's
     /// leader (chosen or named), or every able process ([`Leaders::All`]); none for the naive
@@ -474,7 +541,7 @@ pub struct LkcsSystem {
     pub tightening: Vec<ProcessId>,
     /// The processes that watch their neighbourhoods and nominate triggers, by id: the
     /// paper's leader with its watchers (see [`Leaders::Auto`]); the one named; or every able
-    /// process ([`Leaders::All`]); none for the naive composition.
+    /// process ([`Leaders::All`]); none for the naive composition and the round trip.
     pub leaders: Vec<ProcessId>,
     /// The initial configuration.
     pub initial: Vec<CsState>,
@@ -509,6 +576,8 @@ pub struct Lkcs {
     operating: Bounds,
     leader: Option<LeaderRole>,
     rules: LkcsRules,
+    /// The round-trip variant's process, which then runs everything ([`LkcsRules::TRIP`]).
+    trip: Option<Box<TripProc>>,
 }
 
 impl Lkcs {
@@ -616,6 +685,9 @@ impl Lkcs {
                 "initial configuration has {} states for {n} processes",
                 s.len()
             ))));
+        }
+        if rules.round_trip {
+            return Lkcs::build_trip(inst, leaders, initial, rules);
         }
         if !rules.sidetrack {
             if *leaders != Leaders::Auto {
@@ -728,6 +800,89 @@ impl Lkcs {
             text.push_str(&format!("; and {} more", why.len() - shown));
         }
         Err(ConfigError::one(Problem::Invalid(text)))
+    }
+
+    /// The round-trip variant's system ([`LkcsRules::TRIP`]): no leader; L_i = l_i+1 where
+    /// l_i > 0 and K_i = k_i−1 where k_i < |N_i|+1 (refused where that leaves L_i ≥ K_i); the
+    /// given start, or one searched, within the operating bounds everywhere.
+    fn build_trip(
+        inst: &Instance,
+        leaders: &Leaders,
+        initial: Option<&[CsState]>,
+        rules: LkcsRules,
+    ) -> Result<LkcsSystem, ConfigError> {
+        if *leaders != Leaders::Auto {
+            return Err(ConfigError::one(Problem::Invalid(
+                "the round trip has no leader (leave --leader out)".into(),
+            )));
+        }
+        let t = inst.topology();
+        let bounds: Vec<Bounds> = t
+            .processes()
+            .map(|p| {
+                let b = inst.bounds(p);
+                let closed = t.degree(p) + 1;
+                Bounds {
+                    l: b.l + usize::from(b.l > 0),
+                    k: b.k - usize::from(b.k < closed),
+                }
+            })
+            .collect();
+        let narrow: Vec<String> = t
+            .processes()
+            .filter(|p| bounds[p.index()].l >= bounds[p.index()].k)
+            .map(|p| p.to_string())
+            .collect();
+        if !narrow.is_empty() {
+            return Err(ConfigError::one(Problem::Invalid(format!(
+                "the round trip tightens every side of a bound a move can break; {} would \
+                 be left with L_i >= K_i",
+                narrow.join(", ")
+            ))));
+        }
+        let operating = Instance::new(t.clone(), bounds)?;
+        let initial = match initial {
+            Some(s) => {
+                let mut problems = inst.violations(s);
+                problems.extend(tight_violations(inst, &operating, s));
+                ConfigError::check(problems)?;
+                s.to_vec()
+            }
+            None => operating
+                .find_safe_initial_quickly()
+                .map_err(ConfigError::one)?,
+        };
+        let mut procs = Vec::with_capacity(t.len());
+        for p in t.processes() {
+            let mut proc = Lkcs::in_region(
+                &operating,
+                p,
+                &[],
+                &BTreeSet::new(),
+                &initial,
+                LkcsRules {
+                    sidetrack: false,
+                    ..rules
+                },
+            );
+            proc.rules = rules;
+            proc.trip = Some(Box::new(TripProc::new(
+                p,
+                t.closed(p),
+                inst.bounds(p),
+                operating.bounds(p),
+                &initial,
+            )));
+            procs.push(proc);
+        }
+        Ok(LkcsSystem {
+            instance: inst.clone(),
+            operating,
+            tightening: Vec::new(),
+            leaders: Vec::new(),
+            initial,
+            procs,
+        })
     }
 
     /// `leader` and, as extra watchers, every other process of degree at least
@@ -859,6 +1014,7 @@ impl Lkcs {
             }),
             closed,
             rules,
+            trip: None,
         }
     }
 
@@ -1228,6 +1384,9 @@ impl Lkcs {
     }
 
     fn begin(&mut self, seq: Sequence, out: &mut Outbox<LkcsMsg>) -> Result<(), CallError> {
+        if let Some(t) = self.trip.as_mut() {
+            return t.begin(seq, out);
+        }
         check_call(self.state, self.pending, seq)?;
         let at = At::of(seq);
         if seq == Sequence::Exit {
@@ -1365,11 +1524,17 @@ impl CsObject for Lkcs {
     }
 
     fn state(&self) -> CsState {
-        self.state
+        match &self.trip {
+            Some(t) => t.state(),
+            None => self.state,
+        }
     }
 
     fn pending(&self) -> Option<Sequence> {
-        self.pending
+        match &self.trip {
+            Some(t) => t.pending(),
+            None => self.pending,
+        }
     }
 
     fn begin_exit(&mut self, out: &mut Outbox<LkcsMsg>) -> Result<(), CallError> {
@@ -1383,6 +1548,10 @@ impl CsObject for Lkcs {
     fn on_message(&mut self, from: ProcessId, msg: LkcsMsg, out: &mut Outbox<LkcsMsg>) {
         // sorted by id (Topology::closed)
         if self.closed.binary_search(&from).is_err() {
+            return;
+        }
+        if let Some(t) = self.trip.as_mut() {
+            t.on_message(from, msg, out);
             return;
         }
         let mut actions = Vec::new();
@@ -1439,6 +1608,14 @@ impl CsObject for Lkcs {
                     }
                 }
             }
+            // the round trip's messages mean nothing to the other variants
+            LkcsMsg::Trip { .. }
+            | LkcsMsg::TripLock { .. }
+            | LkcsMsg::TripInquire { .. }
+            | LkcsMsg::TripYield { .. }
+            | LkcsMsg::TripGo { .. }
+            | LkcsMsg::TripCancel
+            | LkcsMsg::TripEnd { .. } => {}
         }
         if let Some(at) = typed {
             if self.rules.park_blocked {
@@ -1454,6 +1631,9 @@ impl CsObject for Lkcs {
     }
 
     fn check_invariants(&self) -> Result<(), String> {
+        if let Some(t) = &self.trip {
+            return t.check();
+        }
         for (name, a) in ["MUTIN", "MUTEX"].iter().zip(&self.arbiters) {
             a.check().map_err(|e| format!("{name} {e}"))?;
         }

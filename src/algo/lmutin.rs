@@ -172,7 +172,7 @@ impl LmutinRules {
 impl From<Variant> for LmutinRules {
     fn from(v: Variant) -> Self {
         match v {
-            Variant::Corrected => LmutinRules::CORRECTED,
+            Variant::Corrected | Variant::Trip => LmutinRules::CORRECTED,
             Variant::Printed => LmutinRules::PRINTED,
         }
     }

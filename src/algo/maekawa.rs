@@ -167,7 +167,7 @@ impl MaekawaRules {
 impl From<Variant> for MaekawaRules {
     fn from(v: Variant) -> Self {
         match v {
-            Variant::Corrected => MaekawaRules::NOTES,
+            Variant::Corrected | Variant::Trip => MaekawaRules::NOTES,
             Variant::Printed => MaekawaRules::ARRIVAL_ONLY_FAILED,
         }
     }

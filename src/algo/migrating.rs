@@ -751,7 +751,7 @@ impl MigratingRules {
 impl From<Variant> for MigratingRules {
     fn from(v: Variant) -> Self {
         match v {
-            Variant::Corrected => MigratingRules::CORRECTED,
+            Variant::Corrected | Variant::Trip => MigratingRules::CORRECTED,
             Variant::Printed => MigratingRules::PRINTED,
         }
     }

@@ -173,7 +173,7 @@ impl MutinRules {
 impl From<Variant> for MutinRules {
     fn from(v: Variant) -> Self {
         match v {
-            Variant::Corrected => MutinRules::CORRECTED,
+            Variant::Corrected | Variant::Trip => MutinRules::CORRECTED,
             Variant::Printed => MutinRules::PRINTED,
         }
     }

@@ -41,7 +41,7 @@ use super::formula::{self, Formula, Metric};
 use super::plot;
 use crate::{simulate_run, SimulateArgs};
 use clap::{Args, Parser};
-use lkcs::{Algorithm, Delay, Topology, Workload, MAX_DELAY};
+use lkcs::{Algorithm, Delay, Topology, Variant, Workload, MAX_DELAY};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -752,8 +752,10 @@ fn grid(args: &SweepArgs) -> Result<Grid, Vec<String>> {
             .unwrap_or(vec!["corrected".into()]),
     );
     for v in &variants {
-        if v != "corrected" && v != "printed" {
-            problems.push(format!("variant `{v}`: expected corrected or printed"));
+        if Variant::parse(v).is_none() {
+            problems.push(format!(
+                "variant `{v}`: expected corrected, printed or trip (lkcs only)"
+            ));
         }
     }
     let printed_rules: Vec<String> = dedup(

@@ -191,11 +191,11 @@ impl Cluster {
         }
         let algorithm = q.algorithm.parse().map_err(|p| problems.push(p)).ok();
         let variant = match q.variant.as_deref() {
-            None | Some("corrected") => Some(Variant::Corrected),
-            Some("printed") => Some(Variant::Printed),
+            None => Some(Variant::Corrected),
+            Some(v) if Variant::parse(v).is_some() => Variant::parse(v),
             Some(other) => {
                 problems.push(invalid(format!(
-                    "quota: variant `{other}`: expected corrected or printed"
+                    "quota: variant `{other}`: expected corrected, printed or trip (lkcs only)"
                 )));
                 None
             }
@@ -428,13 +428,7 @@ fn canonical(spec: &SystemSpec, initial: &[CsState], members: usize) -> String {
         format!("bounds.l={}", opt(bounds.and_then(|b| list(&b.l)))),
         format!("bounds.k={}", opt(bounds.and_then(|b| list(&b.k)))),
         format!("initial={}", format_initial(initial)),
-        format!(
-            "variant={}",
-            match spec.variant {
-                Variant::Corrected => "corrected",
-                Variant::Printed => "printed",
-            }
-        ),
+        format!("variant={}", spec.variant.name()),
         format!("leader={}", opt(spec.leader.clone())),
         format!("coterie={}", opt(spec.coterie.clone())),
         format!("mx={}", opt(spec.mx.clone())),

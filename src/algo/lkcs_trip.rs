@@ -1,0 +1,543 @@
+//! The round trip: the restoration rule of `docs/lkcs-liveness.md` ("A restoration rule that
+//! survives the model: the round trip") at the level of messages, selected with
+//! [`LkcsRules::TRIP`](crate::LkcsRules::TRIP) (field `round_trip`).
+//!
+//! **Bounds.** No leader. Every side of a bound that a move can break is tightened by one:
+//! L_j = l_j+1 where l_j > 0 and K_j = k_j−1 where k_j < |N_j|+1; the start is within
+//! [L_j, K_j] everywhere. Arbiter j's MUTIN capacity is |N_j|+1−L_j and its MUTEX capacity
+//! K_j, as in the other variants; its **hard** capacities are |N_j|+1−l_j and k_j (one more
+//! where the side is tightened: the reserve).
+//!
+//! **Normal sequences** are LMUTIN's, per type: `Request(at, ts)`, `Grant`, `Release`,
+//! `Preempt`, `Relinquish`; an arbiter grants its free slots in stamp order and preempts the
+//! youngest holder whose sequence is still in progress when an older request waits. Best case:
+//! 6(|N_i|+1) messages per Exit/Entry pair.
+//!
+//! **The round trip.** An arbiter that is full and whose holders all hold for their state (none
+//! in a sequence it could preempt) tells each request waiting there `Blocked`; the requester
+//! q asks its closed neighbourhood for a round trip, `Trip(at, ts)` with its request's stamp.
+//! Each arbiter has a **trip lock**, granted (`TripLock`) to the oldest trip asking, and taken
+//! back from a younger holder that has not moved yet (`TripInquire`, answered by `TripYield`,
+//! as Maekawa's Inquire and Relinquish). With every lock of N_q ∪ {q}, q is committed: it
+//! sends `TripGo(at)`, and every arbiter grants it a permission of type `at` at once, from the
+//! reserve if it is full, and never preempts it. The trip's move keeps q's permissions of the
+//! other type: they are the **set-aside** permissions of the doc (an entry keeps its MUTIN
+//! permissions, an exit its MUTEX ones), counted at every arbiter as before the move, so normal
+//! grants of that type keep room for q's return. The **return** (q's next call, of the other
+//! type) therefore needs no permission: it completes at once and sends `TripEnd(at)`, which
+//! releases the trip's permission and the lock. An arbiter also frees its lock as soon as its
+//! count of the trip's type is back within its capacity (the reserve is free again; other
+//! moves restored it), so a later trip there can use the reserve.
+//!
+//! **Invariant T** (safety): at every arbiter at most its capacity of each type is granted,
+//! plus the trip permission of the lock's holder: at most one above the capacity, within the
+//! hard bound. Counted with q's trip undone (its trip permission out, its set-aside one in),
+//! every arbiter is within its capacity. A request stays queued only behind holders; a
+//! committed trip's grant always fits (its arbiters are within capacity when the lock is free,
+//! and only the lock's holder takes the reserve).
+//!
+//! **Messages per trip**: `Trip`, `TripLock` and `TripGo` to and from every member of
+//! N_q ∪ {P_q}, a `Blocked` per blocking arbiter, `TripInquire` and `TripYield` per lock taken
+//! back, and at the return one `TripEnd` per member instead of a whole sequence (the return
+//! sends no Request, Grant or Release); a trip asked for that the normal grants overtook is
+//! withdrawn with one `TripCancel` per member.
+//!
+//! **Limits.** A process that stops calling after a trip keeps the locks of the arbiters whose
+//! reserve it still uses; the liveness argument (in steps of a centralised scheduler) needs
+//! every process to keep calling, and Maekawa's stamp-order argument for the lock.
+
+use crate::algo::lkcs::{At, LkcsMsg};
+use crate::config::Bounds;
+use crate::cs::{check_call, CsState, Outbox, Sequence};
+use crate::error::CallError;
+use crate::id::{ProcessId, Stamp};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Why an arbiter holds a permission for a process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Hold {
+    /// Granted to a sequence in progress, with the request's stamp: may be preempted.
+    Progress(u64),
+    /// Held for the process's state (its sequence completed, or the initial configuration).
+    State,
+    /// Granted to a committed round trip: never preempted.
+    Trip,
+}
+
+/// One arbiter of one type.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct TypeArbiter {
+    /// Normal grants stop at this many holders.
+    cap: usize,
+    /// The hard bound: `cap` plus the reserve (0 or 1).
+    hard: usize,
+    granted: BTreeMap<ProcessId, Hold>,
+    queue: BTreeSet<Stamp>,
+    preempting: Option<ProcessId>,
+    /// The waiting requests told `Blocked`.
+    told: BTreeSet<Stamp>,
+}
+
+impl TypeArbiter {
+    fn full(&self) -> bool {
+        self.granted.len() >= self.cap
+    }
+
+    fn queued(&self, q: ProcessId) -> Option<Stamp> {
+        self.queue.iter().copied().find(|s| s.id == q)
+    }
+}
+
+/// The trip lock of one arbiter.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct TripLock {
+    /// The holder's trip stamp and type, whether it committed (`TripGo`), whether it was
+    /// asked to yield.
+    holder: Option<(Stamp, At, bool, bool)>,
+    /// The trips waiting for the lock.
+    queue: BTreeMap<Stamp, At>,
+}
+
+/// One process of LKCS in the round-trip variant: its requester side and its two arbiters
+/// with their trip lock. Built by [`crate::Lkcs::build`] with [`crate::LkcsRules::TRIP`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TripProc {
+    id: ProcessId,
+    closed: Vec<ProcessId>,
+    state: CsState,
+    pending: Option<Sequence>,
+    ts: u64,
+    req_ts: u64,
+    granters: BTreeSet<ProcessId>,
+    /// The pending sequence asked for a round trip.
+    asked: bool,
+    /// The trip locks held for the pending sequence's trip.
+    locks: BTreeSet<ProcessId>,
+    /// The pending sequence holds every lock and sent `TripGo`.
+    committed: bool,
+    /// The type of the round trip whose return is owed (the last move was a trip).
+    away: Option<At>,
+    arbiters: [TypeArbiter; 2],
+    lock: TripLock,
+    /// A committed trip found no room (never expected; reported by `check`).
+    overflow: bool,
+}
+
+impl TripProc {
+    /// Process `id`, its closed neighbourhood `closed` (sorted), its problem bounds `hard`
+    /// and its operating bounds `soft` (tightened), starting in `initial` (every process's
+    /// state).
+    pub fn new(
+        id: ProcessId,
+        closed: Vec<ProcessId>,
+        hard: Bounds,
+        soft: Bounds,
+        initial: &[CsState],
+    ) -> TripProc {
+        let m = closed.len();
+        let holders = |s: CsState| -> BTreeMap<ProcessId, Hold> {
+            closed
+                .iter()
+                .filter(|q| initial.get(q.index()) == Some(&s))
+                .map(|&q| (q, Hold::State))
+                .collect()
+        };
+        let arbiter = |cap: usize, hard: usize, granted| TypeArbiter {
+            cap,
+            hard,
+            granted,
+            queue: BTreeSet::new(),
+            preempting: None,
+            told: BTreeSet::new(),
+        };
+        let arbiters = [
+            arbiter(
+                m.saturating_sub(soft.l),
+                m.saturating_sub(hard.l),
+                holders(CsState::OutCs),
+            ),
+            arbiter(soft.k, hard.k, holders(CsState::InCs)),
+        ];
+        TripProc {
+            id,
+            state: initial.get(id.index()).copied().unwrap_or(CsState::OutCs),
+            pending: None,
+            ts: 1,
+            req_ts: 0,
+            granters: BTreeSet::new(),
+            asked: false,
+            locks: BTreeSet::new(),
+            committed: false,
+            away: None,
+            arbiters,
+            lock: TripLock {
+                holder: None,
+                queue: BTreeMap::new(),
+            },
+            overflow: false,
+            closed,
+        }
+    }
+
+    /// The process's state.
+    pub fn state(&self) -> CsState {
+        self.state
+    }
+
+    /// The sequence in progress.
+    pub fn pending(&self) -> Option<Sequence> {
+        self.pending
+    }
+
+    /// Whether the last move was a round trip whose return is owed.
+    pub fn away(&self) -> bool {
+        self.away.is_some()
+    }
+
+    /// The number of permissions of type `at` this process's arbiter has granted.
+    pub fn granted(&self, at: At) -> usize {
+        self.arbiters[idx(at)].granted.len()
+    }
+
+    /// Starts a sequence; a return from a round trip completes at once.
+    pub fn begin(&mut self, seq: Sequence, out: &mut Outbox<LkcsMsg>) -> Result<(), CallError> {
+        check_call(self.state, self.pending, seq)?;
+        let at = At::of(seq);
+        self.ts = self.ts.saturating_add(1);
+        if let Some(away) = self.away.take() {
+            // the return: the set-aside permissions of type `at` are held everywhere
+            self.state = flip(self.state);
+            for &q in &self.closed {
+                out.send(q, LkcsMsg::TripEnd { at: away });
+            }
+            out.complete();
+            return Ok(());
+        }
+        self.pending = Some(seq);
+        self.req_ts = self.ts;
+        self.granters.clear();
+        self.asked = false;
+        self.locks.clear();
+        self.committed = false;
+        for &q in &self.closed {
+            out.send(q, LkcsMsg::Request { at, ts: self.ts });
+        }
+        Ok(())
+    }
+
+    /// Handles `msg` from `from` (a member of the closed neighbourhood: the caller checks).
+    pub fn on_message(&mut self, from: ProcessId, msg: LkcsMsg, out: &mut Outbox<LkcsMsg>) {
+        let mut touched = [false; 2];
+        match msg {
+            // arbiter side
+            LkcsMsg::Request { at, ts } => {
+                self.ts = self.ts.max(ts);
+                let a = &mut self.arbiters[idx(at)];
+                if !a.granted.contains_key(&from) && a.queued(from).is_none() {
+                    a.queue.insert(Stamp::new(ts, from));
+                }
+                touched[idx(at)] = true;
+            }
+            LkcsMsg::Release { at } => {
+                let a = &mut self.arbiters[idx(at)];
+                a.granted.remove(&from);
+                if a.preempting == Some(from) {
+                    a.preempting = None;
+                }
+                let b = &mut self.arbiters[idx(other(at))];
+                if let Some(h) = b.granted.get_mut(&from) {
+                    if matches!(h, Hold::Progress(_)) {
+                        *h = Hold::State;
+                    }
+                }
+                if b.preempting == Some(from) {
+                    b.preempting = None;
+                }
+                touched = [true; 2];
+            }
+            LkcsMsg::Relinquish { at } => {
+                let a = &mut self.arbiters[idx(at)];
+                if let Some(&Hold::Progress(ts)) = a.granted.get(&from) {
+                    a.granted.remove(&from);
+                    a.queue.insert(Stamp::new(ts, from));
+                }
+                if a.preempting == Some(from) {
+                    a.preempting = None;
+                }
+                touched[idx(at)] = true;
+            }
+            LkcsMsg::Trip { at, ts } => {
+                self.ts = self.ts.max(ts);
+                let s = Stamp::new(ts, from);
+                let held = self.lock.holder.is_some_and(|h| h.0.id == from);
+                if !held && !self.lock.queue.keys().any(|k| k.id == from) {
+                    self.lock.queue.insert(s, at);
+                }
+            }
+            LkcsMsg::TripYield { ts } => {
+                if let Some((s, at, false, _)) = self.lock.holder {
+                    if s == Stamp::new(ts, from) {
+                        self.lock.holder = None;
+                        self.lock.queue.insert(s, at);
+                    }
+                }
+            }
+            LkcsMsg::TripCancel => {
+                self.lock.queue.retain(|s, _| s.id != from);
+                if let Some((s, _, false, _)) = self.lock.holder {
+                    if s.id == from {
+                        self.lock.holder = None;
+                    }
+                }
+            }
+            LkcsMsg::TripGo { at } => {
+                if let Some((s, a_type, false, inq)) = self.lock.holder {
+                    if s.id == from && a_type == at {
+                        self.lock.holder = Some((s, at, true, inq));
+                        self.go(from, at, out);
+                        touched[idx(at)] = true;
+                    }
+                }
+            }
+            LkcsMsg::TripEnd { at } => {
+                let a = &mut self.arbiters[idx(at)];
+                if matches!(a.granted.get(&from), Some(Hold::Trip | Hold::State)) {
+                    a.granted.remove(&from);
+                }
+                // the lock is freed below once the trip's type is back within the capacity
+                // (as the return leaves it)
+                touched[idx(at)] = true;
+            }
+            // requester side
+            LkcsMsg::Grant { at } => {
+                if self.pending == Some(at.sequence()) {
+                    self.granters.insert(from);
+                    self.try_complete(out);
+                }
+            }
+            LkcsMsg::Preempt { at } => {
+                if self.pending == Some(at.sequence())
+                    && !self.committed
+                    && self.granters.remove(&from)
+                {
+                    out.send(from, LkcsMsg::Relinquish { at });
+                }
+            }
+            LkcsMsg::Blocked { at, .. } => {
+                if self.pending == Some(at.sequence()) && !self.asked {
+                    self.asked = true;
+                    let ts = self.req_ts;
+                    for &q in &self.closed {
+                        out.send(q, LkcsMsg::Trip { at, ts });
+                    }
+                }
+            }
+            LkcsMsg::TripLock { ts } => {
+                if self.asked && !self.committed && ts == self.req_ts {
+                    self.locks.insert(from);
+                    if self.locks.len() == self.closed.len() {
+                        self.committed = true;
+                        let at = At::of(self.pending.expect("asked while pending"));
+                        for &q in &self.closed {
+                            out.send(q, LkcsMsg::TripGo { at });
+                        }
+                    }
+                }
+            }
+            LkcsMsg::TripInquire { ts } => {
+                if self.asked && !self.committed && ts == self.req_ts && self.locks.remove(&from) {
+                    out.send(from, LkcsMsg::TripYield { ts });
+                }
+            }
+            // the other variants' messages mean nothing here
+            LkcsMsg::Trigger { .. }
+            | LkcsMsg::RequestByTrigger { .. }
+            | LkcsMsg::SidetrackGrant { .. }
+            | LkcsMsg::TriggerDeclined
+            | LkcsMsg::Park { .. }
+            | LkcsMsg::Unpark { .. } => {}
+        }
+        self.free_restored_lock();
+        for at in [At::Mutin, At::Mutex] {
+            if touched[idx(at)] {
+                self.serve(at, out);
+            }
+        }
+        self.pass_lock(out);
+    }
+
+    /// `TripGo` from the lock's holder `q`: its permission of type `at`, at once.
+    fn go(&mut self, q: ProcessId, at: At, out: &mut Outbox<LkcsMsg>) {
+        let a = &mut self.arbiters[idx(at)];
+        if a.preempting == Some(q) {
+            // a committed trip does not relinquish
+            a.preempting = None;
+        }
+        match a.granted.get_mut(&q) {
+            Some(h) => {
+                if matches!(h, Hold::Progress(_)) {
+                    *h = Hold::Trip;
+                }
+            }
+            None => {
+                if a.granted.len() < a.hard {
+                    if let Some(s) = a.queued(q) {
+                        a.queue.remove(&s);
+                    }
+                    a.granted.insert(q, Hold::Trip);
+                    out.send(q, LkcsMsg::Grant { at });
+                } else {
+                    self.overflow = true;
+                }
+            }
+        }
+    }
+
+    /// A committed trip's lock is free again once its type is back within the capacity.
+    fn free_restored_lock(&mut self) {
+        if let Some((_, at, true, _)) = self.lock.holder {
+            let a = &self.arbiters[idx(at)];
+            if a.granted.len() <= a.cap {
+                self.lock.holder = None;
+            }
+        }
+    }
+
+    /// Gives a free lock to the oldest trip asking; asks a younger holder that has not moved
+    /// to yield to an older one.
+    fn pass_lock(&mut self, out: &mut Outbox<LkcsMsg>) {
+        if self.lock.holder.is_none() {
+            if let Some((s, at)) = self.lock.queue.pop_first() {
+                self.lock.holder = Some((s, at, false, false));
+                out.send(s.id, LkcsMsg::TripLock { ts: s.ts });
+            }
+        }
+        if let Some((s, at, false, false)) = self.lock.holder {
+            if self.lock.queue.keys().next().is_some_and(|&o| o < s) {
+                self.lock.holder = Some((s, at, false, true));
+                out.send(s.id, LkcsMsg::TripInquire { ts: s.ts });
+            }
+        }
+    }
+
+    /// Grants free slots in stamp order, preempts a younger holder in progress for the oldest
+    /// waiting request, and tells the waiting requests when nothing here can give way.
+    fn serve(&mut self, at: At, out: &mut Outbox<LkcsMsg>) {
+        let a = &mut self.arbiters[idx(at)];
+        while !a.full() {
+            let Some(s) = a.queue.pop_first() else { break };
+            a.granted.insert(s.id, Hold::Progress(s.ts));
+            out.send(s.id, LkcsMsg::Grant { at });
+        }
+        if a.full() && a.preempting.is_none() {
+            if let Some(&r) = a.queue.first() {
+                let victim = a
+                    .granted
+                    .iter()
+                    .filter_map(|(&p, h)| match h {
+                        Hold::Progress(ts) => Some(Stamp::new(*ts, p)),
+                        _ => None,
+                    })
+                    .filter(|&s| s > r)
+                    .max();
+                if let Some(v) = victim {
+                    a.preempting = Some(v.id);
+                    out.send(v.id, LkcsMsg::Preempt { at });
+                }
+            }
+        }
+        let queue = &a.queue;
+        a.told.retain(|s| queue.contains(s));
+        let stuck = a.full() && a.granted.values().all(|h| !matches!(h, Hold::Progress(_)));
+        if stuck {
+            for &s in &a.queue {
+                if a.told.insert(s) {
+                    out.send(
+                        s.id,
+                        LkcsMsg::Blocked {
+                            at,
+                            sidetrack: false,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    /// Completes the pending sequence when every member granted.
+    fn try_complete(&mut self, out: &mut Outbox<LkcsMsg>) {
+        let Some(seq) = self.pending else { return };
+        if self.granters.len() < self.closed.len() {
+            return;
+        }
+        let at = At::of(seq);
+        self.state = flip(self.state);
+        self.pending = None;
+        if self.committed {
+            // the trip's move: the permissions of the other type stay, set aside for the
+            // return
+            self.away = Some(at);
+        } else {
+            for &q in &self.closed {
+                out.send(q, LkcsMsg::Release { at: other(at) });
+            }
+            if self.asked {
+                for &q in &self.closed {
+                    out.send(q, LkcsMsg::TripCancel);
+                }
+            }
+        }
+        self.asked = false;
+        self.committed = false;
+        self.locks.clear();
+        out.complete();
+    }
+
+    /// Invariant T's local part: at most the hard bound of each type granted, and above the
+    /// capacity only by the trip permission of the lock's holder.
+    pub fn check(&self) -> Result<(), String> {
+        if self.overflow {
+            return Err("a committed round trip found no room".into());
+        }
+        for (name, at) in [("MUTIN", At::Mutin), ("MUTEX", At::Mutex)] {
+            let a = &self.arbiters[idx(at)];
+            if a.granted.len() > a.hard {
+                return Err(format!(
+                    "{name}: {} granted, hard bound {}",
+                    a.granted.len(),
+                    a.hard
+                ));
+            }
+            let trips = a.granted.values().filter(|h| **h == Hold::Trip).count();
+            if a.granted.len() > a.cap + trips.min(1) {
+                return Err(format!(
+                    "{name}: {} granted over capacity {} with {trips} trip permissions",
+                    a.granted.len(),
+                    a.cap
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn idx(at: At) -> usize {
+    match at {
+        At::Mutin => 0,
+        At::Mutex => 1,
+    }
+}
+
+fn other(at: At) -> At {
+    match at {
+        At::Mutin => At::Mutex,
+        At::Mutex => At::Mutin,
+    }
+}
+
+fn flip(s: CsState) -> CsState {
+    match s {
+        CsState::InCs => CsState::OutCs,
+        CsState::OutCs => CsState::InCs,
+    }
+}

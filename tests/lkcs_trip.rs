@@ -1,0 +1,313 @@
+//! LKCS's round-trip variant (`LkcsRules::TRIP`, `docs/lkcs-liveness.md`): safe and complete
+//! on tori, grids, complete graphs and dense random graphs with the least slack, the exact
+//! best case 6(|N_i|+1) per pair, round trips actually taken under contention (and each one
+//! returned), and what `Lkcs::build` refuses for it.
+
+mod common;
+
+use common::*;
+use lkcs::{
+    simulate, CsState, Delay, Leaders, Lkcs, LkcsRules, LkcsSystem, SimConfig, SimReport, Topology,
+    Workload,
+};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+fn trip(t: &Topology, l: &[usize], k: &[usize]) -> LkcsSystem {
+    let inst = Lkcs::instance(t, l, k).expect("valid bounds");
+    Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::TRIP).expect("a tight start")
+}
+
+fn run(sys: LkcsSystem, cfg: SimConfig) -> SimReport {
+    let cfg = SimConfig {
+        max_events: 3_000_000,
+        ..cfg
+    };
+    simulate(&sys.instance, sys.procs, &cfg)
+}
+
+fn unit_concurrent(seed: u64, pairs: usize) -> SimConfig {
+    SimConfig {
+        delay: Delay::Unit,
+        think_max: 4,
+        ..concurrent(seed, pairs)
+    }
+}
+
+fn kind(r: &SimReport, k: &str) -> u64 {
+    r.messages_by_kind.get(k).copied().unwrap_or(0)
+}
+
+/// Every trip that moved (one `TripGo` per member) returned or is still out at the end:
+/// never more returns than trips, and no message of the other variants.
+fn assert_trip_accounting(what: &str, r: &SimReport) {
+    for k in [
+        "Trigger",
+        "RequestByTrigger",
+        "SidetrackGrant",
+        "Park",
+        "Unpark",
+    ] {
+        assert_eq!(kind(r, k), 0, "{what}: {k} sent by the round trip");
+    }
+    assert!(
+        kind(r, "TripEnd") <= kind(r, "TripGo"),
+        "{what}: {} TripEnd for {} TripGo",
+        kind(r, "TripEnd"),
+        kind(r, "TripGo")
+    );
+}
+
+#[test]
+fn safe_and_complete_on_tori_grids_and_complete_graphs() {
+    let cases: [(&str, usize, usize); 6] = [
+        ("torus:4x4", 1, 4),
+        ("torus:5x5", 1, 4),
+        ("torus:3x5", 0, 3),
+        ("grid:4x5", 0, 3),
+        ("complete:6", 1, 4),
+        ("complete:9", 2, 6),
+    ];
+    let mut trips = 0;
+    for (spec, l, k) in cases {
+        let t = Topology::parse(spec).unwrap();
+        let n = t.len();
+        let sys = trip(&t, &vec![l; n], &vec![k; n]);
+        assert!(sys.leaders.is_empty() && sys.tightening.is_empty());
+        for seed in 0..4 {
+            for cfg in [concurrent(seed, 4), unit_concurrent(seed, 4)] {
+                let what = format!("{spec} ({l}, {k}) seed {seed} {:?}", cfg.delay);
+                let r = run(sys.clone(), cfg);
+                assert!(r.ok(), "{what}: {}", r.failure_text());
+                assert!(r.pairs_completed >= n * 4, "{what}");
+                assert_trip_accounting(&what, &r);
+                trips += kind(&r, "TripGo");
+            }
+        }
+    }
+    assert!(trips > 0, "no round trip was ever taken");
+}
+
+/// Least-slack bounds (k_i = l_i + 3 where |N_i|+1 ≥ 3) around a random reference
+/// configuration, so that it is within the tightened bounds: l_i = |CS_i| − 1.
+fn least_slack_around_a_reference(t: &Topology, seed: u64) -> (Vec<usize>, Vec<usize>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let inside: Vec<bool> = t.processes().map(|_| rng.random_bool(0.5)).collect();
+    let (mut l, mut k) = (Vec::new(), Vec::new());
+    for p in t.processes() {
+        let m = t.degree(p) + 1;
+        let c = t.closed(p).iter().filter(|q| inside[q.index()]).count();
+        if m < 4 {
+            l.push(0);
+            k.push(m);
+            continue;
+        }
+        let lo = c.saturating_sub(1).min(m - 3);
+        l.push(lo);
+        k.push(lo + 3);
+    }
+    (l, k)
+}
+
+#[test]
+fn safe_and_complete_on_dense_random_graphs_with_the_least_slack_and_unit_delays() {
+    let mut runs = 0;
+    let mut trips = 0;
+    for (n, p) in [(20, 0.5), (24, 0.45), (30, 0.4), (36, 0.35)] {
+        for g in 0..3 {
+            let t = Topology::random(n, p, 70 + g).expect("connected");
+            let (l, k) = least_slack_around_a_reference(&t, g);
+            let inst = Lkcs::instance(&t, &l, &k).expect("valid bounds");
+            let sys = match Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::TRIP) {
+                Ok(sys) => sys,
+                Err(e) => panic!("{}: the reference is a tight start, yet: {e}", t.name()),
+            };
+            for seed in 0..3 {
+                let what = format!("{} {l:?} {k:?} seed {seed}", t.name());
+                let r = run(sys.clone(), unit_concurrent(seed, 3));
+                assert!(r.ok(), "{what}: {}", r.failure_text());
+                assert_trip_accounting(&what, &r);
+                trips += kind(&r, "TripGo");
+                runs += 1;
+            }
+        }
+    }
+    assert_eq!(runs, 36);
+    assert!(trips > 0, "the least slack needs round trips");
+}
+
+#[test]
+fn best_case_is_exactly_six_per_member_of_the_closed_neighbourhood() {
+    // (the sequential workload moves only within the tightened bounds, so it needs instances
+    // where they leave every process a move: at (1, 4) on tori, [2, 3] everywhere has dead
+    // ends, where only a round trip moves, and the workload cannot run)
+    let cases: [(&str, usize, usize); 5] = [
+        ("torus:5x5", 0, 4),
+        ("torus:4x4", 0, 4),
+        ("complete:6", 1, 5),
+        ("grid:4x4", 0, 3),
+        ("complete:9", 2, 7),
+    ];
+    for (spec, l, k) in cases {
+        let t = Topology::parse(spec).unwrap();
+        let n = t.len();
+        let sys = trip(&t, &vec![l; n], &vec![k; n]);
+        let inst = sys.instance.clone();
+        let r = simulate(&sys.instance, sys.procs, &sequential(2));
+        assert!(r.ok(), "{spec}: {}", r.failure_text());
+        assert!(r.pairs_completed >= n * 2, "{spec}");
+        for k in ["Trip", "Blocked", "Preempt"] {
+            assert_eq!(kind(&r, k), 0, "{spec}: no contention, no {k}");
+        }
+        for p in &r.pairs {
+            let c = inst.topology().degree(p.process) as u64 + 1;
+            assert_eq!(p.messages, 6 * c, "{spec}: {p:?}");
+            assert_eq!(p.remote_messages, 6 * (c - 1), "{spec}: {p:?}");
+        }
+    }
+    // torus:5x5, (0, 4), unit delays: 30 messages per pair
+    let t = Topology::parse("torus:5x5").unwrap();
+    let sys = trip(&t, &[0; 25], &[4; 25]);
+    let r = simulate(&sys.instance, sys.procs, &sequential(1));
+    assert!(r.ok(), "{}", r.failure_text());
+    assert_eq!(r.messages_per_pair.mean, 30.0);
+}
+
+#[test]
+fn the_start_and_capacities_follow_the_tightened_bounds() {
+    // torus:4x4 (|N_i|+1 = 5) with (0, 4): only k is tightened (K = 3, L = 0 = l)
+    let t = Topology::parse("torus:4x4").unwrap();
+    let sys = trip(&t, &[0; 16], &[4; 16]);
+    for p in t.processes() {
+        let b = sys.operating.bounds(p);
+        assert_eq!((b.l, b.k), (0, 3));
+        let c = sys.operating.in_cs_around(&sys.initial, p);
+        assert!(c <= 3, "{p} starts with {c} in the CS around it");
+    }
+    // complete:6 with (1, 6): only l is tightened (k = |N_i|+1 cannot be broken)
+    let t = Topology::complete(6).unwrap();
+    let sys = trip(&t, &[1; 6], &[6; 6]);
+    let b = sys.operating.bounds(lkcs::ProcessId(0));
+    assert_eq!((b.l, b.k), (2, 6));
+    assert!(sys.initial.iter().filter(|s| **s == CsState::InCs).count() >= 2);
+}
+
+#[test]
+fn build_refuses_a_leader_and_bounds_too_narrow_to_tighten() {
+    let t = Topology::complete(6).unwrap();
+    let inst = Lkcs::instance(&t, &[1; 6], &[5; 6]).unwrap();
+    let e = Lkcs::build(&inst, &Leaders::All, None, LkcsRules::TRIP).unwrap_err();
+    assert!(e.to_string().contains("no leader"), "{e}");
+    // (2, 4) on |N_i|+1 = 6: L = 3, K = 3
+    let inst = Lkcs::instance(&t, &[2; 6], &[4; 6]).unwrap();
+    let e = Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::TRIP).unwrap_err();
+    assert!(e.to_string().contains("L_i >= K_i"), "{e}");
+    // a given start must be within the tightened bounds: nobody in the CS breaks L = 2
+    let inst = Lkcs::instance(&t, &[1; 6], &[5; 6]).unwrap();
+    let out = vec![CsState::OutCs; 6];
+    assert!(Lkcs::build(&inst, &Leaders::Auto, Some(&out), LkcsRules::TRIP).is_err());
+}
+
+#[test]
+fn the_default_variant_sends_no_round_trip_message() {
+    let t = Topology::parse("torus:4x4").unwrap();
+    let inst = Lkcs::instance(&t, &[1; 16], &[4; 16]).unwrap();
+    let sys = Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::CORRECTED).unwrap();
+    let r = run(
+        sys,
+        SimConfig {
+            workload: Workload::Concurrent,
+            ..concurrent(1, 3)
+        },
+    );
+    assert!(r.ok(), "{}", r.failure_text());
+    for k in ["Trip", "TripLock", "TripGo", "TripEnd"] {
+        assert_eq!(kind(&r, k), 0, "{k}");
+    }
+}
+
+#[test]
+fn the_cli_runs_the_round_trip_as_variant_trip_and_only_for_lkcs() {
+    use std::process::Command;
+    let lkcs = env!("CARGO_BIN_EXE_lkcs");
+    let out = Command::new(lkcs)
+        .args([
+            "simulate",
+            "--algorithm",
+            "lkcs",
+            "--topology",
+            "torus:5x5",
+            "--l",
+            "0",
+            "--k",
+            "4",
+            "--variant",
+            "trip",
+            "--workload",
+            "sequential",
+            "--pairs",
+            "1",
+            "--delay",
+            "unit",
+            "--json",
+        ])
+        .output()
+        .expect("the binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["variant"], "trip");
+    assert_eq!(v["messages_per_pair"]["mean"], 30.0);
+    // a concurrent run at the least slack takes round trips
+    let out = Command::new(lkcs)
+        .args([
+            "simulate",
+            "--algorithm",
+            "lkcs",
+            "--topology",
+            "torus:6x6",
+            "--l",
+            "1",
+            "--k",
+            "4",
+            "--variant",
+            "trip",
+            "--delay",
+            "unit",
+            "--pairs",
+            "3",
+            "--json",
+        ])
+        .output()
+        .expect("the binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(
+        v["messages_by_kind"]["TripGo"].as_u64().unwrap_or(0) > 0,
+        "{v}"
+    );
+    // refused elsewhere (exit 2)
+    for alg in ["lmutin", "maekawa"] {
+        let out = Command::new(lkcs)
+            .args([
+                "simulate",
+                "--algorithm",
+                alg,
+                "--topology",
+                "complete:5",
+                "--variant",
+                "trip",
+            ])
+            .output()
+            .expect("the binary runs");
+        assert_eq!(out.status.code(), Some(2), "{alg}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--variant trip"));
+    }
+}
