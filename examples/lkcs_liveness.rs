@@ -19,8 +19,8 @@
 //! concurrent workload, 3 pairs, think times 0..=4. The environment variable `LKCS_LEADER`
 //! (`auto`, `all` or `single`) runs every configuration with that leader mode instead, and
 //! `LKCS_RULES=trip` runs every configuration with the round trip (`LkcsRules::TRIP`, no
-//! leader; the leader column then reads `trip`, and the command has no CLI equivalent yet:
-//! the library builds it with `Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::TRIP)`).
+//! leader; the leader column then reads `trip`, and the command printed for a row carries
+//! `--variant trip`).
 //!
 //! A run is `passed` (safe, every pair completed), `failed` (a broken bound, a deadlock, or
 //! the event limit reached: a stall), or `refused` (no leader or no tight start: the CLI
@@ -159,7 +159,7 @@ fn command(i: u64, c: &Config, max_events: u64) -> String {
     let leader = match c.leader {
         "all" => " --leader all".to_string(),
         "single" => " --printed-rule single-leader".to_string(),
-        "trip" => " (LKCS_RULES=trip: the round trip)".to_string(),
+        "trip" => " --variant trip".to_string(),
         _ => String::new(),
     };
     format!(

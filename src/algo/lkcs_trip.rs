@@ -44,7 +44,10 @@
 //!
 //! **Limits.** A process that stops calling after a trip keeps the locks of the arbiters whose
 //! reserve it still uses; the liveness argument (in steps of a centralised scheduler) needs
-//! every process to keep calling, and Maekawa's stamp-order argument for the lock.
+//! every process to keep calling, and Maekawa's stamp-order argument for the lock. Like the
+//! other LKCS rules it assumes reliable FIFO links: a `TripGo` that overtook the requester's
+//! `Relinquish`, or a `Request` that overtook its `Release` or `TripEnd`, would leave a
+//! sequence without the grant it waits for (a reading of the code, not a checked run).
 
 use crate::algo::lkcs::{At, LkcsMsg};
 use crate::config::Bounds;

@@ -18,7 +18,7 @@
 //! delays = ["unit", "uniform:1:12"]
 //! workload = "concurrent"                    # or "sequential", or a list
 //! pairs = 4                                  # pairs per process, or a list
-//! variant = "corrected"                      # or "printed", or a list
+//! variant = "corrected"                      # or "printed", "trip" (lkcs), or a list
 //! printed_rules = ["initial-grants"]         # --printed-rule NAME for every run
 //! coterie = ["majority", "grid"]             # algorithms that take --coterie
 //! mx = "maekawa"                             # mutin, kmex, gcs
