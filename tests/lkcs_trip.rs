@@ -226,69 +226,37 @@ fn the_default_variant_sends_no_round_trip_message() {
     }
 }
 
+/// `lkcs simulate` with these arguments, which must succeed: its JSON report.
+fn simulate_json(args: &str) -> serde_json::Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lkcs"))
+        .arg("simulate")
+        .args(args.split_whitespace())
+        .arg("--json")
+        .output()
+        .expect("the binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
 #[test]
 fn the_cli_runs_the_round_trip_as_variant_trip_and_only_for_lkcs() {
     use std::process::Command;
     let lkcs = env!("CARGO_BIN_EXE_lkcs");
-    let out = Command::new(lkcs)
-        .args([
-            "simulate",
-            "--algorithm",
-            "lkcs",
-            "--topology",
-            "torus:5x5",
-            "--l",
-            "0",
-            "--k",
-            "4",
-            "--variant",
-            "trip",
-            "--workload",
-            "sequential",
-            "--pairs",
-            "1",
-            "--delay",
-            "unit",
-            "--json",
-        ])
-        .output()
-        .expect("the binary runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let v = simulate_json(
+        "--algorithm lkcs --topology torus:5x5 --l 0 --k 4 --variant trip \
+         --workload sequential --pairs 1 --delay unit",
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(v["variant"], "trip");
     assert_eq!(v["messages_per_pair"]["mean"], 30.0);
     // a concurrent run at the least slack takes round trips
-    let out = Command::new(lkcs)
-        .args([
-            "simulate",
-            "--algorithm",
-            "lkcs",
-            "--topology",
-            "torus:6x6",
-            "--l",
-            "1",
-            "--k",
-            "4",
-            "--variant",
-            "trip",
-            "--delay",
-            "unit",
-            "--pairs",
-            "3",
-            "--json",
-        ])
-        .output()
-        .expect("the binary runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let v = simulate_json(
+        "--algorithm lkcs --topology torus:6x6 --l 1 --k 4 --variant trip --delay unit \
+         --pairs 3",
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert!(
         v["messages_by_kind"]["TripGo"].as_u64().unwrap_or(0) > 0,
         "{v}"

@@ -399,29 +399,10 @@ fn lkcs_torus_4x4_l0_k4_is_safe_and_live_with_cycle_pairs() {
 fn lkcs_least_slack_on_a_dense_random_graph_is_safe_and_live_on_threads() {
     const PAIRS: usize = 20;
     // the first seeded graph on which (1, 4) is valid everywhere and a leader exists
-    let (topo, sys) = (0..50)
-        .find_map(|seed| {
-            let topo = Topology::random(16, 0.4, seed).ok()?;
-            let inst = Lkcs::instance(&topo, &[1; 16], &[4; 16]).ok()?;
-            let sys = Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::CORRECTED).ok()?;
-            Some((topo, sys))
-        })
-        .expect("a graph with a leader");
+    let (topo, sys) = dense_least_slack(LkcsRules::CORRECTED).expect("a graph with a leader");
     // more watchers than the one leader: the point of the test
     assert!(sys.leaders.len() > 1, "{}", topo.name());
-    let (mut rt, handles) = monitored(sys);
-    // a hang would be a liveness failure: give up (and fail) after two minutes instead
-    let done = cycle_pairs(&handles, PAIRS, Some(Duration::from_secs(120)));
-    rt.shutdown();
-    let done = done.expect("every process completed its pairs");
-    assert!(
-        done.iter().all(|&d| d >= PAIRS),
-        "{}: {done:?}",
-        topo.name()
-    );
-    let report = rt.report();
-    assert!(report.monitored);
-    assert_eq!(report.violations, 0, "{:?}", report.first_violations);
+    completes_pairs_monitored(&topo, sys, PAIRS);
 }
 
 /// LKCS's round trip (`LkcsRules::TRIP`) at the least slack on a dense seeded random graph
@@ -430,33 +411,42 @@ fn lkcs_least_slack_on_a_dense_random_graph_is_safe_and_live_on_threads() {
 #[test]
 fn lkcs_round_trip_is_safe_and_live_on_threads() {
     const PAIRS: usize = 20;
-    let dense = (0..50)
-        .find_map(|seed| {
-            let topo = Topology::random(16, 0.4, seed).ok()?;
-            let inst = Lkcs::instance(&topo, &[1; 16], &[4; 16]).ok()?;
-            let sys = Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::TRIP).ok()?;
-            Some((topo, sys))
-        })
-        .expect("a graph with a tight start");
+    let dense = dense_least_slack(LkcsRules::TRIP).expect("a graph with a tight start");
     let torus = Topology::parse("torus:6x6").expect("topology");
     let inst = Lkcs::instance(&torus, &[1; 36], &[4; 36]).expect("instance");
     let sys = Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::TRIP).expect("system");
     for (topo, sys) in [dense, (torus, sys)] {
         assert!(sys.leaders.is_empty());
-        let (mut rt, handles) = monitored(sys);
-        // a hang would be a liveness failure: give up (and fail) after two minutes instead
-        let done = cycle_pairs(&handles, PAIRS, Some(Duration::from_secs(120)));
-        rt.shutdown();
-        let done = done.expect("every process completed its pairs");
-        assert!(
-            done.iter().all(|&d| d >= PAIRS),
-            "{}: {done:?}",
-            topo.name()
-        );
-        let report = rt.report();
-        assert!(report.monitored);
-        assert_eq!(report.violations, 0, "{:?}", report.first_violations);
+        completes_pairs_monitored(&topo, sys, PAIRS);
     }
+}
+
+/// The first seeded random graph of 16 processes (edge probability 0.4) on which the least
+/// slack (1, 4) builds with `rules`.
+fn dense_least_slack(rules: LkcsRules) -> Option<(Topology, lkcs::LkcsSystem)> {
+    (0..50).find_map(|seed| {
+        let topo = Topology::random(16, 0.4, seed).ok()?;
+        let inst = Lkcs::instance(&topo, &[1; 16], &[4; 16]).ok()?;
+        let sys = Lkcs::build(&inst, &Leaders::Auto, None, rules).ok()?;
+        Some((topo, sys))
+    })
+}
+
+/// Runs `sys` on threads under the monitor: every process completes `pairs` pairs (a hang,
+/// a liveness failure, fails after two minutes) and the monitor saw no violation.
+fn completes_pairs_monitored(topo: &Topology, sys: lkcs::LkcsSystem, pairs: usize) {
+    let (mut rt, handles) = monitored(sys);
+    let done = cycle_pairs(&handles, pairs, Some(Duration::from_secs(120)));
+    rt.shutdown();
+    let done = done.expect("every process completed its pairs");
+    assert!(
+        done.iter().all(|&d| d >= pairs),
+        "{}: {done:?}",
+        topo.name()
+    );
+    let report = rt.report();
+    assert!(report.monitored);
+    assert_eq!(report.violations, 0, "{:?}", report.first_violations);
 }
 
 /// path:2, l = 1, P0 in and P1 out: P0 can only exit while P1 is in. A client of P1 that

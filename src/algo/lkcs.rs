@@ -712,17 +712,7 @@ impl Lkcs {
             let p = ProcessId::from(l);
             ConfigError::check(Lkcs::leader_problems(inst, p))?;
             let operating = Lkcs::operating_instance(inst, &[p])?;
-            let initial = match initial {
-                Some(s) => {
-                    let mut problems = inst.violations(s);
-                    problems.extend(tight_violations(inst, &operating, s));
-                    ConfigError::check(problems)?;
-                    s.to_vec()
-                }
-                None => operating
-                    .find_safe_initial_quickly()
-                    .map_err(ConfigError::one)?,
-            };
+            let initial = tight_start(inst, &operating, initial)?;
             return Lkcs::assemble(inst, &[p], vec![p], initial, rules);
         }
         if let Some(s) = initial {
@@ -841,17 +831,7 @@ impl Lkcs {
             ))));
         }
         let operating = Instance::new(t.clone(), bounds)?;
-        let initial = match initial {
-            Some(s) => {
-                let mut problems = inst.violations(s);
-                problems.extend(tight_violations(inst, &operating, s));
-                ConfigError::check(problems)?;
-                s.to_vec()
-            }
-            None => operating
-                .find_safe_initial_quickly()
-                .map_err(ConfigError::one)?,
-        };
+        let initial = tight_start(inst, &operating, initial)?;
         let mut procs = Vec::with_capacity(t.len());
         for p in t.processes() {
             let mut proc = Lkcs::in_region(
@@ -1494,6 +1474,26 @@ fn send_actions(at: At, actions: Vec<Action>, untagged: bool, out: &mut Outbox<L
             Action::SidetrackGrant(p) if untagged => out.send(p, LkcsMsg::Grant { at }),
             Action::SidetrackGrant(p) => out.send(p, LkcsMsg::SidetrackGrant { at }),
         }
+    }
+}
+
+/// The given start checked against the problem's bounds and the operating ones, or a start
+/// within the operating bounds searched for.
+fn tight_start(
+    inst: &Instance,
+    operating: &Instance,
+    initial: Option<&[CsState]>,
+) -> Result<Vec<CsState>, ConfigError> {
+    match initial {
+        Some(s) => {
+            let mut problems = inst.violations(s);
+            problems.extend(tight_violations(inst, operating, s));
+            ConfigError::check(problems)?;
+            Ok(s.to_vec())
+        }
+        None => operating
+            .find_safe_initial_quickly()
+            .map_err(ConfigError::one),
     }
 }
 
