@@ -180,8 +180,8 @@ fn main() {
             (b.l, b.k)
         })
         .collect();
-    // `trip` tightens wherever k_i - l_i >= 3 and starts from a configuration tight there;
-    // the other modes keep the operating bounds and start of `Lkcs::build`
+    // `trip` tightens every side of a bound a move can break and starts from a configuration
+    // tight everywhere; the other modes keep the operating bounds and start of `Lkcs::build`
     let (soft, start): (Vec<(usize, usize)>, Vec<CsState>) = if trips {
         // every side a move can break is tightened by one: L = l+1 where l > 0, K = k-1
         // where k < |N_j|+1 (a count cannot cross 0 or |N_j|+1)

@@ -214,10 +214,18 @@ pub enum At {
 }
 
 impl At {
-    fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         match self {
             At::Mutin => 0,
             At::Mutex => 1,
+        }
+    }
+
+    /// The other type.
+    pub(crate) fn other(self) -> At {
+        match self {
+            At::Mutin => At::Mutex,
+            At::Mutex => At::Mutin,
         }
     }
 
@@ -1244,7 +1252,7 @@ impl Lkcs {
     /// Whether `h` holds its permission of type `at` here for a sequence still in progress
     /// (it also holds the other type here and last asked for this one): it may give it back.
     fn in_progress(&self, at: At, h: ProcessId) -> bool {
-        self.arbiters[1 - at.index()].holds(h) && self.last_type.get(&h) == Some(&at)
+        self.arbiters[at.other().index()].holds(h) && self.last_type.get(&h) == Some(&at)
     }
 
     /// Deviation 9: a normal preemption goes to a holder whose sequence is in progress. A

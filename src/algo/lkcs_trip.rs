@@ -199,7 +199,7 @@ impl TripProc {
 
     /// The number of permissions of type `at` this process's arbiter has granted.
     pub fn granted(&self, at: At) -> usize {
-        self.arbiters[idx(at)].granted.len()
+        self.arbiters[at.index()].granted.len()
     }
 
     /// Starts a sequence; a return from a round trip completes at once.
@@ -209,7 +209,7 @@ impl TripProc {
         self.ts = self.ts.saturating_add(1);
         if let Some(away) = self.away.take() {
             // the return: the set-aside permissions of type `at` are held everywhere
-            self.state = flip(self.state);
+            self.state = !self.state;
             for &q in &self.closed {
                 out.send(q, LkcsMsg::TripEnd { at: away });
             }
@@ -235,19 +235,19 @@ impl TripProc {
             // arbiter side
             LkcsMsg::Request { at, ts } => {
                 self.ts = self.ts.max(ts);
-                let a = &mut self.arbiters[idx(at)];
+                let a = &mut self.arbiters[at.index()];
                 if !a.granted.contains_key(&from) && a.queued(from).is_none() {
                     a.queue.insert(Stamp::new(ts, from));
                 }
-                touched[idx(at)] = true;
+                touched[at.index()] = true;
             }
             LkcsMsg::Release { at } => {
-                let a = &mut self.arbiters[idx(at)];
+                let a = &mut self.arbiters[at.index()];
                 a.granted.remove(&from);
                 if a.preempting == Some(from) {
                     a.preempting = None;
                 }
-                let b = &mut self.arbiters[idx(other(at))];
+                let b = &mut self.arbiters[at.other().index()];
                 if let Some(h) = b.granted.get_mut(&from) {
                     if matches!(h, Hold::Progress(_)) {
                         *h = Hold::State;
@@ -259,7 +259,7 @@ impl TripProc {
                 touched = [true; 2];
             }
             LkcsMsg::Relinquish { at } => {
-                let a = &mut self.arbiters[idx(at)];
+                let a = &mut self.arbiters[at.index()];
                 if let Some(&Hold::Progress(ts)) = a.granted.get(&from) {
                     a.granted.remove(&from);
                     a.queue.insert(Stamp::new(ts, from));
@@ -267,7 +267,7 @@ impl TripProc {
                 if a.preempting == Some(from) {
                     a.preempting = None;
                 }
-                touched[idx(at)] = true;
+                touched[at.index()] = true;
             }
             LkcsMsg::Trip { at, ts } => {
                 self.ts = self.ts.max(ts);
@@ -298,18 +298,18 @@ impl TripProc {
                     if s.id == from && a_type == at {
                         self.lock.holder = Some((s, at, true, inq));
                         self.go(from, at, out);
-                        touched[idx(at)] = true;
+                        touched[at.index()] = true;
                     }
                 }
             }
             LkcsMsg::TripEnd { at } => {
-                let a = &mut self.arbiters[idx(at)];
+                let a = &mut self.arbiters[at.index()];
                 if matches!(a.granted.get(&from), Some(Hold::Trip | Hold::State)) {
                     a.granted.remove(&from);
                 }
                 // the lock is freed below once the trip's type is back within the capacity
                 // (as the return leaves it)
-                touched[idx(at)] = true;
+                touched[at.index()] = true;
             }
             // requester side
             LkcsMsg::Grant { at } => {
@@ -362,7 +362,7 @@ impl TripProc {
         }
         self.free_restored_lock();
         for at in [At::Mutin, At::Mutex] {
-            if touched[idx(at)] {
+            if touched[at.index()] {
                 self.serve(at, out);
             }
         }
@@ -371,7 +371,7 @@ impl TripProc {
 
     /// `TripGo` from the lock's holder `q`: its permission of type `at`, at once.
     fn go(&mut self, q: ProcessId, at: At, out: &mut Outbox<LkcsMsg>) {
-        let a = &mut self.arbiters[idx(at)];
+        let a = &mut self.arbiters[at.index()];
         if a.preempting == Some(q) {
             // a committed trip does not relinquish
             a.preempting = None;
@@ -399,7 +399,7 @@ impl TripProc {
     /// A committed trip's lock is free again once its type is back within the capacity.
     fn free_restored_lock(&mut self) {
         if let Some((_, at, true, _)) = self.lock.holder {
-            let a = &self.arbiters[idx(at)];
+            let a = &self.arbiters[at.index()];
             if a.granted.len() <= a.cap {
                 self.lock.holder = None;
             }
@@ -426,7 +426,7 @@ impl TripProc {
     /// Grants free slots in stamp order, preempts a younger holder in progress for the oldest
     /// waiting request, and tells the waiting requests when nothing here can give way.
     fn serve(&mut self, at: At, out: &mut Outbox<LkcsMsg>) {
-        let a = &mut self.arbiters[idx(at)];
+        let a = &mut self.arbiters[at.index()];
         while !a.full() {
             let Some(s) = a.queue.pop_first() else { break };
             a.granted.insert(s.id, Hold::Progress(s.ts));
@@ -474,7 +474,7 @@ impl TripProc {
             return;
         }
         let at = At::of(seq);
-        self.state = flip(self.state);
+        self.state = !self.state;
         self.pending = None;
         if self.committed {
             // the trip's move: the permissions of the other type stay, set aside for the
@@ -482,7 +482,7 @@ impl TripProc {
             self.away = Some(at);
         } else {
             for &q in &self.closed {
-                out.send(q, LkcsMsg::Release { at: other(at) });
+                out.send(q, LkcsMsg::Release { at: at.other() });
             }
             if self.asked {
                 for &q in &self.closed {
@@ -503,7 +503,7 @@ impl TripProc {
             return Err("a committed round trip found no room".into());
         }
         for (name, at) in [("MUTIN", At::Mutin), ("MUTEX", At::Mutex)] {
-            let a = &self.arbiters[idx(at)];
+            let a = &self.arbiters[at.index()];
             if a.granted.len() > a.hard {
                 return Err(format!(
                     "{name}: {} granted, hard bound {}",
@@ -521,26 +521,5 @@ impl TripProc {
             }
         }
         Ok(())
-    }
-}
-
-fn idx(at: At) -> usize {
-    match at {
-        At::Mutin => 0,
-        At::Mutex => 1,
-    }
-}
-
-fn other(at: At) -> At {
-    match at {
-        At::Mutin => At::Mutex,
-        At::Mutex => At::Mutin,
-    }
-}
-
-fn flip(s: CsState) -> CsState {
-    match s {
-        CsState::InCs => CsState::OutCs,
-        CsState::OutCs => CsState::InCs,
     }
 }

@@ -192,13 +192,12 @@ impl Cluster {
         let algorithm = q.algorithm.parse().map_err(|p| problems.push(p)).ok();
         let variant = match q.variant.as_deref() {
             None => Some(Variant::Corrected),
-            Some(v) if Variant::parse(v).is_some() => Variant::parse(v),
-            Some(other) => {
+            Some(v) => Variant::parse(v).or_else(|| {
                 problems.push(invalid(format!(
-                    "quota: variant `{other}`: expected corrected, printed or trip (lkcs only)"
+                    "quota: variant `{v}`: expected corrected, printed or trip (lkcs only)"
                 )));
                 None
-            }
+            }),
         };
         let initial = match (&q.initial, &topology) {
             (Some(s), Some(t)) => parse_initial(s, t.len())
