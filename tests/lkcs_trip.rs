@@ -279,3 +279,40 @@ fn the_cli_runs_the_round_trip_as_variant_trip_and_only_for_lkcs() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("--variant trip"));
     }
 }
+
+/// Configuration 43 of the liveness sweep (`lkcs_liveness -- replay 43`: a dense random graph,
+/// per-process bounds k_i = l_i + 3, unit delays): the default rules stall there (the event
+/// limit reached while P20 cycles and others wait), the round trip completes every pair.
+#[test]
+fn the_round_trip_completes_a_run_on_which_the_default_rules_stall() {
+    let bounds = std::env::temp_dir().join(format!("lkcs-trip-43-{}.json", std::process::id()));
+    std::fs::write(
+        &bounds,
+        r#"{"l": [4,7,2,5,3,6,3,2,1,3,5,4,8,4,3,5,6,2,5,6,1,4],
+            "k": [7,10,5,8,6,9,6,5,4,6,8,7,11,7,6,8,9,5,8,9,4,7]}"#,
+    )
+    .unwrap();
+    let args = |variant: &str| {
+        format!(
+            "--algorithm lkcs --variant {variant} --topology random:22:0.527:807529 \
+             --bounds {} --delay unit --workload concurrent --pairs 3 --seed 651 \
+             --max-events 1000000",
+            bounds.display()
+        )
+    };
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lkcs"))
+        .arg("simulate")
+        .args(args("corrected").split_whitespace())
+        .arg("--json")
+        .output()
+        .expect("the binary runs");
+    assert_eq!(out.status.code(), Some(1), "the default rules stall here");
+    let stalled: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(stalled["stalled"].is_string(), "{stalled}");
+    assert_eq!(stalled["safety_violations"], 0);
+    let v = simulate_json(&args("trip"));
+    std::fs::remove_file(&bounds).ok();
+    assert!(v["stalled"].is_null(), "{v}");
+    assert_eq!(v["safety_violations"], 0);
+    assert!(v["pairs_completed"].as_u64().unwrap() >= 66, "{v}");
+}

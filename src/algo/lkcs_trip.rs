@@ -2,6 +2,13 @@
 //! survives the model: the round trip") at the level of messages, selected with
 //! [`LkcsRules::TRIP`](crate::LkcsRules::TRIP) (field `round_trip`).
 //!
+//! **Why.** The paper's leader and the eleven deviations built on it stall on configurations
+//! no test named: e.g. configuration 43 of the liveness sweep (random:22:0.527:807529, bounds
+//! k_i = l_i + 3, unit delays) reaches 10^6 events with 66 pairs asked for, P20 cycling while
+//! others wait, while the round trip completes it
+//! (`tests/lkcs_trip.rs::the_round_trip_completes_a_run_on_which_the_default_rules_stall`);
+//! the sweeps and the argument are in `docs/lkcs-liveness.md`.
+//!
 //! **Bounds.** No leader. Every side of a bound that a move can break is tightened by one:
 //! L_j = l_j+1 where l_j > 0 and K_j = k_j−1 where k_j < |N_j|+1; the start is within
 //! [L_j, K_j] everywhere. Arbiter j's MUTIN capacity is |N_j|+1−L_j and its MUTEX capacity
