@@ -282,7 +282,7 @@ fn the_cli_runs_the_round_trip_as_variant_trip_and_only_for_lkcs() {
 
 /// Configuration 43 of the liveness sweep (`lkcs_liveness -- replay 43`: a dense random graph,
 /// per-process bounds k_i = l_i + 3, unit delays): the default rules stall there (the event
-/// limit reached while P20 cycles and others wait), the round trip completes every pair.
+/// limit reached while some process still owes pairs), the round trip completes every pair.
 #[test]
 fn the_round_trip_completes_a_run_on_which_the_default_rules_stall() {
     let bounds = std::env::temp_dir().join(format!("lkcs-trip-43-{}.json", std::process::id()));

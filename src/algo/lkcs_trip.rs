@@ -4,8 +4,8 @@
 //!
 //! **Why.** The paper's leader and the eleven deviations built on it stall on configurations
 //! no test named: e.g. configuration 43 of the liveness sweep (random:22:0.527:807529, bounds
-//! k_i = l_i + 3, unit delays) reaches 10^6 events with 66 pairs asked for, P20 cycling while
-//! others wait, while the round trip completes it
+//! k_i = l_i + 3, unit delays) reaches 10^6 events, 3,891 pairs completed while some process
+//! still owes one of its 3, and the round trip completes it
 //! (`tests/lkcs_trip.rs::the_round_trip_completes_a_run_on_which_the_default_rules_stall`);
 //! the sweeps and the argument are in `docs/lkcs-liveness.md`.
 //!
