@@ -211,6 +211,16 @@ pub trait CsObject: Clone + Debug + Eq + Hash + Send + Sync + 'static {
         None
     }
 
+    /// Whether a call that leaves the operating bounds but keeps the problem's completes on
+    /// its own while no other call is in progress, as a round trip whose return (this
+    /// process's next call, made at once) needs no permission (LKCS with
+    /// `LkcsRules::TRIP`); `false` (the default) otherwise. The sequential workload then
+    /// lets a process that owes a pair and that the operating bounds block make the whole
+    /// pair that way.
+    fn takes_round_trips(&self) -> bool {
+        false
+    }
+
     /// Checks the object's internal invariants (e.g. an arbiter's cap), described on failure.
     fn check_invariants(&self) -> Result<(), String> {
         Ok(())

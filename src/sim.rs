@@ -455,6 +455,13 @@ struct Sim<'a, A: CsObject> {
     helper_moves: u64,
     /// Helper moves still to make, found by the sequential workload's search.
     plan: VecDeque<usize>,
+    /// Every object takes round trips ([`CsObject::takes_round_trips`]).
+    trips: bool,
+    /// The process whose return the sequential workload makes next (see
+    /// [`Sim::back_to_back`]).
+    returning: Option<usize>,
+    /// With round trips, the helper moves not yet undone, in the order made.
+    helped: Vec<usize>,
     /// How many processes still owe moves (see [`Sim::still_owes`]): the run is done at 0.
     owing: usize,
     done: bool,
@@ -465,6 +472,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
     fn new(inst: &'a Instance, procs: Vec<A>, cfg: &'a SimConfig) -> Self {
         let n = procs.len();
         let observed = Observed::new(inst, procs.iter().map(|p| p.state()).collect());
+        let trips = procs.iter().all(CsObject::takes_round_trips);
         let schedule = if procs.iter().any(|p| p.operating_bounds().is_some()) {
             let bounds = procs
                 .iter()
@@ -507,6 +515,9 @@ impl<'a, A: CsObject> Sim<'a, A> {
             rr: 0,
             helper_moves: 0,
             plan: VecDeque::new(),
+            trips,
+            returning: None,
+            helped: Vec::new(),
             owing: if cfg.pairs == 0 { 0 } else { n },
             done: cfg.pairs == 0,
             overtaking: Overtaking::new(n),
@@ -577,8 +588,12 @@ impl<'a, A: CsObject> Sim<'a, A> {
     /// (its operating bounds, [`CsObject::operating_bounds`]). When those are tighter than
     /// the problem's, a process may be unable to move within them from any configuration
     /// ([`Instance::immovable`]): the run cannot complete, and says so before it starts.
+    /// Objects that take round trips move such a process that way instead.
     fn frozen_in_schedule(&self) -> Option<String> {
-        if self.cfg.workload != Workload::Sequential || std::ptr::eq(&*self.schedule, self.inst) {
+        if self.cfg.workload != Workload::Sequential
+            || std::ptr::eq(&*self.schedule, self.inst)
+            || self.trips
+        {
             return None;
         }
         let frozen = self.schedule.immovable(IMMOVABLE_BUDGET);
@@ -686,9 +701,14 @@ impl<'a, A: CsObject> Sim<'a, A> {
     /// the next step of a plan found earlier; else the safe move that most reduces the number
     /// of bounds blocking those processes; else the first move of a shortest sequence of safe
     /// moves after which one of them can move (breadth-first, at most
-    /// `HELPER_SEARCH_LIMIT` configurations); failing that, a process finishing an extra pair,
-    /// then anyone.
+    /// `HELPER_SEARCH_LIMIT` configurations); failing that, with objects that take round
+    /// trips, a whole pair as a round trip of a process that owes one and whose move keeps
+    /// the problem's bounds (the move, then at once its return); else a process finishing an
+    /// extra pair, then anyone.
     fn next_mover(&mut self) -> Option<ProcessId> {
+        if let Some(q) = self.returning.take() {
+            return Some(ProcessId::from(q));
+        }
         let n = self.procs.len();
         let rotation = (0..n).map(|i| (self.rr + i) % n);
         // the common case costs one safety question per process tried, not one per process
@@ -700,15 +720,50 @@ impl<'a, A: CsObject> Sim<'a, A> {
                 None
             }
         };
+        let rotation: Vec<usize> = rotation.collect();
+        if let Some(h) = self.unwind() {
+            return Some(ProcessId::from(h));
+        }
         let pick = match planned.or(first) {
             Some(p) => p,
-            None => self.unblock(rotation.collect())?,
+            None => self.unblock(rotation)?,
         };
+        if self.trips {
+            self.back_to_back(pick, first == Some(pick));
+        }
         self.rr = (pick + 1) % n;
         if !self.required(pick) {
             self.helper_moves += 1;
         }
         Some(ProcessId::from(pick))
+    }
+
+    /// With objects that take round trips the sequential workload makes each pair owed back to
+    /// back: `pick`, when it begins a pair it `owes`, makes its return next, which restores a
+    /// configuration within the bounds (so no process is left halfway, where a round trip
+    /// could not finish its pair). Helper moves are remembered in order and undone last
+    /// first once no process owes a pair ([`Sim::unwind`]).
+    fn back_to_back(&mut self, pick: usize, owes: bool) {
+        if self.returning == Some(pick) {
+            return;
+        }
+        if owes && self.track[pick].started % 2 == 0 {
+            self.returning = Some(pick);
+        } else {
+            self.helped.push(pick);
+        }
+    }
+
+    /// With round trips, once no process owes a pair: the last helper move not yet undone,
+    /// made again. Owed pairs come back to back, so this restores the configuration before
+    /// that helper move, which met the bounds: undoing every helper move keeps the bounds
+    /// and leaves no process halfway.
+    fn unwind(&mut self) -> Option<usize> {
+        if self.helped.is_empty() || (0..self.procs.len()).any(|p| self.required(p)) {
+            return None;
+        }
+        self.helper_moves += 1;
+        self.helped.pop()
     }
 
     /// Whether `p` still owes pairs.
@@ -740,13 +795,33 @@ impl<'a, A: CsObject> Sim<'a, A> {
                 best = Some((h, after));
             }
         }
-        best.map(|(h, _)| h)
+        // with round trips, only a found plan (which ends in a move of a process that owes
+        // one) is worth helper moves: greedy ones can cycle where a round trip moves at once
+        best.filter(|_| !self.trips)
+            .map(|(h, _)| h)
             .or_else(|| {
                 self.plan = self.helper_path(&states, &required);
                 self.plan.pop_front()
             })
+            .or_else(|| self.round_trip(&rotation, &mut states))
             .or_else(|| rotation.iter().copied().find(|&p| safe[p] && self.owes(p)))
             .or_else(|| rotation.iter().copied().find(|&p| safe[p]))
+    }
+
+    /// With objects that take round trips: the first process in `rotation` that owes a pair,
+    /// has not begun it, and whose move keeps the problem's bounds in `states` (the current
+    /// configuration); its return is made next, completing the pair.
+    fn round_trip(&mut self, rotation: &[usize], states: &mut [CsState]) -> Option<usize> {
+        if !self.trips {
+            return None;
+        }
+        let q = rotation.iter().copied().find(|&q| {
+            self.required(q)
+                && self.track[q].started % 2 == 0
+                && self.inst.move_keeps_bounds(states, ProcessId::from(q))
+        })?;
+        self.returning = Some(q);
+        Some(q)
     }
 
     /// A shortest sequence of moves, each keeping every (schedule) bound, after which some

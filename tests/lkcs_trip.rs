@@ -138,9 +138,8 @@ fn safe_and_complete_on_dense_random_graphs_with_the_least_slack_and_unit_delays
 
 #[test]
 fn best_case_is_exactly_six_per_member_of_the_closed_neighbourhood() {
-    // (the sequential workload moves only within the tightened bounds, so it needs instances
-    // where they leave every process a move: at (1, 4) on tori, [2, 3] everywhere has dead
-    // ends, where only a round trip moves, and the workload cannot run)
+    // (the sequential workload moves within the tightened bounds where it can; at (1, 4) on
+    // tori see the tests below)
     let cases: [(&str, usize, usize); 5] = [
         ("torus:5x5", 0, 4),
         ("torus:4x4", 0, 4),
@@ -171,6 +170,75 @@ fn best_case_is_exactly_six_per_member_of_the_closed_neighbourhood() {
     let r = simulate(&sys.instance, sys.procs, &sequential(1));
     assert!(r.ok(), "{}", r.failure_text());
     assert_eq!(r.messages_per_pair.mean, 30.0);
+}
+
+/// At the least slack on tori, [2, 3] everywhere, most safe starts sit in small components of
+/// the configurations closed under moves within those bounds, where few processes can ever
+/// move; the start `Lkcs::build` finds lies where every process can, so the sequential
+/// workload takes no round trip and every pair costs exactly 6(|N_i|+1).
+#[test]
+fn the_sequential_workload_at_the_least_slack_takes_no_round_trip_from_the_start_found() {
+    for spec in [
+        "torus:5x5",
+        "torus:4x6",
+        "torus:3x7",
+        "torus:5x8",
+        "torus:7x7",
+    ] {
+        let t = Topology::parse(spec).unwrap();
+        let n = t.len();
+        let sys = trip(&t, &vec![1; n], &vec![4; n]);
+        let r = simulate(
+            &sys.instance,
+            sys.procs,
+            &SimConfig {
+                delay: Delay::Unit,
+                ..sequential(2)
+            },
+        );
+        assert!(r.ok(), "{spec}: {}", r.failure_text());
+        assert!(r.pairs_completed >= 2 * n, "{spec}");
+        assert_eq!(kind(&r, "Trip"), 0, "{spec}");
+        assert!(r.pairs.iter().all(|p| p.messages == 30), "{spec}");
+    }
+}
+
+/// From a start where 20 of torus:5x5's 25 processes can never move within [2, 3] (its
+/// component of the configurations within those bounds has 10 members), the sequential
+/// workload makes each of their pairs as a round trip and its return, back to back.
+#[test]
+fn from_a_dead_end_the_sequential_workload_makes_whole_pairs_as_round_trips() {
+    let t = Topology::parse("torus:5x5").unwrap();
+    let inst = Lkcs::instance(&t, &[1; 25], &[4; 25]).unwrap();
+    let start = lkcs::parse_initial("in:0,1,2,4,7,9,10,11,13,15,16,18,23", 25).unwrap();
+    let sys = Lkcs::build(&inst, &Leaders::Auto, Some(&start), LkcsRules::TRIP).unwrap();
+    let r = simulate(&sys.instance, sys.procs, &sequential(2));
+    assert!(r.ok(), "{}", r.failure_text());
+    assert!(r.pairs_completed >= 50);
+    let (go, end) = (kind(&r, "TripGo"), kind(&r, "TripEnd"));
+    // each round trip: one TripGo and, at its return, one TripEnd per member of N_q ∪ {P_q}
+    assert!(go >= 5 * 20 * 2, "{go} TripGo");
+    assert_eq!(go, end, "every round trip returned");
+}
+
+/// Sequential runs on dense random graphs at the least slack, where the tightened bounds
+/// leave many processes no move: every pair completes, safely.
+#[test]
+fn the_sequential_workload_completes_on_dense_random_graphs_with_the_least_slack() {
+    let mut trips = 0;
+    for (n, p) in [(20, 0.5), (30, 0.4)] {
+        for g in 0..3 {
+            let t = Topology::random(n, p, 90 + g).expect("connected");
+            let (l, k) = least_slack_around_a_reference(&t, g);
+            let sys = trip(&t, &l, &k);
+            let r = simulate(&sys.instance, sys.procs, &sequential(2));
+            assert!(r.ok(), "{} {l:?} {k:?}: {}", t.name(), r.failure_text());
+            assert!(r.pairs_completed >= 2 * n);
+            assert_eq!(kind(&r, "TripGo"), kind(&r, "TripEnd"), "{}", t.name());
+            trips += kind(&r, "TripGo");
+        }
+    }
+    assert!(trips > 0, "some of these moves need a round trip");
 }
 
 #[test]

@@ -839,7 +839,12 @@ impl Lkcs {
             ))));
         }
         let operating = Instance::new(t.clone(), bounds)?;
-        let initial = tight_start(inst, &operating, initial)?;
+        // a start from which every process can move within the tightened bounds, where one
+        // is found: moves there take no round trip (6(|N_i|+1) messages a pair)
+        let initial = match initial {
+            Some(_) => tight_start(inst, &operating, initial)?,
+            None => operating.movable_start(tight_start(inst, &operating, None)?),
+        };
         let mut procs = Vec::with_capacity(t.len());
         for p in t.processes() {
             let mut proc = Lkcs::in_region(
@@ -1637,6 +1642,10 @@ impl CsObject for Lkcs {
 
     fn operating_bounds(&self) -> Option<Bounds> {
         Some(self.operating)
+    }
+
+    fn takes_round_trips(&self) -> bool {
+        self.trip.is_some()
     }
 
     fn check_invariants(&self) -> Result<(), String> {
