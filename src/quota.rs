@@ -172,6 +172,7 @@ pub struct QuotaBuilder {
     coterie: Option<QuorumSystem>,
     mx: Option<InnerMutex>,
     leader: Option<usize>,
+    round_trip: bool,
     monitor: bool,
     stall_check: Duration,
 }
@@ -303,6 +304,7 @@ impl QuotaBuilder {
             coterie: None,
             mx: None,
             leader: None,
+            round_trip: false,
             monitor: false,
             stall_check: DEFAULT_STALL_CHECK,
         }
@@ -365,6 +367,18 @@ impl QuotaBuilder {
     /// LKCS: the leader member (chosen automatically by default).
     pub fn leader(mut self, member: usize) -> Self {
         self.leader = Some(member);
+        self
+    }
+
+    /// LKCS: run the round trip (`--variant trip`, [`crate::LkcsRules::TRIP`]) instead of
+    /// the leader rules: no leader, and live on every instance its sweeps could start
+    /// (`docs/lkcs-liveness.md`). It keeps every bound one tighter where a move can break
+    /// it (l_i+1 where l_i > 0, k_i−1 where k_i < |N_i|+1) in normal operation, the
+    /// reserve going to one blocked member at a time; the start must meet those tightened
+    /// bounds, and bounds that leave l_i+1 ≥ k_i−1 are refused. A member that stays put
+    /// after a move that took the reserve keeps it until it moves back.
+    pub fn round_trip(mut self) -> Self {
+        self.round_trip = true;
         self
     }
 
@@ -603,7 +617,7 @@ impl QuotaBuilder {
         };
         let option_problems = self.option_problems(algorithm, global, &topology);
         problems.extend(option_problems);
-        if algorithm == Algorithm::Lkcs {
+        if algorithm == Algorithm::Lkcs && !self.round_trip {
             problems.extend(lkcs_problems(&inst, self.leader));
         }
         ConfigError::check(problems)?;
@@ -638,7 +652,11 @@ impl QuotaBuilder {
             k: sk,
             bounds,
             initial,
-            variant: Variant::Corrected,
+            variant: if self.round_trip {
+                Variant::Trip
+            } else {
+                Variant::Corrected
+            },
             leader: self.leader.map(|p| p.to_string()),
             coterie: uses_quorums.then(|| coterie.to_string()),
             mx: matches!(
@@ -670,6 +688,17 @@ impl QuotaBuilder {
             ],
             "",
         ));
+        if self.round_trip && algorithm != Algorithm::Lkcs {
+            problems.push(Problem::Invalid(format!(
+                "round_trip is LKCS's (a local quota with lower and upper bounds); it does not \
+                 apply to {name}"
+            )));
+        }
+        if self.round_trip && self.leader.is_some() {
+            problems.push(Problem::Invalid(
+                "the round trip has no leader: leader and round_trip do not combine".into(),
+            ));
+        }
         problems
     }
 }

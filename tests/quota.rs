@@ -551,3 +551,69 @@ fn a_wait_chain_behind_an_idle_active_member_is_reported_by_waiting() {
         assert_eq!(w.join().unwrap(), Err(QuotaError::Shutdown));
     }
 }
+
+/// A local quota on the round trip (`round_trip()`): at the least slack on a torus, every
+/// worker keeps cycling until all have made their pairs, and all do, within the bounds the
+/// monitor checks after every state change. (Once all are done the workers stop wherever
+/// they are, so a last move may find its neighbours gone: a stall then, which is allowed.)
+#[test]
+fn a_round_trip_quota_completes_every_workers_pairs_within_its_bounds() {
+    let t = Topology::torus(4, 5).expect("torus");
+    let n = t.len();
+    let quota = Quota::local(t)
+        .between(1, 4)
+        .round_trip()
+        .monitor(true)
+        .build()
+        .expect("lkcs with the round trip");
+    assert_eq!(quota.algorithm(), Algorithm::Lkcs);
+    let finished = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for mut m in quota.members() {
+            let finished = &finished;
+            s.spawn(move || {
+                let mut pairs = 0;
+                while finished.load(Ordering::SeqCst) < n {
+                    for _ in 0..2 {
+                        let r = match m.state() {
+                            MemberState::Active => m.exit_timeout(PATIENCE),
+                            _ => m.enter_timeout(PATIENCE),
+                        };
+                        match r {
+                            Ok(()) => {}
+                            // every worker done: the others may have stopped mid-way, and a
+                            // move that needs them is a stall (reported, not a hang)
+                            Err(QuotaError::Stalled(_)) if finished.load(Ordering::SeqCst) == n => {
+                                return
+                            }
+                            Err(e) => panic!("the round trip moves every member: {e:?}"),
+                        }
+                    }
+                    pairs += 1;
+                    if pairs == 5 {
+                        finished.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            });
+        }
+    });
+    let r = quota.report();
+    assert!(r.monitored);
+    assert_eq!(r.violations, 0, "{:?}", r.first_violations);
+    assert!(r.state_changes >= (n * 10) as u64);
+}
+
+#[test]
+fn round_trip_is_lkcs_only_and_has_no_leader() {
+    let t = || Topology::torus(4, 5).expect("torus");
+    let p = problems(Quota::local(t()).between(1, 4).round_trip().leader(0));
+    assert!(p.iter().any(|p| p.contains("no leader")), "{p:?}");
+    let p = problems(Quota::global(5).between(1, 3).round_trip());
+    assert!(
+        p.iter().any(|p| p.contains("round_trip is LKCS's")),
+        "{p:?}"
+    );
+    // bounds the round trip cannot tighten (l + 1 >= k − 1) are refused with the reason
+    let p = problems(Quota::local(t()).between(1, 3).round_trip());
+    assert!(p.iter().any(|p| p.contains("L_i >= K_i")), "{p:?}");
+}
