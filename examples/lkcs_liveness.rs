@@ -16,11 +16,12 @@
 //! per-process bounds are drawn around a random reference configuration (l_i < |CS_i| < k_i
 //! where the slack allows), so that most instances have a tight start.
 //! Delays `unit` or `uniform:1:12`; leaders automatic, `all`, or the automatic leader alone;
-//! concurrent workload, 3 pairs, think times 0..=4. The environment variable `LKCS_LEADER`
-//! (`auto`, `all` or `single`) runs every configuration with that leader mode instead, and
-//! `LKCS_RULES=trip` runs every configuration with the round trip (`LkcsRules::TRIP`, no
-//! leader; the leader column then reads `trip`, and the command printed for a row carries
-//! `--variant trip`).
+//! concurrent workload, 3 pairs, think times 0..=4. Every configuration runs the round trip
+//! (`LkcsRules::TRIP`, no leader: the leader column reads `trip`, and the command printed
+//! for a row carries `--variant trip`) unless `LKCS_RULES=corrected` selects the leader
+//! rules (`LkcsRules::CORRECTED`, with the drawn leader mode); with them `LKCS_LEADER`
+//! (`auto`, `all` or `single`) runs every configuration with that leader mode instead.
+//! `LKCS_WORKLOAD=sequential` runs the sequential workload instead of the concurrent one.
 //!
 //! A run is `passed` (safe, every pair completed), `failed` (a broken bound, a deadlock, or
 //! the event limit reached: a stall), or `refused` (no leader or no tight start: the CLI
@@ -128,7 +129,7 @@ fn config(i: u64, only: Option<&str>) -> Config {
     }
     let delay = ["unit", "uniform:1:12"][rng.random_range(0..2)];
     let drawn = ["auto", "auto", "all", "single"][rng.random_range(0..4)];
-    let trip = std::env::var("LKCS_RULES").ok().as_deref() == Some("trip");
+    let trip = std::env::var("LKCS_RULES").ok().as_deref() != Some("corrected");
     let leader = match std::env::var("LKCS_LEADER").ok().as_deref() {
         _ if trip => "trip",
         Some("auto") => "auto",
@@ -155,6 +156,14 @@ fn list(v: &[usize]) -> String {
         .join(",")
 }
 
+/// The workload `LKCS_WORKLOAD` names: `sequential`, or concurrent (the default).
+fn workload() -> Workload {
+    match std::env::var("LKCS_WORKLOAD").ok().as_deref() {
+        Some("sequential") => Workload::Sequential,
+        _ => Workload::Concurrent,
+    }
+}
+
 fn command(i: u64, c: &Config, max_events: u64) -> String {
     let leader = match c.leader {
         "all" => " --leader all".to_string(),
@@ -164,8 +173,11 @@ fn command(i: u64, c: &Config, max_events: u64) -> String {
     };
     format!(
         "lkcs simulate --algorithm lkcs --topology {} --bounds /tmp/lkcs-{i}.json{leader} \
-         --delay {} --workload concurrent --pairs 3 --seed {} --max-events {max_events}",
-        c.topology, c.delay, c.seed
+         --delay {} --workload {} --pairs 3 --seed {} --max-events {max_events}",
+        c.topology,
+        c.delay,
+        workload(),
+        c.seed
     )
 }
 
@@ -205,7 +217,7 @@ fn run(i: u64, c: &Config, max_events: u64) -> (String, &'static str, u64, Optio
         seed: c.seed,
         pairs: 3,
         delay: Delay::parse(c.delay).expect("a valid delay"),
-        workload: Workload::Concurrent,
+        workload: workload(),
         think_max: 4,
         max_events,
         trace_capacity: 0,

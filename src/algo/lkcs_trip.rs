@@ -11,7 +11,9 @@
 //!
 //! **Bounds.** No leader. Every side of a bound that a move can break is tightened by one:
 //! L_j = l_j+1 where l_j > 0 and K_j = k_j−1 where k_j < |N_j|+1; the start is within
-//! [L_j, K_j] everywhere. Arbiter j's MUTIN capacity is |N_j|+1−L_j and its MUTEX capacity
+//! [L_j, K_j] everywhere and, where one is found
+//! ([`Instance::movable_start`](crate::Instance::movable_start)), one from which every
+//! process can move within them (moves there take no round trip). Arbiter j's MUTIN capacity is |N_j|+1−L_j and its MUTEX capacity
 //! K_j, as in the other variants; its **hard** capacities are |N_j|+1−l_j and k_j (one more
 //! where the side is tightened: the reserve).
 //!
@@ -48,6 +50,12 @@
 //! back, and at the return one `TripEnd` per member instead of a whole sequence (the return
 //! sends no Request, Grant or Release); a trip asked for that the normal grants overtook is
 //! withdrawn with one `TripCancel` per member.
+//!
+//! **The sequential workload**
+//! ([`CsObject::takes_round_trips`](crate::CsObject::takes_round_trips)) makes each owed
+//! pair back to back; a pair whose first move leaves [L_j, K_j] (when no process that owes
+//! a pair can move within them and no helper moves lead to a configuration where one can)
+//! is a round trip and its return.
 //!
 //! **Limits.** A process that stops calling after a trip keeps the locks of the arbiters whose
 //! reserve it still uses; the liveness argument (in steps of a centralised scheduler) needs
