@@ -129,8 +129,22 @@ fn config(i: u64, only: Option<&str>) -> Config {
     }
     let delay = ["unit", "uniform:1:12"][rng.random_range(0..2)];
     let drawn = ["auto", "auto", "all", "single"][rng.random_range(0..4)];
-    let trip = std::env::var("LKCS_RULES").ok().as_deref() != Some("corrected");
-    let leader = match std::env::var("LKCS_LEADER").ok().as_deref() {
+    let trip = match std::env::var("LKCS_RULES").ok().as_deref() {
+        None | Some("trip") => true,
+        Some("corrected") => false,
+        Some(other) => {
+            eprintln!("LKCS_RULES={other}: expected trip (the default) or corrected");
+            std::process::exit(2);
+        }
+    };
+    let named = std::env::var("LKCS_LEADER").ok();
+    if trip && named.is_some() {
+        eprintln!(
+            "LKCS_LEADER selects a leader mode of the leader rules: add LKCS_RULES=corrected"
+        );
+        std::process::exit(2);
+    }
+    let leader = match named.as_deref() {
         _ if trip => "trip",
         Some("auto") => "auto",
         Some("all") => "all",

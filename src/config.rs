@@ -24,6 +24,11 @@ const MOVABLE_START_TRIES: u64 = 8;
 const MOVABLE_START_STEPS: usize = 20_000;
 /// The largest instance [`Instance::movable_start`] explores.
 const MOVABLE_START_MAX: usize = 1_024;
+/// The largest Σ (|N_i|+1)² of an instance [`Instance::movable_start`] explores (a step of
+/// its walks and a flip of its local searches cost up to (|N_i|+1)² around the process).
+const MOVABLE_START_SQUARES: usize = 1 << 18;
+/// The most neighbourhood counts one walk of [`Instance::movable_start`] reads.
+const MOVABLE_START_WORK: usize = 100_000_000;
 
 /// A process's bounds: at least `l` and at most `k` processes of its closed neighbourhood
 /// N_i ∪ {P_i} in the CS.
@@ -431,12 +436,18 @@ impl Instance {
     /// safe moves, and a start in a small one can leave most processes unable to ever move
     /// within these bounds: on torus:5x5 with every bound [2, 3], 4,840 of the 6,840 safe
     /// configurations lie in two components where all 25 processes move, the rest in
-    /// components where at most 5 do. Each walk takes at most 20,000 moves; instances of
-    /// more than 1,024 processes, and global ones (where every process of a state is
-    /// alike), keep `start`. `start` must meet every bound.
+    /// components where at most 5 do. Each walk takes at most 20,000 moves (and 10^8
+    /// neighbourhood counts read); instances of more than 1,024 processes or with
+    /// Σ (|N_i|+1)² above 2^18 (dense ones of more than about a hundred processes), and
+    /// global ones (where every process of a state is alike), keep `start`. `start` must meet every bound.
     pub fn movable_start(&self, start: Vec<CsState>) -> Vec<CsState> {
         let n = self.len();
-        if self.global.is_some() || n > MOVABLE_START_MAX {
+        let squares: usize = self
+            .topology
+            .processes()
+            .map(|p| (self.topology.degree(p) + 1).pow(2))
+            .sum();
+        if self.global.is_some() || n > MOVABLE_START_MAX || squares > MOVABLE_START_SQUARES {
             return start;
         }
         let seen = self.movers_seen(&start, 0);
@@ -504,8 +515,11 @@ impl Instance {
             update(&mut movable, q, can_move(&states, &count, q));
         }
         let (mut moved, mut seen) = (vec![false; n], 0);
-        let (mut mark, mut step) = (vec![0usize; n], 0);
+        let (mut mark, mut step, mut work) = (vec![0usize; n], 0, 0);
         while seen < n && !movable.is_empty() && step < MOVABLE_START_STEPS {
+            if work > MOVABLE_START_WORK {
+                break;
+            }
             step += 1;
             let p = movable[rng.random_range(0..movable.len())];
             if !moved[p] {
@@ -528,6 +542,7 @@ impl Instance {
                     let q = q.index();
                     if mark[q] != step {
                         mark[q] = step;
+                        work += closed[q].len();
                         update(&mut movable, q, can_move(&states, &count, q));
                     }
                 }

@@ -462,6 +462,8 @@ struct Sim<'a, A: CsObject> {
     returning: Option<usize>,
     /// With round trips, the helper moves not yet undone, in the order made.
     helped: Vec<usize>,
+    /// With round trips, how many helper moves had been made when a helper search failed.
+    searched_at: Option<usize>,
     /// How many processes still owe moves (see [`Sim::still_owes`]): the run is done at 0.
     owing: usize,
     done: bool,
@@ -518,6 +520,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
             trips,
             returning: None,
             helped: Vec::new(),
+            searched_at: None,
             owing: if cfg.pairs == 0 { 0 } else { n },
             done: cfg.pairs == 0,
             overtaking: Overtaking::new(n),
@@ -702,12 +705,16 @@ impl<'a, A: CsObject> Sim<'a, A> {
     /// of bounds blocking those processes; else the first move of a shortest sequence of safe
     /// moves after which one of them can move (breadth-first, at most
     /// `HELPER_SEARCH_LIMIT` configurations); failing that, with objects that take round
-    /// trips, a whole pair as a round trip of a process that owes one and whose move keeps
-    /// the problem's bounds (the move, then at once its return); else a process finishing an
-    /// extra pair, then anyone.
+    /// trips (which skip the greedy helper move and make pairs back to back:
+    /// [`Sim::back_to_back`]), a whole pair as a round trip of a process that owes one and
+    /// whose move keeps the problem's bounds (the move, then at once its return); else a
+    /// process finishing an extra pair, then anyone.
     fn next_mover(&mut self) -> Option<ProcessId> {
         if let Some(q) = self.returning.take() {
             return Some(ProcessId::from(q));
+        }
+        if let Some(h) = self.unwind() {
+            return Some(ProcessId::from(h));
         }
         let n = self.procs.len();
         let rotation = (0..n).map(|i| (self.rr + i) % n);
@@ -720,13 +727,9 @@ impl<'a, A: CsObject> Sim<'a, A> {
                 None
             }
         };
-        let rotation: Vec<usize> = rotation.collect();
-        if let Some(h) = self.unwind() {
-            return Some(ProcessId::from(h));
-        }
         let pick = match planned.or(first) {
             Some(p) => p,
-            None => self.unblock(rotation)?,
+            None => self.unblock(rotation.collect())?,
         };
         if self.trips {
             self.back_to_back(pick, first == Some(pick));
@@ -762,7 +765,6 @@ impl<'a, A: CsObject> Sim<'a, A> {
         if self.helped.is_empty() || (0..self.procs.len()).any(|p| self.required(p)) {
             return None;
         }
-        self.helper_moves += 1;
         self.helped.pop()
     }
 
@@ -787,7 +789,9 @@ impl<'a, A: CsObject> Sim<'a, A> {
         let blocked: Vec<usize> = (0..n).filter(|&p| required[p] && !safe[p]).collect();
         let before = self.blocking(&mut states, &blocked);
         let mut best: Option<(usize, usize)> = None;
-        for &h in rotation.iter().filter(|&&h| safe[h]) {
+        // with round trips, only a found plan (which ends in a move of a process that owes
+        // one) is worth helper moves: greedy ones can cycle where a round trip moves at once
+        for &h in rotation.iter().filter(|&&h| safe[h] && !self.trips) {
             states[h] = !states[h];
             let after = self.blocking(&mut states, &blocked);
             states[h] = !states[h];
@@ -795,12 +799,17 @@ impl<'a, A: CsObject> Sim<'a, A> {
                 best = Some((h, after));
             }
         }
-        // with round trips, only a found plan (which ends in a move of a process that owes
-        // one) is worth helper moves: greedy ones can cycle where a round trip moves at once
-        best.filter(|_| !self.trips)
-            .map(|(h, _)| h)
+        best.map(|(h, _)| h)
             .or_else(|| {
+                // with round trips a pair ends where it began, so the configuration is the
+                // start plus the helper moves made: a search that failed from it fails again
+                if self.trips && self.searched_at == Some(self.helped.len()) {
+                    return None;
+                }
                 self.plan = self.helper_path(&states, &required);
+                if self.plan.is_empty() {
+                    self.searched_at = Some(self.helped.len());
+                }
                 self.plan.pop_front()
             })
             .or_else(|| self.round_trip(&rotation, &mut states))

@@ -225,7 +225,6 @@ fn from_a_dead_end_the_sequential_workload_makes_whole_pairs_as_round_trips() {
 /// leave many processes no move: every pair completes, safely.
 #[test]
 fn the_sequential_workload_completes_on_dense_random_graphs_with_the_least_slack() {
-    let mut trips = 0;
     for (n, p) in [(20, 0.5), (30, 0.4)] {
         for g in 0..3 {
             let t = Topology::random(n, p, 90 + g).expect("connected");
@@ -235,10 +234,8 @@ fn the_sequential_workload_completes_on_dense_random_graphs_with_the_least_slack
             assert!(r.ok(), "{} {l:?} {k:?}: {}", t.name(), r.failure_text());
             assert!(r.pairs_completed >= 2 * n);
             assert_eq!(kind(&r, "TripGo"), kind(&r, "TripEnd"), "{}", t.name());
-            trips += kind(&r, "TripGo");
         }
     }
-    assert!(trips > 0, "some of these moves need a round trip");
 }
 
 #[test]

@@ -839,8 +839,8 @@ impl Lkcs {
             ))));
         }
         let operating = Instance::new(t.clone(), bounds)?;
-        // a start from which every process can move within the tightened bounds, where one
-        // is found: moves there take no round trip (6(|N_i|+1) messages a pair)
+        // when none is given, a start from which every process can move within the tightened
+        // bounds, where one is found: moves there take no round trip (6(|N_i|+1) a pair)
         let initial = match initial {
             Some(_) => tight_start(inst, &operating, initial)?,
             None => operating.movable_start(tight_start(inst, &operating, None)?),
