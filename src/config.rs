@@ -432,14 +432,15 @@ impl Instance {
     /// A safe start from which, as far as a bounded exploration shows, every process can
     /// move without leaving the bounds: `start` itself when a random walk of safe moves from
     /// it sees every process move, else the start (among `start` and up to 8 seeded
-    /// local-search starts) whose walk saw the most processes move, the earliest on a tie. Safe configurations split into components closed under
-    /// safe moves, and a start in a small one can leave most processes unable to ever move
-    /// within these bounds: on torus:5x5 with every bound [2, 3], 4,840 of the 6,840 safe
-    /// configurations lie in two components where all 25 processes move, the rest in
-    /// components where at most 5 do. Each walk takes at most 20,000 moves (and 10^8
-    /// neighbourhood counts read); instances of more than 1,024 processes or with
-    /// Σ (|N_i|+1)² above 2^18 (dense ones of more than about a hundred processes), and
-    /// global ones (where every process of a state is alike), keep `start`. `start` must meet every bound.
+    /// local-search starts) whose walk saw the most processes move, the earliest on a tie.
+    /// Safe configurations split into components closed under safe moves, and a start in a
+    /// small one can leave most processes unable to ever move within these bounds: on
+    /// torus:5x5 with every bound [2, 3], 4,840 of the 6,840 safe configurations lie in two
+    /// components where all 25 processes move, the rest in components where at most 5 do.
+    /// Each walk takes at most 20,000 moves (and 10^8 neighbourhood counts read); instances
+    /// of more than 1,024 processes or with Σ (|N_i|+1)² above 2^18 (dense ones of more
+    /// than about a hundred processes), and global ones (where every process of a state is
+    /// alike), keep `start`. `start` must meet every bound.
     pub fn movable_start(&self, start: Vec<CsState>) -> Vec<CsState> {
         let n = self.len();
         let squares: usize = self
@@ -450,7 +451,9 @@ impl Instance {
         if self.global.is_some() || n > MOVABLE_START_MAX || squares > MOVABLE_START_SQUARES {
             return start;
         }
-        let seen = self.movers_seen(&start, 0);
+        let t = &self.topology;
+        let closed: Vec<Vec<ProcessId>> = t.processes().map(|p| t.closed(p)).collect();
+        let seen = self.movers_seen(&closed, &start, 0);
         if seen == n {
             return start;
         }
@@ -459,7 +462,7 @@ impl Instance {
             let Some(s) = self.local_search(seed, LOCAL_SEARCH_FLIPS) else {
                 continue;
             };
-            let seen = self.movers_seen(&s, seed);
+            let seen = self.movers_seen(&closed, &s, seed);
             if seen > best.0 {
                 best = (seen, s);
             }
@@ -472,11 +475,11 @@ impl Instance {
 
     /// How many processes a seeded random walk of at most 20,000 safe moves from `start`
     /// sees move (each step moves a process drawn uniformly from those whose move keeps
-    /// every bound); it stops once every process has moved. Not for global instances.
-    fn movers_seen(&self, start: &[CsState], seed: u64) -> usize {
+    /// every bound); it stops once every process has moved. `closed` holds every process's
+    /// closed neighbourhood. Not for global instances.
+    fn movers_seen(&self, closed: &[Vec<ProcessId>], start: &[CsState], seed: u64) -> usize {
         let n = self.len();
         let t = &self.topology;
-        let closed: Vec<Vec<ProcessId>> = t.processes().map(|p| t.closed(p)).collect();
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut states = start.to_vec();
         let mut count: Vec<usize> = t

@@ -13,9 +13,10 @@
 //! L_j = l_j+1 where l_j > 0 and K_j = k_j−1 where k_j < |N_j|+1; the start is within
 //! [L_j, K_j] everywhere and, when none is given and one is found
 //! ([`Instance::movable_start`](crate::Instance::movable_start)), one from which every
-//! process can move within them (moves there take no round trip). Arbiter j's MUTIN capacity is |N_j|+1−L_j and its MUTEX capacity
-//! K_j, as in the other variants; its **hard** capacities are |N_j|+1−l_j and k_j (one more
-//! where the side is tightened: the reserve).
+//! process can move within them (moves there take no round trip). Arbiter j's MUTIN
+//! capacity is |N_j|+1−L_j and its MUTEX capacity K_j, as in the other variants; its
+//! **hard** capacities are |N_j|+1−l_j and k_j (one more where the side is tightened: the
+//! reserve).
 //!
 //! **Normal sequences** are LMUTIN's, per type: `Request(at, ts)`, `Grant`, `Release`,
 //! `Preempt`, `Relinquish`; an arbiter grants its free slots in stamp order and preempts the
