@@ -21,6 +21,9 @@
 //! for a row carries `--variant trip`) unless `LKCS_RULES=corrected` selects the leader
 //! rules (`LkcsRules::CORRECTED`, with the drawn leader mode); with them `LKCS_LEADER`
 //! (`auto`, `all` or `single`) runs every configuration with that leader mode instead.
+//! `LKCS_RULES=default` runs what `lkcs simulate --algorithm lkcs` runs
+//! ([`Lkcs::build_default`]: the round trip, and the leader rules where it refuses, which
+//! the leader column reads as `default-leader`).
 //! `LKCS_WORKLOAD=sequential` runs the sequential workload instead of the concurrent one.
 //!
 //! A run is `passed` (safe, every pair completed), `failed` (a broken bound, a deadlock, or
@@ -129,11 +132,12 @@ fn config(i: u64, only: Option<&str>) -> Config {
     }
     let delay = ["unit", "uniform:1:12"][rng.random_range(0..2)];
     let drawn = ["auto", "auto", "all", "single"][rng.random_range(0..4)];
-    let trip = match std::env::var("LKCS_RULES").ok().as_deref() {
-        None | Some("trip") => true,
-        Some("corrected") => false,
+    let (trip, default) = match std::env::var("LKCS_RULES").ok().as_deref() {
+        None | Some("trip") => (true, false),
+        Some("default") => (true, true),
+        Some("corrected") => (false, false),
         Some(other) => {
-            eprintln!("LKCS_RULES={other}: expected trip (the default) or corrected");
+            eprintln!("LKCS_RULES={other}: expected trip (the default), default or corrected");
             std::process::exit(2);
         }
     };
@@ -145,6 +149,7 @@ fn config(i: u64, only: Option<&str>) -> Config {
         std::process::exit(2);
     }
     let leader = match named.as_deref() {
+        _ if default => "default",
         _ if trip => "trip",
         Some("auto") => "auto",
         Some("all") => "all",
@@ -183,7 +188,8 @@ fn command(i: u64, c: &Config, max_events: u64) -> String {
         "all" => " --leader all".to_string(),
         "single" => " --printed-rule single-leader".to_string(),
         "trip" => " --variant trip".to_string(),
-        _ => String::new(),
+        "default" | "default-leader" => String::new(),
+        _ => " --leader auto".to_string(),
     };
     format!(
         "lkcs simulate --algorithm lkcs --topology {} --bounds /tmp/lkcs-{i}.json{leader} \
@@ -202,6 +208,7 @@ fn run(i: u64, c: &Config, max_events: u64) -> (String, &'static str, u64, Optio
     let rules = LkcsRules::CORRECTED;
     let built = match c.leader {
         "trip" => Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::TRIP),
+        "default" => Lkcs::build_default(&inst, None),
         "all" => Lkcs::build(&inst, &Leaders::All, None, rules),
         "single" => Lkcs::build(&inst, &Leaders::Auto, None, rules).and_then(|auto| {
             let one = Leaders::One(auto.tightening[0].index());
@@ -210,9 +217,16 @@ fn run(i: u64, c: &Config, max_events: u64) -> (String, &'static str, u64, Optio
         _ => Lkcs::build(&inst, &Leaders::Auto, None, rules),
     };
     let closed_mean = t.processes().map(|p| t.degree(p) + 1).sum::<usize>() as f64 / t.len() as f64;
+    // the default's fallback to the leader rules shows as `default-leader`
+    let fell_back = c.leader == "default" && built.as_ref().is_ok_and(|s| !s.leaders.is_empty());
+    let leader = if fell_back {
+        "default-leader"
+    } else {
+        c.leader
+    };
     let head = format!(
-        "{i},{},{},{},{},{},",
-        c.family, c.topology, c.bounds_kind, c.delay, c.leader
+        "{i},{},{},{},{},{leader},",
+        c.family, c.topology, c.bounds_kind, c.delay
     );
     let sys = match built {
         Ok(sys) => sys,

@@ -659,7 +659,10 @@ impl SystemSpec {
     }
 
     /// LKCS: per-process bounds (`--l` / `--k` uniform, or lists in `--bounds`; by default
-    /// l_i = 0 and k_i = |N_i|+1), the leader (given or chosen) and a start that is tight
+    /// l_i = 0 and k_i = |N_i|+1) and its rules: with the corrected variant, no leader named
+    /// and no printed rule, the round trip where it runs and otherwise the leader rules
+    /// ([`Lkcs::build_default`]); with a leader named (`--leader ID`, `all` or `auto`) or a
+    /// printed rule, the leader rules, the leader given or chosen and a start that is tight
     /// within two hops of it.
     pub fn lkcs_system(&self) -> Result<crate::algo::lkcs::LkcsSystem, ConfigError> {
         self.lkcs_system_with(&PrintedRules::default())
@@ -698,6 +701,9 @@ impl SystemSpec {
                 return Lkcs::build(&inst, &one, self.initial.as_deref(), rules);
             }
             return Ok(auto);
+        }
+        if self.variant == Variant::Corrected && self.leader.is_none() && printed.is_empty() {
+            return Lkcs::build_default(&inst, self.initial.as_deref());
         }
         Lkcs::build(&inst, &leaders, self.initial.as_deref(), rules)
     }
@@ -1068,8 +1074,12 @@ mod tests {
     fn builds_supported_algorithms_and_refuses_the_rest() {
         assert_eq!(spec(Algorithm::Lmutin).build(Count).unwrap(), 5);
         assert_eq!(spec(Algorithm::Lmutex).build(Count).unwrap(), 5);
-        // ring:5 has no process of degree 4: LKCS has no leader
-        let err = spec(Algorithm::Lkcs).build(Count).unwrap_err();
+        // ring:5 has no process of degree 4: the leader rules have no leader, the round trip
+        // (the default) needs none
+        assert_eq!(spec(Algorithm::Lkcs).build(Count).unwrap(), 5);
+        let mut s = spec(Algorithm::Lkcs);
+        s.leader = Some("auto".into());
+        let err = s.build(Count).unwrap_err();
         assert!(err.to_string().contains("|N_LDR| >= 4"), "{err}");
         let mut s = spec(Algorithm::Lkcs);
         s.topology = Topology::complete(5).unwrap();

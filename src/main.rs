@@ -85,11 +85,14 @@ struct SystemArgs {
     #[arg(long)]
     initial: Option<String>,
     /// corrected (default) or printed: the pseudo-code as published; lkcs also takes trip
-    /// (the round trip of docs/lkcs-liveness.md: no leader).
+    /// (the round trip of docs/lkcs-liveness.md: no leader). lkcs's corrected variant runs
+    /// the round trip where it runs and otherwise the leader rules, unless --leader or
+    /// --printed-rule names the leader rules; --json's `variant` says which ran.
     #[arg(long, default_value = "corrected")]
     variant: String,
-    /// lkcs: the leader's index (that leader alone), or `all` (every process that can lead
-    /// does); default: one chosen automatically, as in the paper, with watchers around it.
+    /// lkcs's leader rules: the leader's index (that leader alone), `all` (every process that
+    /// can lead does) or `auto` (one chosen automatically, as in the paper, with watchers
+    /// around it). Without it, lkcs runs the round trip where it can (no leader).
     #[arg(long)]
     leader: Option<String>,
     /// majority (default) or grid: the coterie of maekawa (and the global algorithms).
@@ -371,6 +374,8 @@ struct SimRun {
     initial: Vec<CsState>,
     /// Every process's bounds, as the observer checked them.
     bounds: Vec<Bounds>,
+    /// The variant that ran: the spec's, or `Trip` where LKCS's default ran the round trip.
+    variant: Variant,
 }
 
 impl SimRun {
@@ -384,7 +389,7 @@ impl SimRun {
             obj.insert("initial".into(), format_initial(&self.initial).into());
             obj.insert("delay".into(), cfg.delay.to_string().into());
             obj.insert("workload".into(), cfg.workload.to_string().into());
-            obj.insert("variant".into(), spec.variant.name().into());
+            obj.insert("variant".into(), self.variant.name().into());
             obj.insert("printed_rules".into(), self.printed_rules.clone().into());
         }
         v
@@ -433,8 +438,9 @@ fn simulate_run(args: &SimulateArgs) -> Result<SimRun, ConfigError> {
     };
     let visitor = Simulate { cfg: &cfg };
     let printed_rules = dedup_names(&args.system.printed_rule);
-    let (report, initial, bounds) =
+    let (report, initial, bounds, trip) =
         spec.build_with_rules(&printed_rules.iter().collect(), visitor)?;
+    let variant = if trip { Variant::Trip } else { spec.variant };
     Ok(SimRun {
         spec,
         printed_rules,
@@ -442,6 +448,7 @@ fn simulate_run(args: &SimulateArgs) -> Result<SimRun, ConfigError> {
         report,
         initial,
         bounds,
+        variant,
     })
 }
 
@@ -641,17 +648,20 @@ struct Simulate<'a> {
 }
 
 impl SystemVisitor for Simulate<'_> {
-    type Output = (SimReport, Vec<CsState>, Vec<Bounds>);
+    /// The report, the start, the bounds, and whether the processes take round trips.
+    type Output = (SimReport, Vec<CsState>, Vec<Bounds>, bool);
     fn visit<A: CsObject>(
         self,
         instance: &Instance,
         initial: &[CsState],
         procs: Vec<A>,
     ) -> Self::Output {
+        let trip = procs.first().is_some_and(CsObject::takes_round_trips);
         (
             simulate(instance, procs, self.cfg),
             initial.to_vec(),
             instance.all_bounds().to_vec(),
+            trip,
         )
     }
 }

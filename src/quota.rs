@@ -45,9 +45,12 @@
 //!
 //! The global algorithms use grid quorums and the migrating controller (CDC) as their inner
 //! mutual exclusion unless told otherwise ([`QuotaBuilder::coterie`], [`QuotaBuilder::mx`],
-//! [`QuotaBuilder::algorithm`]). LKCS is the paper's partial solution: it needs a member
-//! with at least 4 neighbours and k_i − l_i ≥ 3 within two hops of it, and it is not live on
-//! every graph (a stall is reported, never silent).
+//! [`QuotaBuilder::algorithm`]). A local quota with both bounds runs LKCS's round trip
+//! (no leader; `docs/lkcs-liveness.md`): it tightens by one every bound a move can break
+//! (l_i+1 where l_i > 0, k_i−1 where k_i < |N_i|+1), needs those to stay apart and a start
+//! within them, and completed every one of the 39,331 runs of its sweeps. On an instance it refuses, the quota runs the paper's
+//! leader rules instead (a member with at least 4 neighbours and k_i − l_i ≥ 3 within two
+//! hops of it), which are not live on every graph (a stall is reported, never silent).
 //!
 //! # Failure semantics
 //! - **Timeouts and cancellation** never move a member silently: a call that returns
@@ -364,15 +367,19 @@ impl QuotaBuilder {
         self
     }
 
-    /// LKCS: the leader member (chosen automatically by default).
+    /// LKCS: run the leader rules (the paper's leader, corrected) with this member as the
+    /// leader. By default a local quota with both bounds runs the round trip (no leader)
+    /// where it can, and the leader rules with an automatic leader otherwise.
     pub fn leader(mut self, member: usize) -> Self {
         self.leader = Some(member);
         self
     }
 
-    /// LKCS: run the round trip (`--variant trip`, [`crate::LkcsRules::TRIP`]) instead of
-    /// the leader rules: no leader, and live on every instance its sweeps could start
-    /// (`docs/lkcs-liveness.md`). It keeps every bound one tighter where a move can break
+    /// LKCS: run the round trip (`--variant trip`, [`crate::LkcsRules::TRIP`]) and nothing
+    /// else: no leader, and live on every instance its sweeps could start
+    /// (`docs/lkcs-liveness.md`). The default runs it too, but falls back to the leader
+    /// rules on an instance it refuses; with `round_trip()` such an instance is refused. It
+    /// keeps every bound one tighter where a move can break
     /// it (l_i+1 where l_i > 0, k_i−1 where k_i < |N_i|+1) in normal operation, the
     /// reserve going to one blocked member at a time; the start must meet those tightened
     /// bounds, and bounds that leave l_i+1 ≥ k_i−1 are refused. A member that stays put
@@ -405,10 +412,14 @@ impl QuotaBuilder {
             stall_check: self.stall_check,
             global: plan.global,
         };
-        let started = plan.spec.build(start)?.map_err(|e| match e {
-            RuntimeError::Config(c) => c,
-            other => ConfigError::one(Problem::Invalid(other.to_string())),
-        })?;
+        let started = plan
+            .spec
+            .build(start)
+            .map_err(|e| in_quota_terms(e, plan.leader_problems))?
+            .map_err(|e| match e {
+                RuntimeError::Config(c) => c,
+                other => ConfigError::one(Problem::Invalid(other.to_string())),
+            })?;
         let Started {
             engine,
             handles,
@@ -448,6 +459,10 @@ impl QuotaBuilder {
 struct Plan {
     spec: SystemSpec,
     global: bool,
+    /// LKCS with neither a leader nor `round_trip`: the leader rules' preconditions in quota
+    /// terms, reported in place of the CLI's wording if neither the round trip nor the
+    /// leader rules can run the instance.
+    leader_problems: Option<Vec<Problem>>,
 }
 
 /// Global (l, k) and the algorithm it selects: (0, 1) mutual exclusion, (0, k) kmex,
@@ -617,9 +632,17 @@ impl QuotaBuilder {
         };
         let option_problems = self.option_problems(algorithm, global, &topology);
         problems.extend(option_problems);
-        if algorithm == Algorithm::Lkcs && !self.round_trip {
-            problems.extend(lkcs_problems(&inst, self.leader));
-        }
+        let default_lkcs = algorithm == Algorithm::Lkcs && !self.round_trip;
+        let leader_problems = match self.leader {
+            // the round trip needs no leader: the leader rules' preconditions only explain
+            // a refusal of both
+            None if default_lkcs => Some(lkcs_problems(&inst, None)),
+            _ if default_lkcs => {
+                problems.extend(lkcs_problems(&inst, self.leader));
+                None
+            }
+            _ => None,
+        };
         ConfigError::check(problems)?;
         let lists = |l: bool, k: bool| {
             Some(BoundsFile {
@@ -667,7 +690,11 @@ impl QuotaBuilder {
             maxreq: None,
             migrate_after: None,
         };
-        Ok(Plan { spec, global })
+        Ok(Plan {
+            spec,
+            global,
+            leader_problems,
+        })
     }
 
     /// The overrides that do not fit the algorithm or the scope.
@@ -746,6 +773,29 @@ fn unsafe_start(inst: &Instance, states: &[CsState], global: bool) -> Vec<Proble
         )));
     }
     problems
+}
+
+/// A refusal of LKCS's default (the round trip, then the leader rules) with the leader
+/// rules' part in quota terms where `leader` has them.
+fn in_quota_terms(e: ConfigError, leader: Option<Vec<Problem>>) -> ConfigError {
+    const TAG: &str = "the leader rules: ";
+    let Some(leader) = leader.filter(|p| !p.is_empty()) else {
+        return e;
+    };
+    if !e.problems.iter().any(|p| p.to_string().starts_with(TAG)) {
+        return e;
+    }
+    let mut problems: Vec<Problem> = e
+        .problems
+        .into_iter()
+        .filter(|p| !p.to_string().starts_with(TAG))
+        .collect();
+    problems.extend(
+        leader
+            .into_iter()
+            .map(|p| Problem::Invalid(format!("{TAG}{p}"))),
+    );
+    ConfigError::new(problems)
 }
 
 /// LKCS's preconditions in quota terms: a leader with at least 4 neighbours, and

@@ -900,7 +900,35 @@ fn lkcs_sequential_torus_costs_six_per_closed_neighbour() {
 
 #[test]
 fn lkcs_refuses_a_graph_without_a_leader_and_bad_leaders() {
-    let out = lkcs(&["simulate", "--algorithm", "lkcs", "--topology", "ring:9"]);
+    // the default (the round trip) needs no leader; the leader rules need one of degree 4
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "lkcs",
+        "--topology",
+        "ring:9",
+        "--l",
+        "1",
+        "--k",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json(&out)["variant"], "trip");
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "lkcs",
+        "--topology",
+        "ring:9",
+        "--leader",
+        "auto",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let lines = stderr_lines(&out);
     assert_eq!(lines.len(), 1, "{lines:?}");
@@ -954,7 +982,7 @@ fn lkcs_refuses_a_graph_without_a_leader_and_bad_leaders() {
 
 #[test]
 fn lkcs_concurrent_run_and_bounded_check_pass() {
-    let out = lkcs(&[
+    let args = [
         "simulate",
         "--algorithm",
         "lkcs",
@@ -973,7 +1001,9 @@ fn lkcs_concurrent_run_and_bounded_check_pass() {
         "--seed",
         "4",
         "--json",
-    ]);
+    ];
+    // the default: the round trip, no trigger
+    let out = lkcs(&args);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -981,6 +1011,18 @@ fn lkcs_concurrent_run_and_bounded_check_pass() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v = json(&out);
+    assert_eq!(v["variant"], "trip", "{v}");
+    assert_eq!(v["triggers"], 0, "{v}");
+    // the leader rules, with the automatic leader: the sidetrack is triggered
+    let out = lkcs(&[&args[..], &["--leader", "auto"]].concat());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert_eq!(v["variant"], "corrected", "{v}");
     assert!(v["triggers"].as_u64().unwrap() >= 1, "{v}");
     let out = lkcs(&[
         "check",

@@ -274,7 +274,7 @@ fn build_refuses_a_leader_and_bounds_too_narrow_to_tighten() {
 }
 
 #[test]
-fn the_default_variant_sends_no_round_trip_message() {
+fn the_leader_rules_send_no_round_trip_message() {
     let t = Topology::parse("torus:4x4").unwrap();
     let inst = Lkcs::instance(&t, &[1; 16], &[4; 16]).unwrap();
     let sys = Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::CORRECTED).unwrap();
@@ -367,7 +367,7 @@ fn the_round_trip_completes_a_run_on_which_the_default_rules_stall() {
     };
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_lkcs"))
         .arg("simulate")
-        .args(args("corrected").split_whitespace())
+        .args(args("corrected --leader auto").split_whitespace())
         .arg("--json")
         .output()
         .expect("the binary runs");
@@ -375,9 +375,72 @@ fn the_round_trip_completes_a_run_on_which_the_default_rules_stall() {
     let stalled: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert!(stalled["stalled"].is_string(), "{stalled}");
     assert_eq!(stalled["safety_violations"], 0);
-    let v = simulate_json(&args("trip"));
+    // the round trip, asked for or the default
+    for variant in ["trip", "corrected"] {
+        let v = simulate_json(&args(variant));
+        assert_eq!(v["variant"], "trip", "{v}");
+        assert!(v["stalled"].is_null(), "{v}");
+        assert_eq!(v["safety_violations"], 0);
+        assert!(v["pairs_completed"].as_u64().unwrap() >= 66, "{v}");
+    }
     std::fs::remove_file(&bounds).ok();
-    assert!(v["stalled"].is_null(), "{v}");
-    assert_eq!(v["safety_violations"], 0);
-    assert!(v["pairs_completed"].as_u64().unwrap() >= 66, "{v}");
+}
+
+/// `lkcs simulate` with these arguments: its exit code and standard error.
+fn simulate_refused(args: &str) -> (Option<i32>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lkcs"))
+        .arg("simulate")
+        .args(args.split_whitespace())
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn lkcs_runs_the_round_trip_by_default_and_the_leader_rules_where_it_cannot() {
+    // the default is the round trip: the done-when command, 30 messages a pair
+    let v = simulate_json(
+        "--algorithm lkcs --topology torus:5x5 --l 1 --k 4 --workload sequential --pairs 1 \
+         --delay unit",
+    );
+    assert_eq!(v["variant"], "trip");
+    assert_eq!(v["messages_per_pair"]["min"], 30.0);
+    assert_eq!(v["messages_per_pair"]["max"], 30.0);
+    // no process of degree 4 (no leader possible): the round trip needs none
+    let v = simulate_json("--algorithm lkcs --topology ring:9 --l 1 --k 3 --pairs 2");
+    assert_eq!(v["variant"], "trip");
+    assert!(v["messages_by_kind"]["Trigger"].is_null(), "{v}");
+    // a leader named selects the leader rules
+    let (code, err) =
+        simulate_refused("--algorithm lkcs --topology ring:9 --l 1 --k 3 --leader auto");
+    assert_eq!(code, Some(2));
+    assert!(err.contains("|N_LDR| >= 4"), "{err}");
+    // grid:3x7 with one interior process at l = 1, k = 3: the round trip would leave it
+    // L = K = 2 and refuses; it is four hops from the automatic leader, so the leader rules run
+    let t = Topology::parse("grid:3x7").unwrap();
+    let mut l = vec![0; t.len()];
+    let mut k: Vec<usize> = t.processes().map(|p| t.degree(p) + 1).collect();
+    (l[12], k[12]) = (1, 3);
+    let file = std::env::temp_dir().join(format!("lkcs-fallback-{}.json", std::process::id()));
+    std::fs::write(&file, serde_json::json!({ "l": l, "k": k }).to_string()).unwrap();
+    let args = format!(
+        "--algorithm lkcs --topology grid:3x7 --bounds {} --pairs 2",
+        file.display()
+    );
+    let v = simulate_json(&args);
+    assert_eq!(v["variant"], "corrected", "{v}");
+    assert!(v["pairs_completed"].as_u64().unwrap() >= 42, "{v}");
+    assert!(v["messages_by_kind"]["TripGo"].is_null(), "{v}");
+    let (code, err) = simulate_refused(&format!("{args} --variant trip"));
+    assert_eq!(code, Some(2));
+    assert!(err.contains("P12"), "{err}");
+    std::fs::remove_file(&file).ok();
+    // neither runs complete:5 with (1, 3): both reasons, exit 2
+    let (code, err) = simulate_refused("--algorithm lkcs --topology complete:5 --l 1 --k 3");
+    assert_eq!(code, Some(2));
+    assert!(err.contains("the round trip: "), "{err}");
+    assert!(err.contains("the leader rules: "), "{err}");
 }

@@ -94,9 +94,20 @@ fn bad_input_lists_every_problem_and_never_panics() {
         p.len() >= 2 && p.iter().all(|s| s.contains("around member")),
         "{p:?}"
     );
-    // LKCS preconditions, in quota terms
+    // LKCS preconditions, in quota terms: neither the round trip (l_i+1 = k_i−1 would leave
+    // no room) nor the leader rules (no member with 4 neighbours) can run it
     let p = problems(Quota::local(ring()).between(1, 2));
-    assert!(p[0].contains("no member has 4 neighbours"), "{p:?}");
+    assert!(p.iter().any(|s| s.contains("the round trip")), "{p:?}");
+    assert!(
+        p.iter().any(
+            |s| s.starts_with("the leader rules: ") && s.contains("no member has 4 neighbours")
+        ),
+        "{p:?}"
+    );
+    // with a leader named, the leader rules alone
+    let p = problems(Quota::local(ring()).between(1, 2).leader(0));
+    assert!(p.iter().all(|s| !s.contains("the round trip")), "{p:?}");
+    assert!(p.iter().any(|s| s.contains("member 0 has 2")), "{p:?}");
     let p = problems(Quota::local(Topology::complete(5).expect("k5")).between(1, 3));
     assert!(
         p.iter()
@@ -314,35 +325,49 @@ fn no_stall_is_reported_while_a_live_member_is_idle() {
     assert_eq!(m[0].state(), MemberState::Exiting);
 }
 
-/// LKCS at l = 0 with workers that return: before, the last workers near the leader hung
-/// (the algorithm keeps one more active there); now they get a stall that says so.
+/// LKCS's leader rules at l = 0 with workers that return: before, the last workers near the
+/// leader hung (the leader rules keep one more active there); now they get a stall that says
+/// so. The round trip (the default) tightens only k there, so every worker finishes.
 #[test]
 fn lkcs_workers_that_return_get_a_stall_not_a_hang() {
+    let five_pairs = |quota: &Quota| -> Vec<Result<(), QuotaError>> {
+        std::thread::scope(|s| {
+            let workers: Vec<_> = quota
+                .members()
+                .into_iter()
+                .map(|mut m| {
+                    s.spawn(move || {
+                        for _ in 0..5 {
+                            m.enter_timeout(PATIENCE)?;
+                            m.exit_timeout(PATIENCE)?;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("no panic"))
+                .collect()
+        })
+    };
     let quota = Quota::local(Topology::complete(6).expect("k6"))
         .bounds(vec![0; 6], vec![4; 6])
         .algorithm(Algorithm::Lkcs)
+        .monitor(true)
         .build()
         .expect("lkcs");
     assert_eq!(quota.algorithm(), Algorithm::Lkcs);
-    let outcomes: Vec<Result<(), QuotaError>> = std::thread::scope(|s| {
-        let workers: Vec<_> = quota
-            .members()
-            .into_iter()
-            .map(|mut m| {
-                s.spawn(move || {
-                    for _ in 0..5 {
-                        m.enter_timeout(PATIENCE)?;
-                        m.exit_timeout(PATIENCE)?;
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("no panic"))
-            .collect()
-    });
+    let outcomes = five_pairs(&quota);
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+    assert_eq!(quota.report().violations, 0);
+    let quota = Quota::local(Topology::complete(6).expect("k6"))
+        .bounds(vec![0; 6], vec![4; 6])
+        .algorithm(Algorithm::Lkcs)
+        .leader(0)
+        .build()
+        .expect("lkcs");
+    let outcomes = five_pairs(&quota);
     let stalls = outcomes
         .iter()
         .filter(|r| matches!(r, Err(QuotaError::Stalled(_))))

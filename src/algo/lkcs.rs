@@ -1,5 +1,6 @@
 //! LKCS: the generalized local (l_i, k_i)-critical section (Kamei & Kakugawa 2017, §5,
-//! Algorithms 3–7), with a leader, the "sidetrack" and Trigger.
+//! Algorithms 3–7), with a leader, the "sidetrack" and Trigger (the leader rules), and the
+//! round trip that runs by default (below, and [`crate::algo::lkcs_trip`]).
 //!
 //! **Problem.** On a graph, every process P_i keeps between l_i and k_i processes of its
 //! closed neighbourhood N_i ∪ {P_i} in the CS, with 0 ≤ l_i < k_i ≤ |N_i|+1.
@@ -29,17 +30,22 @@
 //! (bounded backtracking, then a local search); after three candidate leaders whose search
 //! gave up, the others are not tried, so a refusal stays within a few seconds.
 //!
-//! **The round trip** ([`LkcsRules::TRIP`], an addition in its own module,
-//! [`crate::algo::lkcs_trip`]) replaces the leader, the sidetrack and deviations 4, 5, 6 and
-//! 9–11 by the restoration rule of `docs/lkcs-liveness.md`: no leader, every breakable side
-//! of a bound tightened, and a blocked request moves by a round trip (trip locks, the reserve,
-//! and a return that the other moves keep room for). The default and `--variant printed`
-//! are unchanged by it; its messages (`Trip`, `TripLock`, `TripInquire`, `TripYield`,
-//! `TripGo`, `TripCancel`, `TripEnd`) are ignored by them.
+//! **What runs by default: the round trip** ([`LkcsRules::TRIP`], in its own module
+//! [`crate::algo::lkcs_trip`]). It replaces the leader, the sidetrack and deviations 4, 5, 6
+//! and 9–11 by the restoration rule of `docs/lkcs-liveness.md`: no leader, every breakable
+//! side of a bound tightened, and a blocked request moves by a round trip (trip locks, the
+//! reserve, and a return that the other moves keep room for). [`Lkcs::build_default`]
+//! (the CLI's `--algorithm lkcs` and a local quota with both bounds, when no leader is
+//! named) runs it, and the leader rules of this module only on an instance it refuses
+//! (bounds it cannot tighten, no start within the tightened bounds). The leader rules and
+//! `--variant printed` are unchanged by it; its messages (`Trip`, `TripLock`,
+//! `TripInquire`, `TripYield`, `TripGo`, `TripCancel`, `TripEnd`) are ignored by them. The
+//! leader rules stay, with their deviations, as that fallback and for the errata.
 //!
-//! **Liveness is not guaranteed** by the default and printed rules, and for the round trip it
-//! is argued in a centralised model and measured (0 failed of 19,683 sweep runs), not proved
-//! for the protocol. The waits, the mechanism and the sweeps are in `docs/lkcs-liveness.md`.
+//! **Liveness is not guaranteed** by the leader rules (corrected or printed), and for the
+//! round trip it is argued in a centralised model and measured (0 failed of 39,331 sweep
+//! runs), not proved for the protocol. The waits, the mechanism and the sweeps are in
+//! `docs/lkcs-liveness.md`.
 //!
 //! **Messages.** `Request(at, ts)`, `Grant(at)`, `Release(at)`, `Preempt(at)`,
 //! `Relinquish(at)` (LMUTIN's, per type `at` ∈ {MUTIN, MUTEX}); `Trigger(at, ts)` (leader →
@@ -488,7 +494,8 @@ impl From<Variant> for LkcsRules {
     }
 }
 
-/// Which processes lead LKCS (`--leader ID`, `--leader all`, or none given).
+/// Which processes lead LKCS's leader rules (`--leader ID`, `--leader all`, `--leader auto`;
+/// with none named, the CLI and [`crate::Quota`] run [`Lkcs::build_default`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Leaders {
     /// The paper's leader, chosen automatically: the first process, by decreasing degree then
@@ -516,8 +523,11 @@ impl std::str::FromStr for Leaders {
     fn from_str(s: &str) -> Result<Leaders, Problem> {
         match s {
             "all" => Ok(Leaders::All),
+            "auto" => Ok(Leaders::Auto),
             _ => s.parse::<usize>().map(Leaders::One).map_err(|_| {
-                Problem::Invalid(format!("--leader `{s}`: expected a process index or `all`"))
+                Problem::Invalid(format!(
+                    "--leader `{s}`: expected a process index, `all` or `auto`"
+                ))
             }),
         }
     }
@@ -798,6 +808,35 @@ impl Lkcs {
             text.push_str(&format!("; and {} more", why.len() - shown));
         }
         Err(ConfigError::one(Problem::Invalid(text)))
+    }
+
+    /// The default LKCS: the round trip ([`LkcsRules::TRIP`]), live on every instance of
+    /// the liveness sweeps, where it runs; where it refuses the instance (bounds it cannot
+    /// tighten, no start within its tightened bounds), the leader rules
+    /// ([`LkcsRules::CORRECTED`], the automatic leader and its watchers), which need those
+    /// only within two hops of the leader. Refused when both refuse, with both reasons.
+    pub fn build_default(
+        inst: &Instance,
+        initial: Option<&[CsState]>,
+    ) -> Result<LkcsSystem, ConfigError> {
+        let trip = match Lkcs::build(inst, &Leaders::Auto, initial, LkcsRules::TRIP) {
+            Ok(sys) => return Ok(sys),
+            Err(e) => e,
+        };
+        Lkcs::build(inst, &Leaders::Auto, initial, LkcsRules::CORRECTED).map_err(|leader| {
+            if leader.problems == trip.problems {
+                return leader;
+            }
+            let tagged = |tag: &str, e: ConfigError| {
+                e.problems
+                    .into_iter()
+                    .map(move |p| Problem::Invalid(format!("{tag}: {p}")))
+                    .collect::<Vec<_>>()
+            };
+            let mut problems = tagged("the round trip", trip);
+            problems.extend(tagged("the leader rules", leader));
+            ConfigError::new(problems)
+        })
     }
 
     /// The round-trip variant's system ([`LkcsRules::TRIP`]): no leader; L_i = l_i+1 where

@@ -3,7 +3,7 @@
 //! The `--json` object is the contract; this text is not parsed by anything.
 
 use crate::SimRun;
-use lkcs::{Algorithm, Bounds, CsState, Delay, ProcessId, Workload};
+use lkcs::{Algorithm, Bounds, CsState, Delay, ProcessId, Variant, Workload};
 
 /// What the algorithm solves, in words, with the paper's name.
 pub(crate) fn describe(a: Algorithm) -> &'static str {
@@ -155,6 +155,16 @@ pub(crate) fn print(run: &SimRun) {
         say!(
             "  printed rules         {} (alone, over the corrected rules)",
             run.printed_rules.join(", ")
+        );
+    }
+    if spec.algorithm == Algorithm::Lkcs {
+        say!(
+            "  rules                 {}",
+            match run.variant {
+                Variant::Trip => "the round trip (no leader; docs/lkcs-liveness.md)",
+                Variant::Printed => "as printed (the paper's leader)",
+                Variant::Corrected => "the leader rules (the paper's leader, corrected)",
+            }
         );
     }
     say!("  bounds                {}", describe_bounds(run));

@@ -174,7 +174,7 @@ pub(crate) struct SweepArgs {
     /// Migrating controller: migrate after T time units as controller.
     #[arg(long, value_name = "T")]
     migrate_after: Option<u64>,
-    /// lkcs: the leader's index or `all`.
+    /// lkcs: the leader rules with this leader (an index), `all` or `auto`.
     #[arg(long)]
     leader: Option<String>,
     /// A run stops (stalled, a failure) after this many events (default 50000000).
