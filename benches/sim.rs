@@ -38,7 +38,8 @@ fn spec(algorithm: Algorithm, topology: &str, l: usize, k: Option<usize>) -> Sys
         bounds: None,
         initial: None,
         variant: Variant::Corrected,
-        leader: None,
+        // LKCS: the leader rules, which docs/measurements/scale.md measured
+        leader: (algorithm == Algorithm::Lkcs).then(|| "auto".to_string()),
         coterie: (algorithm == Algorithm::Gcs).then(|| "grid".to_string()),
         mx: None,
         maxreq: None,

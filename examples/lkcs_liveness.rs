@@ -137,7 +137,7 @@ fn config(i: u64, only: Option<&str>) -> Config {
         Some("default") => (true, true),
         Some("corrected") => (false, false),
         Some(other) => {
-            eprintln!("LKCS_RULES={other}: expected trip (the default), default or corrected");
+            eprintln!("LKCS_RULES={other}: expected trip (also when unset), default or corrected");
             std::process::exit(2);
         }
     };

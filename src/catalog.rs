@@ -685,6 +685,11 @@ impl SystemSpec {
             Some(s) => s.parse::<Leaders>().map_err(ConfigError::one)?,
             None => Leaders::Auto,
         };
+        if self.variant == Variant::Trip && self.leader.is_some() {
+            return Err(ConfigError::one(Problem::Invalid(
+                "the round trip has no leader (leave --leader out)".into(),
+            )));
+        }
         let inst = Lkcs::instance(t, &l, &k)?;
         let rules = self.lkcs_rules(printed);
         if printed.has("single-leader") {

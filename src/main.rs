@@ -92,7 +92,8 @@ struct SystemArgs {
     variant: String,
     /// lkcs's leader rules: the leader's index (that leader alone), `all` (every process that
     /// can lead does) or `auto` (one chosen automatically, as in the paper, with watchers
-    /// around it). Without it, lkcs runs the round trip where it can (no leader).
+    /// around it). Without it (and with the corrected variant and no --printed-rule), lkcs
+    /// runs the round trip where it can (no leader).
     #[arg(long)]
     leader: Option<String>,
     /// majority (default) or grid: the coterie of maekawa (and the global algorithms).

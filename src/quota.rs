@@ -822,7 +822,7 @@ fn lkcs_problems(inst: &Instance, leader: Option<usize>) -> Vec<Problem> {
             })
             .collect()
     };
-    let why = "LKCS, the algorithm for a lower and an upper local bound, needs";
+    let why = "LKCS's leader rules need";
     match leader {
         Some(ldr) if ldr >= t.len() => vec![Problem::Invalid(format!(
             "leader {ldr}: members are 0..{}",

@@ -13,8 +13,9 @@ use tokio_util::codec::LengthDelimitedCodec;
 /// hostile or broken, and its connection is closed.
 pub const MAX_FRAME_LEN: usize = 64 * 1024;
 
-/// The protocol version in [`Hello::version`]; peers of another version are refused.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// The protocol version in [`Hello::version`]; peers of another version are refused. 2: a
+/// quota spec of LKCS with no leader runs the round trip where it can (1: the leader rules).
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The length-delimited codec every connection uses: a 4-byte big-endian length, at most
 /// [`MAX_FRAME_LEN`].
