@@ -519,10 +519,11 @@ impl Instance {
         }
         let (mut moved, mut seen) = (vec![false; n], 0);
         let (mut mark, mut step, mut work) = (vec![0usize; n], 0, 0);
-        while seen < n && !movable.is_empty() && step < MOVABLE_START_STEPS {
-            if work > MOVABLE_START_WORK {
-                break;
-            }
+        while seen < n
+            && !movable.is_empty()
+            && step < MOVABLE_START_STEPS
+            && work <= MOVABLE_START_WORK
+        {
             step += 1;
             let p = movable[rng.random_range(0..movable.len())];
             if !moved[p] {

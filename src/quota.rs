@@ -415,7 +415,7 @@ impl QuotaBuilder {
         let started = plan
             .spec
             .build(start)
-            .map_err(|e| in_quota_terms(e, plan.leader_problems))?
+            .map_err(|e| in_quota_terms(e, plan.default_lkcs.as_ref()))?
             .map_err(|e| match e {
                 RuntimeError::Config(c) => c,
                 other => ConfigError::one(Problem::Invalid(other.to_string())),
@@ -459,10 +459,10 @@ impl QuotaBuilder {
 struct Plan {
     spec: SystemSpec,
     global: bool,
-    /// LKCS with neither a leader nor `round_trip`: the leader rules' preconditions in quota
-    /// terms, reported in place of the CLI's wording if neither the round trip nor the
-    /// leader rules can run the instance.
-    leader_problems: Option<Vec<Problem>>,
+    /// LKCS with neither a leader nor `round_trip`: the instance, whose leader-rule
+    /// preconditions are given in quota terms if neither the round trip nor the leader rules
+    /// can run it.
+    default_lkcs: Option<Instance>,
 }
 
 /// Global (l, k) and the algorithm it selects: (0, 1) mutual exclusion, (0, k) kmex,
@@ -632,17 +632,12 @@ impl QuotaBuilder {
         };
         let option_problems = self.option_problems(algorithm, global, &topology);
         problems.extend(option_problems);
+        // the round trip needs no leader: without one named, the leader rules'
+        // preconditions only explain a refusal of both (`in_quota_terms`)
         let default_lkcs = algorithm == Algorithm::Lkcs && !self.round_trip;
-        let leader_problems = match self.leader {
-            // the round trip needs no leader: the leader rules' preconditions only explain
-            // a refusal of both
-            None if default_lkcs => Some(lkcs_problems(&inst, None)),
-            _ if default_lkcs => {
-                problems.extend(lkcs_problems(&inst, self.leader));
-                None
-            }
-            _ => None,
-        };
+        if default_lkcs && self.leader.is_some() {
+            problems.extend(lkcs_problems(&inst, self.leader));
+        }
         ConfigError::check(problems)?;
         let lists = |l: bool, k: bool| {
             Some(BoundsFile {
@@ -693,7 +688,7 @@ impl QuotaBuilder {
         Ok(Plan {
             spec,
             global,
-            leader_problems,
+            default_lkcs: (default_lkcs && self.leader.is_none()).then_some(inst),
         })
     }
 
@@ -775,14 +770,18 @@ fn unsafe_start(inst: &Instance, states: &[CsState], global: bool) -> Vec<Proble
     problems
 }
 
-/// A refusal of LKCS's default (the round trip, then the leader rules) with the leader
-/// rules' part in quota terms where `leader` has them.
-fn in_quota_terms(e: ConfigError, leader: Option<Vec<Problem>>) -> ConfigError {
-    const TAG: &str = "the leader rules: ";
-    let Some(leader) = leader.filter(|p| !p.is_empty()) else {
+/// A refusal of LKCS's default (the round trip, then the leader rules) on `inst`, with the
+/// leader rules' part in quota terms where their preconditions explain it.
+fn in_quota_terms(e: ConfigError, inst: Option<&Instance>) -> ConfigError {
+    const TAG: &str = crate::algo::lkcs::LEADER_RULES_TAG;
+    let Some(inst) = inst else {
         return e;
     };
     if !e.problems.iter().any(|p| p.to_string().starts_with(TAG)) {
+        return e;
+    }
+    let leader = lkcs_problems(inst, None);
+    if leader.is_empty() {
         return e;
     }
     let mut problems: Vec<Problem> = e

@@ -197,6 +197,11 @@ use std::collections::{BTreeMap, BTreeSet};
 /// that can never move ([`Instance::immovable`]).
 const IMMOVABLE_BUDGET: usize = 20_000;
 
+/// How [`Lkcs::build_default`] prefixes the round trip's reasons when both rule sets refuse.
+const ROUND_TRIP_TAG: &str = "the round trip: ";
+/// How [`Lkcs::build_default`] prefixes the leader rules' reasons when both rule sets refuse.
+pub(crate) const LEADER_RULES_TAG: &str = "the leader rules: ";
+
 /// How many candidate leaders' start searches may give up (budget spent, nothing found)
 /// before [`Lkcs::build`] refuses without trying the others.
 const MAX_SEARCHES_GIVEN_UP: usize = 3;
@@ -683,6 +688,13 @@ impl Lkcs {
         initial: Option<&[CsState]>,
         rules: LkcsRules,
     ) -> Result<LkcsSystem, ConfigError> {
+        Lkcs::check_instance(inst, initial)?;
+        Lkcs::build_checked(inst, leaders, initial, rules)
+    }
+
+    /// What every rule set refuses: a topology not stored, a process that can never move
+    /// whatever the algorithm, a start of the wrong length.
+    fn check_instance(inst: &Instance, initial: Option<&[CsState]>) -> Result<(), ConfigError> {
         inst.topology().require_stored("lkcs")?;
         let frozen = inst.immovable(IMMOVABLE_BUDGET);
         if !frozen.is_empty() {
@@ -701,6 +713,16 @@ impl Lkcs {
                 s.len()
             ))));
         }
+        Ok(())
+    }
+
+    /// [`Lkcs::build`] after [`Lkcs::check_instance`].
+    fn build_checked(
+        inst: &Instance,
+        leaders: &Leaders,
+        initial: Option<&[CsState]>,
+        rules: LkcsRules,
+    ) -> Result<LkcsSystem, ConfigError> {
         if rules.round_trip {
             return Lkcs::build_trip(inst, leaders, initial, rules);
         }
@@ -816,22 +838,25 @@ impl Lkcs {
         inst: &Instance,
         initial: Option<&[CsState]>,
     ) -> Result<LkcsSystem, ConfigError> {
-        let trip = match Lkcs::build(inst, &Leaders::Auto, initial, LkcsRules::TRIP) {
+        // what both rule sets refuse is checked (and reported) once
+        Lkcs::check_instance(inst, initial)?;
+        let trip = match Lkcs::build_checked(inst, &Leaders::Auto, initial, LkcsRules::TRIP) {
             Ok(sys) => return Ok(sys),
             Err(e) => e,
         };
-        Lkcs::build(inst, &Leaders::Auto, initial, LkcsRules::CORRECTED).map_err(|leader| {
+        let corrected = LkcsRules::CORRECTED;
+        Lkcs::build_checked(inst, &Leaders::Auto, initial, corrected).map_err(|leader| {
             if leader.problems == trip.problems {
                 return leader;
             }
             let tagged = |tag: &str, e: ConfigError| {
                 e.problems
                     .into_iter()
-                    .map(move |p| Problem::Invalid(format!("{tag}: {p}")))
+                    .map(move |p| Problem::Invalid(format!("{tag}{p}")))
                     .collect::<Vec<_>>()
             };
-            let mut problems = tagged("the round trip", trip);
-            problems.extend(tagged("the leader rules", leader));
+            let mut problems = tagged(ROUND_TRIP_TAG, trip);
+            problems.extend(tagged(LEADER_RULES_TAG, leader));
             ConfigError::new(problems)
         })
     }
