@@ -1004,3 +1004,100 @@ async fn two_sides_sending_large_backlogs_both_get_everything() {
         .await
         .expect("every message of both backlogs arrives");
 }
+
+/// An object whose entry asks its one peer and waits for an answer that never comes, and whose
+/// exit panics (a bug in a handler).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Faulty {
+    me: ProcessId,
+    peer: ProcessId,
+    in_cs: bool,
+    pending: Option<Sequence>,
+}
+
+#[derive(
+    Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+struct Ask;
+
+impl lkcs::cs::Message for Ask {
+    fn kind(&self) -> std::borrow::Cow<'static, str> {
+        "Ask".into()
+    }
+}
+
+impl CsObject for Faulty {
+    type Msg = Ask;
+    fn id(&self) -> ProcessId {
+        self.me
+    }
+    fn state(&self) -> CsState {
+        match self.in_cs {
+            true => CsState::InCs,
+            false => CsState::OutCs,
+        }
+    }
+    fn pending(&self) -> Option<Sequence> {
+        self.pending
+    }
+    fn begin_entry(&mut self, out: &mut lkcs::cs::Outbox<Ask>) -> Result<(), lkcs::CallError> {
+        self.pending = Some(Sequence::Entry);
+        out.send(self.peer, Ask);
+        Ok(())
+    }
+    fn begin_exit(&mut self, _: &mut lkcs::cs::Outbox<Ask>) -> Result<(), lkcs::CallError> {
+        panic!("a bug in the exit handler")
+    }
+    fn on_message(&mut self, _: ProcessId, _: Ask, _: &mut lkcs::cs::Outbox<Ask>) {}
+}
+
+/// A node that stops answers the call waiting on it and every later one with `Stopped`, and a
+/// handler that panics stops its node instead of unwinding into the caller.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_node_answers_every_call() {
+    let logs = Logs::default();
+    let spec = lkcs::net::spec_hash("faulty complete:2");
+    let start = |me: u32, listener, peer_addr| {
+        let cfg = NetConfig {
+            identity: Identity::new(ProcessId(me), SECRET, spec, 1),
+            peers: BTreeMap::from([(ProcessId(1 - me), peer_addr)]),
+            timing: fast_timing(),
+            log: logs.logger(),
+        };
+        let obj = Faulty {
+            me: ProcessId(me),
+            peer: ProcessId(1 - me),
+            in_cs: me == 1,
+            pending: None,
+        };
+        Node::spawn(obj, Net::start(cfg, listener).unwrap(), None, logs.logger()).unwrap()
+    };
+    let (l0, l1) = (bind().await, bind().await);
+    let (a0, a1) = (l0.local_addr().unwrap(), l1.local_addr().unwrap());
+    let (h0, h1) = (start(0, l0, a1), start(1, l1, a0));
+
+    // P0's entry waits for an answer; stopping the node answers it
+    let waiting = tokio::spawn({
+        let h0 = h0.clone();
+        async move { h0.enter().await }
+    });
+    while h0.pending() != Some(Sequence::Entry) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    h0.shutdown();
+    let answer = tokio::time::timeout(GUARD, waiting)
+        .await
+        .expect("hang guard");
+    assert_eq!(answer.unwrap(), Err(NodeError::Stopped));
+    assert_eq!(h0.enter().await, Err(NodeError::Stopped));
+    assert_eq!(h0.finish(), Err(NodeError::Stopped));
+
+    // P1's exit handler panics: the call gets Stopped, the node stops, the caller goes on
+    assert_eq!(h1.state(), CsState::InCs);
+    assert_eq!(h1.exit().await, Err(NodeError::Stopped));
+    assert!(logs.any(|p, e| p == ProcessId(1)
+        && matches!(e, LogEvent::NodeStopped(why) if why.contains("a bug in the exit handler"))));
+    assert_eq!(h1.enter().await, Err(NodeError::Stopped));
+    assert_eq!(h1.finish(), Err(NodeError::Stopped));
+    h1.shutdown();
+}

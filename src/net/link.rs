@@ -179,7 +179,7 @@ pub enum NetEvent<M> {
 #[derive(Debug)]
 pub struct Net<M> {
     me: ProcessId,
-    links: BTreeMap<ProcessId, mpsc::UnboundedSender<M>>,
+    links: NetSender<M>,
     events: mpsc::UnboundedReceiver<NetEvent<M>>,
     tasks: Vec<JoinHandle<()>>,
     local: SocketAddr,
@@ -244,7 +244,7 @@ where
         tasks.push(tokio::spawn(acceptor.run::<M>(listener)));
         Ok(Net {
             me,
-            links,
+            links: NetSender(Arc::new(links)),
             events,
             tasks,
             local,
@@ -263,15 +263,18 @@ where
 
     /// The peers, in id order.
     pub fn peers(&self) -> impl Iterator<Item = ProcessId> + '_ {
-        self.links.keys().copied()
+        self.links.0.keys().copied()
     }
 
     /// Queues `msg` for `to` on its link; it arrives once, in order, while the link lives.
     pub fn send(&self, to: ProcessId, msg: M) -> Result<(), NetError> {
-        match self.links.get(&to) {
-            None => Err(NetError::NotAPeer(to)),
-            Some(link) => link.send(msg).map_err(|_| NetError::Lost(to)),
-        }
+        self.links.send(to, msg)
+    }
+
+    /// A sending side of the links, usable from any thread (and after this `Net` is
+    /// dropped, when its sends fail with [`NetError::Lost`]).
+    pub fn sender(&self) -> NetSender<M> {
+        self.links.clone()
     }
 
     /// The next event; `None` once every link has stopped.
@@ -282,6 +285,26 @@ where
     /// The next event if one is there already.
     pub(crate) fn try_recv(&mut self) -> Option<NetEvent<M>> {
         self.events.try_recv().ok()
+    }
+}
+
+/// The sending side of a [`Net`]: clones queue on the same links.
+#[derive(Debug)]
+pub struct NetSender<M>(Arc<BTreeMap<ProcessId, mpsc::UnboundedSender<M>>>);
+
+impl<M> Clone for NetSender<M> {
+    fn clone(&self) -> Self {
+        NetSender(self.0.clone())
+    }
+}
+
+impl<M> NetSender<M> {
+    /// As [`Net::send`].
+    pub fn send(&self, to: ProcessId, msg: M) -> Result<(), NetError> {
+        match self.0.get(&to) {
+            None => Err(NetError::NotAPeer(to)),
+            Some(link) => link.send(msg).map_err(|_| NetError::Lost(to)),
+        }
     }
 }
 

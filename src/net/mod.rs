@@ -65,7 +65,7 @@ pub mod node;
 
 pub use cluster::Cluster;
 pub use handshake::HandshakeError;
-pub use link::{Net, NetEvent};
+pub use link::{Net, NetEvent, NetSender};
 pub use node::{Node, NodeError, NodeHandle, NodeStatus, Observer, Wire};
 
 use crate::id::ProcessId;
@@ -230,6 +230,9 @@ pub enum LogEvent {
     Unreachable(ProcessId),
     /// The peer came back with a new incarnation: it restarted and was refused.
     PeerRestarted(ProcessId),
+    /// The node stopped on its own: a handler of its object panicked (the calls get
+    /// [`NodeError::Stopped`]).
+    NodeStopped(String),
     /// The link gave up for good.
     LinkLost {
         /// The peer.
@@ -265,6 +268,7 @@ impl fmt::Display for LogEvent {
                 write!(f, "{p} restarted and lost its state: refused")
             }
             LogEvent::LinkLost { peer, reason } => write!(f, "link to {peer} lost: {reason}"),
+            LogEvent::NodeStopped(why) => write!(f, "the node stopped: {why}"),
         }
     }
 }

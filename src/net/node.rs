@@ -1,9 +1,12 @@
 //! A node: one member's CS object driven by its [`Net`], and the application's
 //! [`NodeHandle`].
 //!
-//! The node task owns the object and handles one input at a time, atomically: a call from the
-//! handle (`begin_entry` / `begin_exit`) or a message from a link (`on_message`). The object's
-//! sends go to the links (a send to itself is handled next, in order, without the network; a
+//! The object is handled one input at a time, atomically, under the node's lock: a call from
+//! the handle (`begin_entry` / `begin_exit`), run on the calling thread, or a message from a
+//! link (`on_message`), run by the node task. A call whose move completes at once (an exit of
+//! a mutual exclusion) returns without waking the node's thread, and the messages a call sends
+//! are queued to the links before it returns, so an exit and the entry after it often leave in
+//! one write. The object's sends go to the links (a send to itself is handled next, in order, without the network; a
 //! send to a member that is not a peer is dropped and logged), and its completion answers the
 //! waiting call. The [`Observer`] sees every change of the published state inside the handler
 //! that made it, before any message that handler sends leaves the node: a monitor counting
@@ -25,7 +28,7 @@
 //! and when every neighbour said bye (or is unreachable): from then on no neighbour needs
 //! this node, and its process may exit.
 
-use super::link::{Net, NetEvent};
+use super::link::{Net, NetEvent, NetSender};
 use super::{LogEvent, Logger};
 use crate::cs::{CsObject, CsState, Outbox, Sequence};
 use crate::error::CallError;
@@ -33,8 +36,8 @@ use crate::id::ProcessId;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
-use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot, watch};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
 /// What a node sends its neighbours: its object's messages, and the few of its own that end
@@ -60,8 +63,7 @@ pub struct Tally {
     pub hash: u64,
 }
 
-/// At most this many network events are handled in a row before the node looks at its
-/// member's calls again.
+/// At most this many network events are handled in a row before the node task yields.
 const DRAIN_AT_MOST: usize = 256;
 
 impl Default for Tally {
@@ -181,19 +183,33 @@ impl std::error::Error for NodeError {}
 
 type Reply = oneshot::Sender<Result<(), NodeError>>;
 
-enum Command {
-    Move(Sequence, Reply),
-    Finish,
+/// What a handle asks of the node's core, whatever its object.
+trait Calls: Send + Sync {
+    /// Starts (or waits again for) a move; `reply` gets its outcome.
+    fn call(&self, seq: Sequence, reply: Reply);
+    /// This member made its own moves; `false` when the node stopped.
+    fn finish(&self) -> bool;
+    /// The node stopped: every waiting and later call gets [`NodeError::Stopped`].
+    fn stop(&self);
 }
 
 /// The application's side of a node: enter and exit the CS. Clones share the node.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct NodeHandle {
     id: ProcessId,
-    commands: mpsc::UnboundedSender<Command>,
+    core: Arc<dyn Calls>,
     state: watch::Receiver<(CsState, Option<Sequence>)>,
     status: watch::Receiver<NodeStatus>,
     task: Arc<JoinHandle<()>>,
+}
+
+impl fmt::Debug for NodeHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeHandle")
+            .field("id", &self.id)
+            .field("state", &*self.state.borrow())
+            .finish_non_exhaustive()
+    }
 }
 
 impl NodeHandle {
@@ -235,9 +251,10 @@ impl NodeHandle {
     /// Says this member made its own moves: once every member of the cluster has, the run
     /// ends together (see the module doc).
     pub fn finish(&self) -> Result<(), NodeError> {
-        self.commands
-            .send(Command::Finish)
-            .map_err(|_| NodeError::Stopped)
+        match self.core.finish() {
+            true => Ok(()),
+            false => Err(NodeError::Stopped),
+        }
     }
 
     /// Enters the CS: returns once in, or with why not.
@@ -265,23 +282,105 @@ impl NodeHandle {
 
     async fn call(&self, seq: Sequence) -> Result<(), NodeError> {
         let (tx, rx) = oneshot::channel();
-        self.commands
-            .send(Command::Move(seq, tx))
-            .map_err(|_| NodeError::Stopped)?;
+        // runs the object's handler here, under the node's lock
+        self.core.call(seq, tx);
         rx.await.unwrap_or(Err(NodeError::Stopped))
     }
 
     /// Stops the node (and, with it, its links): every waiting and later call returns
     /// [`NodeError::Stopped`].
     pub fn shutdown(&self) {
+        self.core.stop();
         self.task.abort();
     }
 }
 
-/// One member's CS object and its links.
+/// One member's CS object and its links: [`Node::spawn`] starts it.
 pub struct Node<A: CsObject> {
-    obj: A,
+    core: Arc<Shared<A>>,
     net: Net<Wire<A::Msg>>,
+}
+
+impl<A: CsObject> fmt::Debug for Node<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Node")
+            .field("core", &*self.core.lock())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The core behind its lock, shared by the node task and the handles.
+struct Shared<A: CsObject>(Mutex<Core<A>>);
+
+impl<A: CsObject> Shared<A> {
+    /// The core; a handler that panicked stopped the node, and the core it left is only
+    /// read (it refuses every call).
+    fn lock(&self) -> MutexGuard<'_, Core<A>> {
+        self.0.lock().unwrap_or_else(|p| {
+            let mut core = p.into_inner();
+            core.stop();
+            core
+        })
+    }
+
+    /// Runs `f` on the core (`false`: the node stopped, or `f` panicked, which stops it
+    /// instead of unwinding into the caller, the node task or the application's thread).
+    fn run(&self, f: impl FnOnce(&mut Core<A>)) -> bool {
+        let mut core = self.lock();
+        if core.stopped {
+            return false;
+        }
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut core)));
+        if let Err(panic) = caught {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            core.log(LogEvent::NodeStopped(format!(
+                "a handler of the object panicked: {what}"
+            )));
+            core.stop();
+            return false;
+        }
+        true
+    }
+}
+
+impl<A: CsObject> Calls for Shared<A> {
+    fn call(&self, seq: Sequence, reply: Reply) {
+        let mut reply = Some(reply);
+        self.run(|core| core.call(seq, reply.take().expect("once")));
+        // refused: the node stopped (dropping the reply answers Stopped)
+        drop(reply);
+    }
+
+    fn finish(&self) -> bool {
+        self.run(|core| {
+            let me = core.obj.id();
+            core.learn_finished(&[me]);
+        })
+    }
+
+    fn stop(&self) {
+        self.lock().stop();
+    }
+}
+
+/// Stops the core when the node task ends, however it ends (its links closed, aborted, its
+/// runtime dropped): no call waits on a node that is gone.
+struct StopOnDrop<A: CsObject>(Arc<Shared<A>>);
+
+impl<A: CsObject> Drop for StopOnDrop<A> {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
+/// One member's CS object and everything the node keeps beside it.
+struct Core<A: CsObject> {
+    obj: A,
+    net: NetSender<Wire<A::Msg>>,
     /// How many members the cluster has (for the end of a run).
     members: usize,
     finished: BTreeSet<ProcessId>,
@@ -300,14 +399,17 @@ pub struct Node<A: CsObject> {
     unclaimed: Option<Sequence>,
     unreachable: BTreeSet<ProcessId>,
     start: std::time::Instant,
+    /// The node stopped: calls are refused, messages ignored.
+    stopped: bool,
 }
 
-impl<A: CsObject> fmt::Debug for Node<A> {
+impl<A: CsObject> fmt::Debug for Core<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Node")
+        f.debug_struct("Core")
             .field("obj", &self.obj)
             .field("peers", &self.peers)
             .field("unreachable", &self.unreachable)
+            .field("stopped", &self.stopped)
             .finish_non_exhaustive()
     }
 }
@@ -344,8 +446,7 @@ impl<A: CsObject> Node<A> {
         }
         let (published, state) = watch::channel((obj.state(), obj.pending()));
         let (status_tx, status) = watch::channel(NodeStatus::default());
-        let (commands, rx) = mpsc::unbounded_channel();
-        let node = Node {
+        let core = Core {
             members,
             finished: BTreeSet::new(),
             byes: BTreeSet::new(),
@@ -354,7 +455,7 @@ impl<A: CsObject> Node<A> {
             status: status_tx,
             peers: net.peers().collect(),
             obj,
-            net,
+            net: net.sender(),
             observer,
             log,
             published,
@@ -362,46 +463,51 @@ impl<A: CsObject> Node<A> {
             unclaimed: None,
             unreachable: BTreeSet::new(),
             start: std::time::Instant::now(),
+            stopped: false,
         };
-        node.publish_status();
-        let task = tokio::spawn(node.run(rx));
+        core.publish_status();
+        let core = Arc::new(Shared(Mutex::new(core)));
+        let node = Node {
+            core: core.clone(),
+            net,
+        };
+        let task = tokio::spawn(node.run());
         Ok(NodeHandle {
             id,
-            commands,
+            core,
             state,
             status,
             task: Arc::new(task),
         })
     }
 
+    /// The node task: hands the links' events to the core, until the links stop.
+    async fn run(mut self) {
+        let _stop = StopOnDrop(self.core.clone());
+        while let Some(e) = self.net.recv().await {
+            self.core.run(|core| core.on_net(e));
+            // what else arrived meanwhile, up to a bound
+            for _ in 1..DRAIN_AT_MOST {
+                let Some(e) = self.net.try_recv() else { break };
+                self.core.run(|core| core.on_net(e));
+            }
+            if self.core.lock().stopped {
+                return;
+            }
+        }
+    }
+}
+
+impl<A: CsObject> Core<A> {
     fn log(&self, event: LogEvent) {
         (self.log)(self.obj.id(), &event);
     }
 
-    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
-        loop {
-            tokio::select! {
-                c = commands.recv() => match c {
-                    None => return,
-                    Some(Command::Move(seq, reply)) => self.call(seq, reply),
-                    Some(Command::Finish) => {
-                        let me = self.obj.id();
-                        self.learn_finished(&[me]);
-                    }
-                },
-                e = self.net.recv() => match e {
-                    None => return,
-                    Some(e) => {
-                        self.on_net(e);
-                        // what else arrived meanwhile, up to a bound so that the member's
-                        // calls are not held back by a steady stream
-                        for _ in 1..DRAIN_AT_MOST {
-                            let Some(e) = self.net.try_recv() else { break };
-                            self.on_net(e);
-                        }
-                    }
-                },
-            }
+    /// Refuses every later call and answers the waiting one: [`NodeError::Stopped`].
+    fn stop(&mut self) {
+        self.stopped = true;
+        if let Some((_, reply)) = self.waiting.take() {
+            let _ = reply.send(Err(NodeError::Stopped));
         }
     }
 
