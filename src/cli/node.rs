@@ -124,8 +124,10 @@ pub fn run(args: &NodeArgs) -> ExitCode {
         }
         return ExitCode::from(2);
     }
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // one thread runs the node's tasks and its workload or line protocol: a member's
+    // handlers run one at a time anyway, and a hand-off between worker threads would cost a
+    // wake-up on every message
+    let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
