@@ -3,10 +3,10 @@
 //! request/response with as many sequential round trips per pair as the algorithm sends
 //! remote messages per pair, halved.
 //!
-//! Run: `cargo run --release --example net_bench` (about two minutes on 2 cores).
+//! Run: `cargo run --release --example net_bench` (about three minutes on 2 cores).
 //! `NET_BENCH_ROUNDS=R` sets the rounds per case (default 5). For profiling,
-//! `NET_BENCH_CLUSTER_ONLY=I` measures only the cluster of case I (0: GCS n=3, 1: GCS n=5,
-//! 2: Maekawa n=5, 3: CDC n=5), R phases of it.
+//! `NET_BENCH_CLUSTER_ONLY=I` measures only the cluster and the nodes of case I (0: GCS n=3,
+//! 1: GCS n=5, 2: Maekawa n=5, 3: CDC n=5), R phases of each.
 //!
 //! For each case (algorithm, n, bounds) the benchmark starts the systems below once, warms
 //! each up (which also sizes its phases to about `PHASE` seconds), then runs R rounds; a
@@ -15,7 +15,11 @@
 //! slow spell of the machine shifts both sides of a ratio rather than one:
 //!
 //! - `cluster`: n members of one cluster file, each its own node over TCP on 127.0.0.1
-//!   (ports chosen free at run time), all in this process ([`lkcs::net::Cluster::member_with`]);
+//!   (ports chosen free at run time), all in this process ([`lkcs::net::Cluster::member_with`]):
+//!   each node runs on a thread of its own and each member's calls come from another thread;
+//! - `nodes`: the same cluster with each member's workload on its node's own thread, an
+//!   async task on the current-thread runtime that runs the node ([`lkcs::net::Cluster::spawn`]),
+//!   as `lkcs node --workload cycle` runs a node: no hand-off between threads per call;
 //! - `runtime`: the thread runtime ([`lkcs::Quota`]) with the same algorithm, coterie, inner
 //!   mutual exclusion and initial configuration;
 //! - `ceiling`: n client threads, each doing `pairs × round trips per pair` blocking
@@ -27,8 +31,12 @@
 //!   all `n × pairs` pairs' round trips in one sequence. It assumes every message of a pair
 //!   lies on the path from one critical section to the next; an algorithm that overlaps a
 //!   request with another member's critical section could beat it.
+//! - `token` (mutual exclusion only): n threads in a ring over loopback TCP passing one token,
+//!   one message per turn and nothing else: the least a mutual exclusion whose members take
+//!   turns needs between one member's exit and the next one's entry, so no such mutual
+//!   exclusion over these links makes more pairs per second.
 //!
-//! In `cluster` and `runtime` every member runs on its own thread and cycles exit/entry pairs
+//! In `cluster`, `nodes` and `runtime` every member cycles exit/entry pairs
 //! (state-dependent: an active member exits then enters, an inactive one enters then exits);
 //! with a lower bound a member that stopped could hold the others forever, so every member
 //! keeps cycling until all have made their pairs. Time runs from the start of the phase until
@@ -210,10 +218,9 @@ mod bench {
         Ok(cycle(members, WARMUP_PAIRS)?.sized(members.len()))
     }
 
-    /// The members of a cluster over loopback TCP, each its own node; also the remote
-    /// messages per pair `simulate` counts on the same spec, and the switch that silences the
-    /// log once the case is over.
-    fn cluster(case: &Case) -> Result<(Vec<Member>, f64, Arc<AtomicBool>), Error> {
+    /// A cluster file for the case on free loopback ports, and a logger that prints what
+    /// matters (refusals, drops, unreachable peers) until its switch is set.
+    fn cluster_file(case: &Case) -> Result<(Cluster, Logger, Arc<AtomicBool>), Error> {
         let mut text =
             String::from("secret = \"net-bench-secret-0123456789\"\nepoch = 1\n\n[quota]\n");
         text += &case.quota_table();
@@ -227,8 +234,6 @@ mod bench {
         }
         drop(held);
         let cluster = Cluster::parse(&text)?;
-        let remote = cluster.spec().build(Remote)?;
-        // log what matters (refusals, drops, unreachable peers) until the run is over
         let quiet = Arc::new(AtomicBool::new(false));
         let log: Logger = {
             let quiet = quiet.clone();
@@ -245,10 +250,181 @@ mod bench {
                 }
             })
         };
+        Ok((cluster, log, quiet))
+    }
+
+    /// The members of a cluster over loopback TCP, each its own node; also the remote
+    /// messages per pair `simulate` counts on the same spec, and the switch that silences the
+    /// log once the case is over.
+    fn cluster(case: &Case) -> Result<(Vec<Member>, f64, Arc<AtomicBool>), Error> {
+        let (cluster, log, quiet) = cluster_file(case)?;
+        let remote = cluster.spec().build(Remote)?;
         let members = (0..case.n)
             .map(|i| cluster.member_with(i, None, log.clone()))
             .collect::<Result<Vec<_>, _>>()?;
         Ok((members, remote, quiet))
+    }
+
+    /// What every node of a `nodes` phase shares.
+    struct Shared {
+        pairs: usize,
+        remaining: AtomicUsize,
+        stop: AtomicBool,
+        end: Mutex<Option<Instant>>,
+        start: Barrier,
+        t0: Mutex<Option<Instant>>,
+    }
+
+    /// A cluster whose every node runs on a thread of its own, its tasks and its workload
+    /// together on one current-thread runtime, as `lkcs node --workload cycle` runs one: a
+    /// phase is sent to every node thread, each answers with its pairs and their total time.
+    struct Nodes {
+        phases: Vec<tokio::sync::mpsc::UnboundedSender<Arc<Shared>>>,
+        results: std::sync::mpsc::Receiver<Result<(usize, f64), String>>,
+        quiet: Arc<AtomicBool>,
+    }
+
+    impl Nodes {
+        fn start(case: &Case) -> Result<Nodes, Error> {
+            let (cluster, log, quiet) = cluster_file(case)?;
+            let (results_tx, results) = std::sync::mpsc::channel();
+            let mut phases = Vec::new();
+            for i in 0..case.n {
+                let me = ProcessId(i as u32);
+                let addr = cluster.address(me).ok_or("no address")?;
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                let node = {
+                    let _in = rt.enter();
+                    let l = std::net::TcpListener::bind(addr)?;
+                    l.set_nonblocking(true)?;
+                    cluster.spawn(me, tokio::net::TcpListener::from_std(l)?, None, log.clone())?
+                };
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Arc<Shared>>();
+                phases.push(tx);
+                let results = results_tx.clone();
+                // the runtime runs all the time: between phases the node keeps its links
+                std::thread::spawn(move || {
+                    rt.block_on(async {
+                        while let Some(phase) = rx.recv().await {
+                            let r = node_phase(&node, &phase).await;
+                            if results.send(r.map_err(|e| e.to_string())).is_err() {
+                                break;
+                            }
+                        }
+                        node.shutdown();
+                    })
+                });
+            }
+            Ok(Nodes {
+                phases,
+                results,
+                quiet,
+            })
+        }
+
+        fn cycle(&mut self, pairs: usize) -> Result<Phase, Error> {
+            let n = self.phases.len();
+            let shared = Arc::new(Shared {
+                pairs,
+                remaining: AtomicUsize::new(n),
+                stop: AtomicBool::new(false),
+                end: Mutex::new(None),
+                start: Barrier::new(n),
+                t0: Mutex::new(None),
+            });
+            for p in &self.phases {
+                p.send(shared.clone())?;
+            }
+            let (mut done, mut total) = (0, 0.0);
+            for _ in 0..n {
+                let (d, t) = self.results.recv()??;
+                done += d;
+                total += t;
+            }
+            let t0 = shared.t0.lock().expect("no panic").ok_or("never started")?;
+            let end = shared
+                .end
+                .lock()
+                .expect("no panic")
+                .ok_or("the phase never ended")?;
+            Ok(Phase {
+                pairs: done,
+                wall: end - t0,
+                latency_ms: total / done.max(1) as f64 * 1e3,
+            })
+        }
+
+        /// Two warm-ups: right after the start a node can make its first pairs before its
+        /// peers are busy, so the second, longer one sizes the phases.
+        fn warm(&mut self, n: usize) -> Result<usize, Error> {
+            self.cycle(WARMUP_PAIRS)?;
+            Ok(self.cycle(10 * WARMUP_PAIRS)?.sized(n))
+        }
+    }
+
+    impl Drop for Nodes {
+        fn drop(&mut self) {
+            self.quiet.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Moves the node in or out, giving up when the phase stops first: `Ok(false)`.
+    async fn node_step(
+        h: &lkcs::net::NodeHandle,
+        enter: bool,
+        stop: &AtomicBool,
+    ) -> Result<bool, lkcs::net::NodeError> {
+        loop {
+            let call = async {
+                match enter {
+                    true => h.enter().await,
+                    false => h.exit().await,
+                }
+            };
+            match tokio::time::timeout(POLL, call).await {
+                Ok(Ok(())) => return Ok(true),
+                _ if stop.load(Ordering::SeqCst) => return Ok(false),
+                Ok(Err(e)) => return Err(e),
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// One node's share of a `nodes` phase: as [`cycle`]'s workers.
+    async fn node_phase(
+        h: &lkcs::net::NodeHandle,
+        phase: &Shared,
+    ) -> Result<(usize, f64), lkcs::net::NodeError> {
+        // every node starts together (the barrier holds this node's tasks back a moment);
+        // the phase runs from the first node's start
+        phase.start.wait();
+        {
+            let now = Instant::now();
+            let mut t0 = phase.t0.lock().expect("no panic");
+            *t0 = Some(t0.map_or(now, |t| t.min(now)));
+        }
+        let (mut done, mut total) = (0usize, 0.0f64);
+        loop {
+            let began = Instant::now();
+            let enter_first = h.state() == CsState::OutCs;
+            if !node_step(h, enter_first, &phase.stop).await?
+                || !node_step(h, !enter_first, &phase.stop).await?
+            {
+                break;
+            }
+            if phase.stop.load(Ordering::SeqCst) {
+                break;
+            }
+            total += began.elapsed().as_secs_f64();
+            done += 1;
+            if done == phase.pairs && phase.remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
+                *phase.end.lock().expect("no panic") = Some(Instant::now());
+                phase.stop.store(true, Ordering::SeqCst);
+            }
+        }
+        Ok((done, total))
     }
 
     /// Simulates the spec; the mean remote messages per pair.
@@ -327,6 +503,65 @@ mod bench {
         })
     }
 
+    /// n threads in a ring over loopback TCP passing one 32-byte token, `pairs` turns each:
+    /// a turn is one message from the previous thread, the least a mutual exclusion whose
+    /// members take turns needs between one member's exit and the next one's entry. Latency:
+    /// the time between a thread's turns.
+    fn token_phase(n: usize, pairs: usize) -> Result<Phase, Error> {
+        let listeners = (0..n)
+            .map(|_| TcpListener::bind("127.0.0.1:0"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut outs = Vec::new();
+        for i in 0..n {
+            let s = TcpStream::connect(listeners[(i + 1) % n].local_addr()?)?;
+            s.set_nodelay(true)?;
+            outs.push(s);
+        }
+        let mut ins = Vec::new();
+        for l in &listeners {
+            let (s, _) = l.accept()?;
+            s.set_nodelay(true)?;
+            ins.push(s);
+        }
+        let start = Barrier::new(n + 1);
+        let wall = std::thread::scope(|s| -> Result<Duration, Error> {
+            let threads: Vec<_> = ins
+                .into_iter()
+                .zip(outs)
+                .enumerate()
+                .map(|(i, (mut inp, mut out))| {
+                    let start = &start;
+                    s.spawn(move || -> std::io::Result<()> {
+                        let mut buf = [0u8; FRAME];
+                        start.wait();
+                        if i == 0 {
+                            out.write_all(&buf)?;
+                        }
+                        for turn in 0..pairs {
+                            inp.read_exact(&mut buf)?;
+                            // the last turn of the ring ends it
+                            if !(i == 0 && turn + 1 == pairs) {
+                                out.write_all(&buf)?;
+                            }
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            start.wait();
+            let t0 = Instant::now();
+            for t in threads {
+                t.join().expect("no ring thread panics")?;
+            }
+            Ok(t0.elapsed())
+        })?;
+        Ok(Phase {
+            pairs: n * pairs,
+            wall,
+            latency_ms: wall.as_secs_f64() / pairs as f64 * 1e3,
+        })
+    }
+
     /// Pairs per client for a measured ceiling phase of `n` clients, sized by a warm-up
     /// (at least 2,000 round trips per client).
     fn warm_ceiling(n: usize, round_trips: f64) -> Result<usize, Error> {
@@ -366,8 +601,10 @@ mod bench {
     struct Round {
         cluster: Phase,
         ceiling: Phase,
+        nodes: Phase,
         runtime: Phase,
         serial: Option<Phase>,
+        token: Option<Phase>,
     }
 
     pub fn main() -> Result<(), Error> {
@@ -414,9 +651,12 @@ mod bench {
         if let Ok(i) = std::env::var("NET_BENCH_CLUSTER_ONLY") {
             let case = cases.get(i.parse::<usize>()?).ok_or("no such case")?;
             let (mut net, _, quiet) = cluster(case)?;
+            let mut nodes = Nodes::start(case)?;
             let pairs = warm(&mut net)?;
+            let node_pairs = nodes.warm(case.n)?;
             for r in 1..=rounds {
                 row("cluster", case, r, &cycle(&mut net, pairs)?);
+                row("nodes", case, r, &nodes.cycle(node_pairs)?);
             }
             quiet.store(true, Ordering::SeqCst);
             return Ok(());
@@ -424,6 +664,7 @@ mod bench {
         let mut results = Vec::new();
         for case in &cases {
             let (mut net, remote, quiet) = cluster(case)?;
+            let mut nodes = Nodes::start(case)?;
             let quota = case.quota()?;
             let mut rt = quota.members();
             let round_trips = remote / 2.0;
@@ -431,10 +672,15 @@ mod bench {
             let mutex = case.bounds.is_none();
             // every phase of a system has the same size, from one warm-up
             let net_pairs = warm(&mut net)?;
+            let node_pairs = nodes.warm(case.n)?;
             let rt_pairs = warm(&mut rt)?;
             let top_pairs = warm_ceiling(case.n, round_trips)?;
             let serial_pairs = match mutex {
                 true => Some(warm_ceiling(1, round_trips)?),
+                false => None,
+            };
+            let token_pairs = match mutex {
+                true => Some(token_phase(case.n, WARMUP_PAIRS * 10)?.sized(case.n)),
                 false => None,
             };
             let mut done = Vec::new();
@@ -442,22 +688,32 @@ mod bench {
                 let round = Round {
                     cluster: cycle(&mut net, net_pairs)?,
                     ceiling: ceiling_phase(case.n, round_trips, top_pairs)?,
+                    nodes: nodes.cycle(node_pairs)?,
                     runtime: cycle(&mut rt, rt_pairs)?,
                     serial: match serial_pairs {
                         Some(p) => Some(ceiling_phase(1, round_trips, p)?),
                         None => None,
                     },
+                    token: match token_pairs {
+                        Some(p) => Some(token_phase(case.n, p)?),
+                        None => None,
+                    },
                 };
                 row("cluster", case, r, &round.cluster);
                 row("ceiling", case, r, &round.ceiling);
+                row("nodes", case, r, &round.nodes);
                 row("runtime", case, r, &round.runtime);
                 if let Some(s) = &round.serial {
                     row("serial", case, r, s);
+                }
+                if let Some(t) = &round.token {
+                    row("token", case, r, t);
                 }
                 done.push(round);
             }
             quiet.store(true, Ordering::SeqCst);
             drop(net);
+            drop(nodes);
             quota.shutdown();
             results.push((case, remote, round_trips, done));
         }
@@ -467,27 +723,40 @@ mod bench {
         );
         println!();
         println!(
-            "| case               |  n | remote msgs/pair | round trips/pair | cluster/ceiling        | cluster/runtime        | latency ceiling/cluster | cluster/serial         |"
+            "| case               |  n | remote msgs/pair | round trips/pair | cluster/ceiling     | nodes/ceiling       | cluster/runtime     | latency ceiling/cluster | cluster/serial      | token/ceiling       |"
         );
         println!(
-            "|--------------------|---:|-----------------:|-----------------:|------------------------|------------------------|-------------------------|------------------------|"
+            "|--------------------|---:|-----------------:|-----------------:|---------------------|---------------------|---------------------|-------------------------|---------------------|---------------------|"
         );
         for (case, remote, trips, done) in &results {
             let of = |f: &dyn Fn(&Round) -> f64| spread(done.iter().map(f).collect());
             let top = of(&|r| r.cluster.rate() / r.ceiling.rate());
+            let nodes = of(&|r| r.nodes.rate() / r.ceiling.rate());
             let rt = of(&|r| r.cluster.rate() / r.runtime.rate());
             let lat = of(&|r| r.ceiling.latency_ms / r.cluster.latency_ms);
-            let serial = match done[0].serial {
-                Some(_) => show(of(&|r| {
-                    r.cluster.rate() / r.serial.as_ref().map_or(f64::NAN, Phase::rate)
-                })),
-                None => "-".into(),
+            let against = |bound: &dyn Fn(&Round) -> Option<&Phase>,
+                           num: &dyn Fn(&Round) -> f64| {
+                match bound(&done[0]) {
+                    Some(_) => show(of(&|r| num(r) / bound(r).map_or(f64::NAN, Phase::rate))),
+                    None => "-".into(),
+                }
+            };
+            let serial = against(&|r| r.serial.as_ref(), &|r| r.cluster.rate());
+            // the token ring over the ceiling: the most any mutual exclusion could reach
+            let token = against(&|r| Some(&r.ceiling), &|r| {
+                r.token.as_ref().map_or(f64::NAN, Phase::rate)
+            });
+            let token = if done[0].token.is_some() {
+                token
+            } else {
+                "-".into()
             };
             println!(
-                "| {:<18} | {:>2} | {remote:>16.2} | {trips:>16.2} | {:<22} | {:<22} | {:<23} | {serial:<22} |",
+                "| {:<18} | {:>2} | {remote:>16.2} | {trips:>16.2} | {:<19} | {:<19} | {:<19} | {:<23} | {serial:<19} | {token:<19} |",
                 case.label(),
                 case.n,
                 show(top),
+                show(nodes),
                 show(rt),
                 show(lat),
             );
