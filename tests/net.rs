@@ -1051,17 +1051,14 @@ impl CsObject for Faulty {
     fn on_message(&mut self, _: ProcessId, _: Ask, _: &mut lkcs::cs::Outbox<Ask>) {}
 }
 
-/// A node that stops answers the call waiting on it and every later one with `Stopped`, and a
-/// handler that panics stops its node instead of unwinding into the caller.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stopped_node_answers_every_call() {
-    let logs = Logs::default();
+/// Two nodes running [`Faulty`]: P1 starts in the CS.
+async fn faulty_pair(logs: &Logs, timing: Timing) -> (NodeHandle, NodeHandle) {
     let spec = lkcs::net::spec_hash("faulty complete:2");
     let start = |me: u32, listener, peer_addr| {
         let cfg = NetConfig {
             identity: Identity::new(ProcessId(me), SECRET, spec, 1),
             peers: BTreeMap::from([(ProcessId(1 - me), peer_addr)]),
-            timing: fast_timing(),
+            timing,
             log: logs.logger(),
         };
         let obj = Faulty {
@@ -1074,12 +1071,23 @@ async fn a_stopped_node_answers_every_call() {
     };
     let (l0, l1) = (bind().await, bind().await);
     let (a0, a1) = (l0.local_addr().unwrap(), l1.local_addr().unwrap());
-    let (h0, h1) = (start(0, l0, a1), start(1, l1, a0));
+    (start(0, l0, a1), start(1, l1, a0))
+}
 
+/// A node that stops answers the call waiting on it, every later call and a wait on its
+/// status with `Stopped`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_node_answers_every_call() {
+    let logs = Logs::default();
+    let (h0, h1) = faulty_pair(&logs, fast_timing()).await;
     // P0's entry waits for an answer; stopping the node answers it
     let waiting = tokio::spawn({
         let h0 = h0.clone();
         async move { h0.enter().await }
+    });
+    let status_wait = tokio::spawn({
+        let h0 = h0.clone();
+        async move { h0.wait_status(|s| s.quiet).await.map(|_| ()) }
     });
     while h0.pending() != Some(Sequence::Entry) {
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -1089,15 +1097,41 @@ async fn a_stopped_node_answers_every_call() {
         .await
         .expect("hang guard");
     assert_eq!(answer.unwrap(), Err(NodeError::Stopped));
+    let status = tokio::time::timeout(GUARD, status_wait)
+        .await
+        .expect("hang guard");
+    assert_eq!(status.unwrap(), Err(NodeError::Stopped));
     assert_eq!(h0.enter().await, Err(NodeError::Stopped));
     assert_eq!(h0.finish(), Err(NodeError::Stopped));
+    h1.shutdown();
+}
 
-    // P1's exit handler panics: the call gets Stopped, the node stops, the caller goes on
+/// A handler that panics stops its node instead of unwinding into the caller: the call and
+/// every later one get `Stopped`, the log says why, and the node's links go with it, so its
+/// peer finds it unreachable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_that_panics_stops_its_node() {
+    let logs = Logs::default();
+    let timing = Timing {
+        peer_timeout: Duration::from_millis(300),
+        ..fast_timing()
+    };
+    let (h0, h1) = faulty_pair(&logs, timing).await;
+    let connected = h0.wait_status(|s| s.connected.contains(&ProcessId(1)));
+    tokio::time::timeout(GUARD, connected)
+        .await
+        .expect("hang guard")
+        .unwrap();
     assert_eq!(h1.state(), CsState::InCs);
     assert_eq!(h1.exit().await, Err(NodeError::Stopped));
     assert!(logs.any(|p, e| p == ProcessId(1)
         && matches!(e, LogEvent::NodeStopped(why) if why.contains("a bug in the exit handler"))));
     assert_eq!(h1.enter().await, Err(NodeError::Stopped));
     assert_eq!(h1.finish(), Err(NodeError::Stopped));
-    h1.shutdown();
+    let gone = h0.wait_status(|s| s.unreachable.contains(&ProcessId(1)));
+    tokio::time::timeout(GUARD, gone)
+        .await
+        .expect("P0 never found the stopped P1 unreachable")
+        .unwrap();
+    h0.shutdown();
 }

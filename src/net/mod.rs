@@ -273,7 +273,8 @@ impl fmt::Display for LogEvent {
     }
 }
 
-/// Where log events go: called with the logging member's id.
+/// Where log events go: called with the logging member's id. A node calls it under its
+/// lock: it may not call that node's [`NodeHandle`].
 pub type Logger = Arc<dyn Fn(ProcessId, &LogEvent) + Send + Sync>;
 
 /// A [`Logger`] printing one line per event to stderr: `lkcs-net P0: ...`.

@@ -63,7 +63,8 @@ pub struct Tally {
     pub hash: u64,
 }
 
-/// At most this many network events are handled in a row before the node task yields.
+/// At most this many network events are handled in a row (each under the lock on its own)
+/// before the node task looks whether the node stopped.
 const DRAIN_AT_MOST: usize = 256;
 
 impl Default for Tally {
@@ -152,6 +153,9 @@ pub struct NodeStatus {
 }
 
 /// Sees every change of a member's published state, inside the handler that made it.
+///
+/// It runs under the node's lock, as the [`Logger`] does: neither may call the node's
+/// [`NodeHandle`] (that would wait on the lock it holds).
 pub type Observer = Arc<dyn Fn(ProcessId, CsState) + Send + Sync>;
 
 /// Why a node call failed.
@@ -309,14 +313,18 @@ impl<A: CsObject> fmt::Debug for Node<A> {
     }
 }
 
-/// The core behind its lock, shared by the node task and the handles.
-struct Shared<A: CsObject>(Mutex<Core<A>>);
+/// The core behind its lock, shared by the node task and the handles, and the node task.
+struct Shared<A: CsObject> {
+    core: Mutex<Core<A>>,
+    /// Set once the task is spawned: stopping the node ends it, which drops its links.
+    task: std::sync::OnceLock<tokio::task::AbortHandle>,
+}
 
 impl<A: CsObject> Shared<A> {
     /// The core; a handler that panicked stopped the node, and the core it left is only
     /// read (it refuses every call).
     fn lock(&self) -> MutexGuard<'_, Core<A>> {
-        self.0.lock().unwrap_or_else(|p| {
+        self.core.lock().unwrap_or_else(|p| {
             let mut core = p.into_inner();
             core.stop();
             core
@@ -337,13 +345,25 @@ impl<A: CsObject> Shared<A> {
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
-            core.log(LogEvent::NodeStopped(format!(
-                "a handler of the object panicked: {what}"
-            )));
+            // a logger that panics too does not unwind into the caller either
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                core.log(LogEvent::NodeStopped(format!(
+                    "a handler of the object panicked: {what}"
+                )))
+            }));
             core.stop();
+            drop(core);
+            self.end_task();
             return false;
         }
         true
+    }
+
+    /// Ends the node task (its links with it: the peers see this member go).
+    fn end_task(&self) {
+        if let Some(t) = self.task.get() {
+            t.abort();
+        }
     }
 }
 
@@ -364,6 +384,7 @@ impl<A: CsObject> Calls for Shared<A> {
 
     fn stop(&self) {
         self.lock().stop();
+        self.end_task();
     }
 }
 
@@ -373,7 +394,7 @@ struct StopOnDrop<A: CsObject>(Arc<Shared<A>>);
 
 impl<A: CsObject> Drop for StopOnDrop<A> {
     fn drop(&mut self) {
-        self.0.stop();
+        self.0.lock().stop();
     }
 }
 
@@ -466,12 +487,18 @@ impl<A: CsObject> Node<A> {
             stopped: false,
         };
         core.publish_status();
-        let core = Arc::new(Shared(Mutex::new(core)));
+        let core = Arc::new(Shared {
+            core: Mutex::new(core),
+            task: std::sync::OnceLock::new(),
+        });
         let node = Node {
             core: core.clone(),
             net,
         };
-        let task = tokio::spawn(node.run());
+        // made before the task runs: a task dropped before its first poll stops the core too
+        let stop = StopOnDrop(core.clone());
+        let task = tokio::spawn(node.run(stop));
+        let _ = core.task.set(task.abort_handle());
         Ok(NodeHandle {
             id,
             core,
@@ -482,8 +509,7 @@ impl<A: CsObject> Node<A> {
     }
 
     /// The node task: hands the links' events to the core, until the links stop.
-    async fn run(mut self) {
-        let _stop = StopOnDrop(self.core.clone());
+    async fn run(mut self, _stop: StopOnDrop<A>) {
         while let Some(e) = self.net.recv().await {
             self.core.run(|core| core.on_net(e));
             // what else arrived meanwhile, up to a bound
@@ -503,12 +529,15 @@ impl<A: CsObject> Core<A> {
         (self.log)(self.obj.id(), &event);
     }
 
-    /// Refuses every later call and answers the waiting one: [`NodeError::Stopped`].
+    /// Refuses every later call and answers the waiting one: [`NodeError::Stopped`]; a
+    /// wait on the status returns it too (its channel closes, keeping the last status).
     fn stop(&mut self) {
         self.stopped = true;
         if let Some((_, reply)) = self.waiting.take() {
             let _ = reply.send(Err(NodeError::Stopped));
         }
+        let last = self.status.borrow().clone();
+        drop(std::mem::replace(&mut self.status, watch::channel(last).0));
     }
 
     fn on_net(&mut self, e: NetEvent<Wire<A::Msg>>) {
