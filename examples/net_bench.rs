@@ -156,36 +156,80 @@ mod bench {
         }
     }
 
+    /// When a phase of members cycling pairs ends: once each of them has made `pairs`.
+    struct Clock {
+        pairs: usize,
+        /// Members that have not made their pairs yet.
+        remaining: AtomicUsize,
+        stop: AtomicBool,
+        end: Mutex<Option<Instant>>,
+    }
+
+    impl Clock {
+        fn new(members: usize, pairs: usize) -> Clock {
+            Clock {
+                pairs,
+                remaining: AtomicUsize::new(members),
+                stop: AtomicBool::new(false),
+                end: Mutex::new(None),
+            }
+        }
+
+        fn stopped(&self) -> bool {
+            self.stop.load(Ordering::SeqCst)
+        }
+
+        /// A member made its `done`-th pair: the last member to make its pairs ends the phase.
+        fn made(&self, done: usize) {
+            if done == self.pairs && self.remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
+                *self.end.lock().expect("no panic") = Some(Instant::now());
+                self.stop.store(true, Ordering::SeqCst);
+            }
+        }
+
+        /// The phase from `t0` to its end, from each member's pairs and their total time.
+        fn phase(&self, t0: Instant, members: &[(usize, f64)]) -> Result<Phase, Error> {
+            let done: usize = members.iter().map(|m| m.0).sum();
+            let total: f64 = members.iter().map(|m| m.1).sum();
+            let end = self
+                .end
+                .lock()
+                .expect("no panic")
+                .ok_or("the phase never ended")?;
+            Ok(Phase {
+                pairs: done,
+                wall: end - t0,
+                latency_ms: total / done.max(1) as f64 * 1e3,
+            })
+        }
+    }
+
     /// Every member cycles pairs on its own thread until each has made `pairs`.
     fn cycle(members: &mut [Member], pairs: usize) -> Result<Phase, Error> {
         let n = members.len();
-        let remaining = AtomicUsize::new(n);
-        let stop = AtomicBool::new(false);
-        let end: Mutex<Option<Instant>> = Mutex::new(None);
+        let clock = Clock::new(n, pairs);
         let start = Barrier::new(n + 1);
         let (t0, results) = std::thread::scope(|s| {
             let workers: Vec<_> = members
                 .iter_mut()
                 .map(|m| {
-                    let (remaining, stop, end, start) = (&remaining, &stop, &end, &start);
+                    let (clock, start) = (&clock, &start);
                     s.spawn(move || -> Result<(usize, f64), QuotaError> {
                         start.wait();
                         let (mut done, mut total) = (0usize, 0.0f64);
                         loop {
                             let began = Instant::now();
                             let enter_first = !m.is_active();
+                            let stop = &clock.stop;
                             if !step(m, enter_first, stop)? || !step(m, !enter_first, stop)? {
                                 break;
                             }
-                            if stop.load(Ordering::SeqCst) {
+                            if clock.stopped() {
                                 break;
                             }
                             total += began.elapsed().as_secs_f64();
                             done += 1;
-                            if done == pairs && remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
-                                *end.lock().expect("no panic") = Some(Instant::now());
-                                stop.store(true, Ordering::SeqCst);
-                            }
+                            clock.made(done);
                         }
                         Ok((done, total))
                     })
@@ -199,18 +243,8 @@ mod bench {
                 .collect();
             (t0, results)
         });
-        let (mut done, mut total) = (0, 0.0);
-        for r in results {
-            let (d, t) = r?;
-            done += d;
-            total += t;
-        }
-        let end = end.into_inner()?.ok_or("the phase never ended")?;
-        Ok(Phase {
-            pairs: done,
-            wall: end - t0,
-            latency_ms: total / done.max(1) as f64 * 1e3,
-        })
+        let results = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+        clock.phase(t0, &results)
     }
 
     /// Pairs per member for a measured phase of `members`, sized by a warm-up.
@@ -267,11 +301,9 @@ mod bench {
 
     /// What every node of a `nodes` phase shares.
     struct Shared {
-        pairs: usize,
-        remaining: AtomicUsize,
-        stop: AtomicBool,
-        end: Mutex<Option<Instant>>,
+        clock: Clock,
         start: Barrier,
+        /// The first node's start.
         t0: Mutex<Option<Instant>>,
     }
 
@@ -327,33 +359,18 @@ mod bench {
         fn cycle(&mut self, pairs: usize) -> Result<Phase, Error> {
             let n = self.phases.len();
             let shared = Arc::new(Shared {
-                pairs,
-                remaining: AtomicUsize::new(n),
-                stop: AtomicBool::new(false),
-                end: Mutex::new(None),
+                clock: Clock::new(n, pairs),
                 start: Barrier::new(n),
                 t0: Mutex::new(None),
             });
             for p in &self.phases {
                 p.send(shared.clone())?;
             }
-            let (mut done, mut total) = (0, 0.0);
-            for _ in 0..n {
-                let (d, t) = self.results.recv()??;
-                done += d;
-                total += t;
-            }
+            let results = (0..n)
+                .map(|_| self.results.recv()?.map_err(Error::from))
+                .collect::<Result<Vec<_>, _>>()?;
             let t0 = shared.t0.lock().expect("no panic").ok_or("never started")?;
-            let end = shared
-                .end
-                .lock()
-                .expect("no panic")
-                .ok_or("the phase never ended")?;
-            Ok(Phase {
-                pairs: done,
-                wall: end - t0,
-                latency_ms: total / done.max(1) as f64 * 1e3,
-            })
+            shared.clock.phase(t0, &results)
         }
 
         /// Two warm-ups: right after the start a node can make its first pairs before its
@@ -409,20 +426,16 @@ mod bench {
         loop {
             let began = Instant::now();
             let enter_first = h.state() == CsState::OutCs;
-            if !node_step(h, enter_first, &phase.stop).await?
-                || !node_step(h, !enter_first, &phase.stop).await?
-            {
+            let stop = &phase.clock.stop;
+            if !node_step(h, enter_first, stop).await? || !node_step(h, !enter_first, stop).await? {
                 break;
             }
-            if phase.stop.load(Ordering::SeqCst) {
+            if phase.clock.stopped() {
                 break;
             }
             total += began.elapsed().as_secs_f64();
             done += 1;
-            if done == phase.pairs && phase.remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
-                *phase.end.lock().expect("no panic") = Some(Instant::now());
-                phase.stop.store(true, Ordering::SeqCst);
-            }
+            phase.clock.made(done);
         }
         Ok((done, total))
     }

@@ -6,11 +6,11 @@
 //! link (`on_message`), run by the node task. A call whose move completes at once (an exit of
 //! a mutual exclusion) returns without waking the node's thread, and the messages a call sends
 //! are queued to the links before it returns, so an exit and the entry after it often leave in
-//! one write. The object's sends go to the links (a send to itself is handled next, in order, without the network; a
-//! send to a member that is not a peer is dropped and logged), and its completion answers the
-//! waiting call. The [`Observer`] sees every change of the published state inside the handler
-//! that made it, before any message that handler sends leaves the node: a monitor counting
-//! members in the CS from it never undercounts.
+//! one write. The object's sends go to the links (a send to itself is handled next, in order,
+//! without the network; a send to a member that is not a peer is dropped and logged), and its
+//! completion answers the waiting call. The [`Observer`] sees every change of the published
+//! state inside the handler that made it, before any message that handler sends leaves the
+//! node: a monitor counting members in the CS from it never undercounts.
 //!
 //! A call waiting on a peer that becomes unreachable (or whose link is lost) returns
 //! [`NodeError::PeerUnreachable`] naming it; the peers waited on are the object's
@@ -38,7 +38,6 @@ use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{oneshot, watch};
-use tokio::task::JoinHandle;
 
 /// What a node sends its neighbours: its object's messages, and the few of its own that end
 /// a run together (see the module doc).
@@ -204,7 +203,6 @@ pub struct NodeHandle {
     core: Arc<dyn Calls>,
     state: watch::Receiver<(CsState, Option<Sequence>)>,
     status: watch::Receiver<NodeStatus>,
-    task: Arc<JoinHandle<()>>,
 }
 
 impl fmt::Debug for NodeHandle {
@@ -295,7 +293,6 @@ impl NodeHandle {
     /// [`NodeError::Stopped`].
     pub fn shutdown(&self) {
         self.core.stop();
-        self.task.abort();
     }
 }
 
@@ -504,7 +501,6 @@ impl<A: CsObject> Node<A> {
             core,
             state,
             status,
-            task: Arc::new(task),
         })
     }
 
@@ -532,6 +528,9 @@ impl<A: CsObject> Core<A> {
     /// Refuses every later call and answers the waiting one: [`NodeError::Stopped`]; a
     /// wait on the status returns it too (its channel closes, keeping the last status).
     fn stop(&mut self) {
+        if self.stopped {
+            return;
+        }
         self.stopped = true;
         if let Some((_, reply)) = self.waiting.take() {
             let _ = reply.send(Err(NodeError::Stopped));
