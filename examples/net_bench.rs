@@ -46,7 +46,7 @@
 #[cfg(feature = "net")]
 mod bench {
     use lkcs::cs::{CsObject, CsState};
-    use lkcs::net::{Cluster, LogEvent, Logger};
+    use lkcs::net::{Cluster, LogEvent, Logger, SecretKey};
     use lkcs::sim::{simulate, SimConfig};
     use lkcs::{Algorithm, Instance, Member, ProcessId, Quota, QuotaError, SystemVisitor};
     use std::io::{Read, Write};
@@ -54,6 +54,9 @@ mod bench {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::{Arc, Barrier, Mutex};
     use std::time::{Duration, Instant};
+
+    /// Numbers the benchmark's key folders.
+    static KEYS: AtomicUsize = AtomicUsize::new(0);
 
     /// Seconds a measured phase aims at.
     const PHASE: f64 = 1.5;
@@ -255,16 +258,30 @@ mod bench {
     /// A cluster file for the case on free loopback ports, and a logger that prints what
     /// matters (refusals, drops, unreachable peers) until its switch is set.
     fn cluster_file(case: &Case) -> Result<(Cluster, Logger, Arc<AtomicBool>), Error> {
-        let mut text =
-            String::from("secret = \"net-bench-secret-0123456789\"\nepoch = 1\n\n[quota]\n");
+        let mut text = String::from("epoch = 1\n\n[quota]\n");
         text += &case.quota_table();
-        text += "\n[members]\n";
+        // one key pair per member, the private keys in a scratch folder (mode 600)
+        let dir = std::env::temp_dir().join(format!(
+            "lkcs-net-bench-{}-{}",
+            std::process::id(),
+            KEYS.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
         // held together until every port is known, so that no two are the same
         let held = (0..case.n)
             .map(|_| TcpListener::bind("127.0.0.1:0"))
             .collect::<Result<Vec<_>, _>>()?;
         for (i, l) in held.iter().enumerate() {
-            text += &format!("{i} = \"127.0.0.1:{}\"\n", l.local_addr()?.port());
+            let key = SecretKey::generate();
+            let path = dir.join(format!("{i}.key"));
+            lkcs::net::cluster::write_key(&path, i, &key)?;
+            text += &format!(
+                "\n[members.{i}]\naddress = \"127.0.0.1:{}\"\npublic_key = \"{}\"\nprivate_key = {:?}\n",
+                l.local_addr()?.port(),
+                key.public(),
+                path.display().to_string()
+            );
         }
         drop(held);
         let cluster = Cluster::parse(&text)?;

@@ -59,6 +59,8 @@ enum Command {
     /// Run one member of a cluster over TCP (a cluster file names the members and the quota).
     #[command(long_about = cli::node::LONG_ABOUT, after_long_help = cli::node::FILE_HELP)]
     Node(cli::node::NodeArgs),
+    /// Create a cluster: `lkcs cluster init` writes a cluster file and a key pair per member.
+    Cluster(cli::cluster::ClusterArgs),
     /// Draw line plots of a CSV (one panel per --panel) into an SVG file.
     Plot(cli::plot::PlotArgs),
 }
@@ -198,7 +200,7 @@ fn main() -> ExitCode {
         }
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             warn!(
-                "error: lkcs needs a subcommand: simulate, check, sweep or node (see lkcs --help)"
+                "error: lkcs needs a subcommand: simulate, check, sweep, cluster or node (see lkcs --help)"
             );
             return ExitCode::from(2);
         }
@@ -219,6 +221,7 @@ fn main() -> ExitCode {
         Command::Check(args) => run_check(&args),
         Command::Sweep(args) => cli::sweep::run(&args),
         Command::Node(args) => cli::node::run(&args),
+        Command::Cluster(args) => cli::cluster::run(&args),
         Command::Plot(args) => cli::plot::run(&args),
     }
 }

@@ -8,7 +8,7 @@
 
 mod ports;
 
-use lkcs::net::Cluster;
+use lkcs::net::{Cluster, SecretKey};
 use lkcs::{CsState, Instance, Observed, ProcessId};
 use ports::free_ports;
 use rand::{Rng, SeedableRng};
@@ -26,7 +26,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_lkcs");
 /// The longest any node process may run in these tests.
 const GUARD: Duration = Duration::from_secs(120);
 
-const SECRET: &str = "tests/cluster.rs shared secret";
+/// The name of the key set of the tests' clusters.
+const SECRET: &str = "tests/cluster.rs keys";
 
 /// A scratch directory for one test's files.
 fn scratch(name: &str) -> PathBuf {
@@ -35,21 +36,58 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// A cluster file's text: `quota` is the `[quota]` table's body.
-fn cluster_text(secret: &str, quota: &str, ports: &[u16], peer_timeout_ms: u64) -> String {
+/// Member `i`'s private key of the key set `keys` (derived from the set's name: the same
+/// name gives the same keys), written once (mode 600) to a scratch folder.
+fn key_file(keys: &str, i: usize) -> (PathBuf, SecretKey) {
+    let mut bytes = [0u8; 32];
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (n, chunk) in bytes.chunks_mut(8).enumerate() {
+        for b in keys.bytes().chain([i as u8, n as u8]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        chunk.copy_from_slice(&h.to_le_bytes());
+    }
+    let key = SecretKey::from_bytes(bytes);
+    let dir = std::env::temp_dir().join(format!(
+        "lkcs-cluster-{}-keys-{:016x}",
+        std::process::id(),
+        h
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{i}.key"));
+    if !path.exists() {
+        lkcs::net::cluster::write_key(&path, i, &key).unwrap();
+    }
+    (path, key)
+}
+
+/// A cluster file's text: `quota` is the `[quota]` table's body; `keys` names the key set
+/// (two files with the same name pin the same keys).
+fn cluster_text(keys: &str, quota: &str, ports: &[u16], peer_timeout_ms: u64) -> String {
     let members: String = ports
         .iter()
         .enumerate()
-        .map(|(i, p)| format!("{i} = \"127.0.0.1:{p}\"\n"))
+        .map(|(i, p)| {
+            let (path, key) = key_file(keys, i);
+            format!(
+                "[members.{i}]\naddress = \"127.0.0.1:{p}\"\npublic_key = \"{}\"\nprivate_key = {:?}\n",
+                key.public(),
+                path.display().to_string()
+            )
+        })
         .collect();
     format!(
-        "secret = \"{secret}\"\nepoch = 1\n[quota]\n{quota}\n[members]\n{members}[timing]\nheartbeat_ms = 100\npeer_timeout_ms = {peer_timeout_ms}\nbackoff_max_ms = 200\n"
+        "epoch = 1\n[quota]\n{quota}\n{members}[timing]\nheartbeat_ms = 100\npeer_timeout_ms = {peer_timeout_ms}\nbackoff_max_ms = 200\n"
     )
 }
 
+/// Writes a file readable by its owner only (as a node requires of a cluster file).
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     path
 }
 
@@ -548,14 +586,14 @@ fn proxy(from: u16, to: u16, cut: std::ops::Range<usize>, seed: u64, resets: Arc
     });
 }
 
-/// A member whose file has another secret, and one whose quota differs, are refused on both
-/// sides; the real cluster completes unaffected.
+/// A member whose file pins other keys (it holds a key the cluster does not know), and one
+/// whose quota differs, are refused on both sides; the real cluster completes unaffected.
 #[test]
-fn a_wrong_secret_or_quota_is_refused_and_the_cluster_is_unaffected() {
+fn a_wrong_key_or_quota_is_refused_and_the_cluster_is_unaffected() {
     for (what, secret, quota) in [
         (
-            "secret",
-            "another secret, sixteen bytes+",
+            "key",
+            "another key set",
             "algorithm = \"gcs\"\ntopology = \"complete:3\"\nl = 1\nk = 2",
         ),
         (
@@ -719,8 +757,8 @@ fn bad_cluster_input_exits_2() {
     let ports = free_ports(3);
     let cases = [
         (
-            "short secret",
-            cluster_text("short", "algorithm = \"gcs\"\nl = 1\nk = 2", &ports, 5000),
+            "the old format (a shared secret)",
+            "secret = \"a shared secret, 16 bytes+\"\n[quota]\nalgorithm = \"gcs\"\n[members]\n0 = \"127.0.0.1:7411\"\n".to_string(),
             0,
         ),
         (
@@ -769,6 +807,102 @@ fn bad_cluster_input_exits_2() {
         assert!(
             stderr.lines().all(|l| l.starts_with("error: ")) && !stderr.is_empty(),
             "{what}: {stderr}"
+        );
+    }
+}
+
+/// `lkcs cluster init` writes the keys mode 600; a node refuses (exit 2, naming the file) a
+/// private key or cluster file that group or others can read, and the example keys without
+/// `--allow-example-keys`; bad `cluster init` input exits 2, one line per problem.
+#[test]
+fn readable_keys_and_example_keys_are_refused_naming_the_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("perms");
+    let out_dir = dir.join("c");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let init = Command::new(BIN)
+        .args(["cluster", "init", "--members", "3", "--out"])
+        .arg(&out_dir)
+        .args(["--algorithm", "gcs", "--l", "1", "--k", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(init.status.code(), Some(0), "{init:?}");
+    let file = out_dir.join("cluster.toml");
+    let key0 = out_dir.join("keys/0.key");
+    for f in [&file, &key0] {
+        let mode = std::fs::metadata(f).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", f.display());
+    }
+    let node = |cluster: &Path, extra: &[&str]| {
+        let out = Command::new(BIN)
+            .arg("node")
+            .arg("--cluster")
+            .arg(cluster)
+            .args(["--id", "0", "--workload", "cycle"])
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let chmod = |f: &Path, mode: u32| {
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    // a private key others can read
+    chmod(&key0, 0o644);
+    let (code, err) = node(&file, &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.starts_with("error: ") && err.contains(&key0.display().to_string()),
+        "{err}"
+    );
+    assert!(err.contains("group or others"), "{err}");
+    chmod(&key0, 0o600);
+    // a cluster file others can read
+    chmod(&file, 0o640);
+    let (code, err) = node(&file, &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&file.display().to_string()) && err.contains("group or others"),
+        "{err}"
+    );
+    chmod(&file, 0o600);
+    // the example keys, without the flag
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cluster3.toml");
+    let (code, err) = node(&example, &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("cluster3-keys/0.key") && err.contains("example key"),
+        "{err}"
+    );
+    // cluster init: an existing cluster is not overwritten; bad options, one line each
+    for args in [
+        vec!["--members", "3", "--algorithm", "gcs"],
+        vec!["--members", "0", "--algorithm", "nope"],
+        vec![
+            "--members",
+            "3",
+            "--algorithm",
+            "gcs",
+            "--l",
+            "3",
+            "--k",
+            "1",
+        ],
+    ] {
+        let out = Command::new(BIN)
+            .args(["cluster", "init", "--out"])
+            .arg(&out_dir)
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            !err.is_empty() && err.lines().all(|l| l.starts_with("error: ")),
+            "{args:?}: {err}"
         );
     }
 }

@@ -7,7 +7,7 @@ mod ports;
 use lkcs::net::frame::Refusal;
 use lkcs::net::{
     HandshakeError, Identity, LogEvent, Logger, Net, NetConfig, NetEvent, Node, NodeError,
-    NodeHandle, Observer, Timing,
+    NodeHandle, Observer, SecretKey, Timing, Trust,
 };
 use lkcs::{
     Algorithm, CsObject, CsState, Instance, Observed, ProcessId, Sequence, SystemSpec,
@@ -28,7 +28,6 @@ use tokio::net::{TcpListener, TcpStream};
 /// A hang guard, far beyond what any of these runs takes: a test that hangs fails instead.
 const GUARD: Duration = Duration::from_secs(120);
 
-const SECRET: &[u8] = b"the cluster secret";
 const SPEC: &str = "maekawa complete:4 k=1";
 
 fn fast_timing() -> Timing {
@@ -39,8 +38,22 @@ fn fast_timing() -> Timing {
         backoff_max: Duration::from_millis(80),
         handshake_timeout: Duration::from_secs(2),
         max_handshakes: 16,
+        max_handshakes_per_source: 16,
+        refusal_log_interval: Duration::ZERO,
         window: 1 << 16,
     }
+}
+
+/// Member `id`'s private key (fixed, for the tests).
+fn key(id: u32) -> SecretKey {
+    let mut bytes = [0x5a; 32];
+    bytes[..4].copy_from_slice(&id.to_le_bytes());
+    SecretKey::from_bytes(bytes)
+}
+
+/// The pinned public keys of members 0..16.
+fn trust() -> Trust {
+    (0..16).map(|i| (ProcessId(i), key(i).public())).collect()
 }
 
 /// Log events of every member, kept for the assertions (and printed: the harness shows them
@@ -88,14 +101,15 @@ async fn bind() -> TcpListener {
     TcpListener::from_std(l).unwrap()
 }
 
-fn identity(id: u32, secret: &[u8], spec: &str, epoch: u64) -> Identity {
-    Identity::new(ProcessId(id), secret, lkcs::net::spec_hash(spec), epoch)
+fn identity(id: u32, spec: &str, epoch: u64) -> Identity {
+    Identity::new(ProcessId(id), key(id), lkcs::net::spec_hash(spec), epoch)
 }
 
 fn config(identity: Identity, peers: &[(u32, SocketAddr)], logs: &Logs) -> NetConfig {
     NetConfig {
         identity,
         peers: peers.iter().map(|&(p, a)| (ProcessId(p), a)).collect(),
+        keys: trust(),
         timing: fast_timing(),
         log: logs.logger(),
     }
@@ -114,6 +128,180 @@ struct Proxy {
 impl Drop for Proxy {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+/// What a man-in-the-middle does to the dialler's bytes, once per connection, past the
+/// handshake (about 150 bytes on each side).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tamper {
+    /// Flips one bit of one byte.
+    Flip,
+    /// Inserts 24 random bytes.
+    Inject,
+    /// Records the first connection's bytes, and opens a connection of its own to replay
+    /// them every time a later connection starts.
+    Replay,
+    /// Replaces what the dialler sends past the handshake by what the previous connection
+    /// sent past its own: a splice of two sessions.
+    Splice,
+    /// No man in the middle: 500 connections held from 127.0.0.2 to every member (reopened
+    /// as they are closed), and every link reset every 2..20 kB meanwhile.
+    Flood,
+}
+
+/// Bytes past which a tampering proxy acts (the handshake's messages are done by then).
+const PAST_HANDSHAKE: usize = 400;
+
+/// A man-in-the-middle in front of `target`: it applies `tamper` while `active` holds.
+struct Mitm {
+    addr: SocketAddr,
+    active: Arc<AtomicBool>,
+    hits: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Mitm {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Mitm {
+    async fn start(target: SocketAddr, tamper: Tamper, seed: u64) -> Mitm {
+        let listener = bind().await;
+        let addr = listener.local_addr().unwrap();
+        let active = Arc::new(AtomicBool::new(true));
+        let hits = Arc::new(AtomicUsize::new(0));
+        let (act, h) = (active.clone(), hits.clone());
+        let task = tokio::spawn(async move {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            // the client's bytes of the previous connection
+            let recorded: Arc<Mutex<Vec<u8>>> = Arc::default();
+            loop {
+                let Ok((client, _)) = listener.accept().await else {
+                    continue;
+                };
+                let Ok(server) = TcpStream::connect(target).await else {
+                    continue;
+                };
+                let on = act.load(Ordering::SeqCst);
+                if on && tamper == Tamper::Replay {
+                    let old = recorded.lock().unwrap().clone();
+                    if !old.is_empty() {
+                        let h = h.clone();
+                        tokio::spawn(async move {
+                            if let Ok(mut s) = TcpStream::connect(target).await {
+                                let _ = s.write_all(&old).await;
+                                h.fetch_add(1, Ordering::SeqCst);
+                                let mut sink = [0u8; 4096];
+                                let _ = tokio::time::timeout(Duration::from_secs(3), async {
+                                    while let Ok(n) = s.read(&mut sink).await {
+                                        if n == 0 {
+                                            break;
+                                        }
+                                    }
+                                })
+                                .await;
+                            }
+                        });
+                    }
+                }
+                let at = PAST_HANDSHAKE + rng.random_range(0..2000);
+                let bit = 1u8 << rng.random_range(0..8);
+                tokio::spawn(mitm_pump(
+                    client,
+                    server,
+                    if on { Some(tamper) } else { None },
+                    at,
+                    bit,
+                    recorded.clone(),
+                    h.clone(),
+                ));
+            }
+        });
+        Mitm {
+            addr,
+            active,
+            hits,
+            task,
+        }
+    }
+
+    fn stop(&self) {
+        self.active.store(false, Ordering::SeqCst);
+    }
+
+    fn hits(&self) -> usize {
+        self.hits.load(Ordering::SeqCst)
+    }
+}
+
+/// Carries one connection, tampering with the client's bytes at offset `at` (once).
+async fn mitm_pump(
+    mut client: TcpStream,
+    mut server: TcpStream,
+    tamper: Option<Tamper>,
+    at: usize,
+    bit: u8,
+    recorded: Arc<Mutex<Vec<u8>>>,
+    hits: Arc<AtomicUsize>,
+) {
+    let previous = recorded.lock().unwrap().clone();
+    let mut mine = Vec::new();
+    let (mut ca, mut sa) = ([0u8; 4096], [0u8; 4096]);
+    let mut from_client = 0usize;
+    let mut done = false;
+    loop {
+        tokio::select! {
+            r = client.read(&mut ca) => {
+                let n = match r { Ok(0) | Err(_) => break, Ok(n) => n };
+                let mut bytes = ca[..n].to_vec();
+                if mine.len() < 64 * 1024 {
+                    mine.extend_from_slice(&bytes);
+                }
+                let start = from_client;
+                from_client += n;
+                if !done && from_client > at {
+                    let i = at.saturating_sub(start).min(n - 1);
+                    match tamper {
+                        Some(Tamper::Flip) => {
+                            bytes[i] ^= bit;
+                            done = true;
+                        }
+                        Some(Tamper::Inject) => {
+                            let junk: Vec<u8> = (0..24).map(|k| (k as u8).wrapping_mul(37) ^ bit).collect();
+                            bytes.splice(i..i, junk);
+                            done = true;
+                        }
+                        Some(Tamper::Splice) if previous.len() > at => {
+                            // the previous session's bytes from the same offset on
+                            bytes = previous[at..].to_vec();
+                            done = true;
+                        }
+                        // no session recorded yet: end this one, so there is one
+                        Some(Tamper::Splice | Tamper::Replay) if previous.len() <= PAST_HANDSHAKE => {
+                            if mine.len() > PAST_HANDSHAKE {
+                                *recorded.lock().unwrap() = mine.clone();
+                            }
+                            break;
+                        }
+                        _ => {}
+                    }
+                    if done {
+                        hits.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+                if server.write_all(&bytes).await.is_err() { break; }
+            }
+            r = server.read(&mut sa) => {
+                let n = match r { Ok(0) | Err(_) => break, Ok(n) => n };
+                if client.write_all(&sa[..n]).await.is_err() { break; }
+            }
+        }
+    }
+    if mine.len() > PAST_HANDSHAKE {
+        *recorded.lock().unwrap() = mine;
     }
 }
 
@@ -205,17 +393,11 @@ async fn links_deliver_once_in_order_through_resets() {
     let (l0, l1) = (bind().await, bind().await);
     let proxy = Proxy::start(l1.local_addr().unwrap(), Some(300..3000), 7).await;
     let spec = "link test";
-    let mut n0: Net<u64> = Net::start(
-        config(identity(0, SECRET, spec, 1), &[(1, proxy.addr)], &logs),
-        l0,
-    )
-    .unwrap();
+    let mut n0: Net<u64> =
+        Net::start(config(identity(0, spec, 1), &[(1, proxy.addr)], &logs), l0).unwrap();
     let l0_addr = n0.local_addr();
-    let mut n1: Net<u64> = Net::start(
-        config(identity(1, SECRET, spec, 1), &[(0, l0_addr)], &logs),
-        l1,
-    )
-    .unwrap();
+    let mut n1: Net<u64> =
+        Net::start(config(identity(1, spec, 1), &[(0, l0_addr)], &logs), l1).unwrap();
     let count = 3000u64;
     let run = async {
         let mut got0 = Vec::new();
@@ -289,22 +471,105 @@ async fn refused_on_both_sides(
     logs
 }
 
+/// P0 holds a key that is pinned for no member: P1 refuses it (the channel authenticated a
+/// key it does not know) and tells it why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wrong_secret_is_refused_on_both_sides() {
+async fn a_key_pinned_for_no_member_is_refused_on_both_sides() {
+    let stranger = SecretKey::from_bytes([7; 32]);
     refused_on_both_sides(
-        identity(0, b"secret A", SPEC, 1),
-        identity(1, b"secret B", SPEC, 1),
-        |e| matches!(e, HandshakeError::AuthFailed { from } if *from == ProcessId(1)),
-        |e| matches!(e, HandshakeError::AuthFailed { from } if *from == ProcessId(0)),
+        Identity::new(
+            ProcessId(0),
+            stranger.clone(),
+            lkcs::net::spec_hash(SPEC),
+            1,
+        ),
+        identity(1, SPEC, 1),
+        |e| matches!(e, HandshakeError::Refused(Refusal::AuthFailed)),
+        |e| matches!(e, HandshakeError::UnknownKey(k) if *k == stranger.public()),
     )
     .await;
+}
+
+/// P1 answers with a key that is not the one pinned for P1: P0 refuses it before it says
+/// anything about itself (P1 only sees the handshake end).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_dialled_with_another_key_is_refused() {
+    let logs = Logs::default();
+    let (l0, l1) = (bind().await, bind().await);
+    let (a0, a1) = (l0.local_addr().unwrap(), l1.local_addr().unwrap());
+    let _n0: Net<u64> = Net::start(config(identity(0, SPEC, 1), &[(1, a1)], &logs), l0).unwrap();
+    let impostor = Identity::new(ProcessId(1), key(2), lkcs::net::spec_hash(SPEC), 1);
+    let _n1: Net<u64> = Net::start(config(impostor, &[(0, a0)], &logs), l1).unwrap();
+    logs.wait_for("P0 refuses P1's key", |p, e| {
+        p == ProcessId(0)
+            && matches!(e, LogEvent::Refused { error: HandshakeError::AuthFailed { from }, .. } if *from == ProcessId(1))
+    })
+    .await;
+    assert!(!logs.any(|_, e| matches!(e, LogEvent::Connected { .. })));
+}
+
+/// P2 presents its own valid key while claiming to be P0 (to P1, which takes connections
+/// from P0): refused, and named; the real P0 then connects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_claiming_another_id_is_refused() {
+    let logs = Logs::default();
+    let (l0, l1) = (bind().await, bind().await);
+    let a1 = l1.local_addr().unwrap();
+    let unused: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let mut n1: Net<u64> =
+        Net::start(config(identity(1, SPEC, 1), &[(0, unused)], &logs), l1).unwrap();
+    // P2's key, P0's id
+    let liar = Identity::new(ProcessId(0), key(2), lkcs::net::spec_hash(SPEC), 1);
+    let liar_logs = Logs::default();
+    let liar_net: Net<u64> = Net::start(config(liar, &[(1, a1)], &liar_logs), l0).unwrap();
+    logs.wait_for("P1 refuses the liar", |p, e| {
+        p == ProcessId(1)
+            && matches!(
+                e,
+                LogEvent::Refused {
+                    error: HandshakeError::IdMismatch { claimed, authenticated },
+                    ..
+                } if *claimed == ProcessId(0) && *authenticated == ProcessId(2)
+            )
+    })
+    .await;
+    liar_logs
+        .wait_for("the liar is told", |_, e| {
+            matches!(
+                e,
+                LogEvent::Refused {
+                    error: HandshakeError::Refused(Refusal::AuthFailed),
+                    ..
+                }
+            )
+        })
+        .await;
+    drop(liar_net);
+    assert!(!logs.any(|_, e| matches!(e, LogEvent::Connected { .. })));
+    // the real P0
+    let n0: Net<u64> = Net::start(
+        config(identity(0, SPEC, 1), &[(1, a1)], &logs),
+        bind().await,
+    )
+    .unwrap();
+    n0.send(ProcessId(1), 7).unwrap();
+    let got = tokio::time::timeout(GUARD, async {
+        loop {
+            if let Some(NetEvent::Message { from, msg }) = n1.recv().await {
+                return (from, msg);
+            }
+        }
+    })
+    .await
+    .expect("hang guard");
+    assert_eq!(got, (ProcessId(0), 7));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_different_spec_is_refused_on_both_sides() {
     let logs = refused_on_both_sides(
-        identity(0, SECRET, SPEC, 1),
-        identity(1, SECRET, "maekawa complete:4 k=2", 1),
+        identity(0, SPEC, 1),
+        identity(1, "maekawa complete:4 k=2", 1),
         |e| matches!(e, HandshakeError::SpecMismatch { .. }),
         |e| matches!(e, HandshakeError::SpecMismatch { .. }),
     )
@@ -320,8 +585,8 @@ async fn a_different_spec_is_refused_on_both_sides() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_different_epoch_is_refused_on_both_sides() {
     refused_on_both_sides(
-        identity(0, SECRET, SPEC, 1),
-        identity(1, SECRET, SPEC, 2),
+        identity(0, SPEC, 1),
+        identity(1, SPEC, 2),
         |e| {
             matches!(
                 e,
@@ -353,13 +618,9 @@ async fn a_non_neighbour_is_refused_on_both_sides() {
     let (l0, l1) = (bind().await, bind().await);
     let a1 = l1.local_addr().unwrap();
     let unused: SocketAddr = "127.0.0.1:9".parse().unwrap();
-    let _n1: Net<u64> = Net::start(
-        config(identity(1, SECRET, SPEC, 1), &[(2, unused)], &logs),
-        l1,
-    )
-    .unwrap();
-    let _n0: Net<u64> =
-        Net::start(config(identity(0, SECRET, SPEC, 1), &[(1, a1)], &logs), l0).unwrap();
+    let _n1: Net<u64> =
+        Net::start(config(identity(1, SPEC, 1), &[(2, unused)], &logs), l1).unwrap();
+    let _n0: Net<u64> = Net::start(config(identity(0, SPEC, 1), &[(1, a1)], &logs), l0).unwrap();
     logs.wait_for("P1 refuses P0", |p, e| {
         p == ProcessId(1)
             && matches!(e, LogEvent::Refused { error: HandshakeError::NotAPeer { from }, .. } if *from == ProcessId(0))
@@ -387,11 +648,8 @@ async fn garbage_is_dropped_and_the_node_keeps_serving() {
     let l1 = bind().await;
     let a1 = l1.local_addr().unwrap();
     let unused: SocketAddr = "127.0.0.1:9".parse().unwrap();
-    let mut n1: Net<u64> = Net::start(
-        config(identity(1, SECRET, SPEC, 1), &[(0, unused)], &logs),
-        l1,
-    )
-    .unwrap();
+    let mut n1: Net<u64> =
+        Net::start(config(identity(1, SPEC, 1), &[(0, unused)], &logs), l1).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     let mut junk: Vec<Vec<u8>> = vec![
         vec![0xff, 0xff, 0xff, 0xff, 1, 2, 3], // 4 GiB announced
@@ -408,12 +666,12 @@ async fn garbage_is_dropped_and_the_node_keeps_serving() {
         let _ = s.write_all(bytes).await;
         silent.push(s); // kept open: some wait for the handshake timeout
     }
-    logs.wait_for("a frame refused", |p, e| {
+    logs.wait_for("a handshake message refused", |p, e| {
         p == ProcessId(1)
             && matches!(
                 e,
                 LogEvent::Refused {
-                    error: HandshakeError::Frame(_),
+                    error: HandshakeError::Crypto(_),
                     ..
                 }
             )
@@ -421,8 +679,7 @@ async fn garbage_is_dropped_and_the_node_keeps_serving() {
     .await;
     // now a real member
     let l0 = bind().await;
-    let n0: Net<u64> =
-        Net::start(config(identity(0, SECRET, SPEC, 1), &[(1, a1)], &logs), l0).unwrap();
+    let n0: Net<u64> = Net::start(config(identity(0, SPEC, 1), &[(1, a1)], &logs), l0).unwrap();
     n0.send(ProcessId(1), 42).unwrap();
     let got = tokio::time::timeout(GUARD, async {
         loop {
@@ -452,6 +709,14 @@ struct Outcome {
     max_in_cs: usize,
     /// Connections the proxies cut.
     resets: usize,
+    /// Frames on live links that failed to open (`LogEvent::Tampered`).
+    tampered: usize,
+    /// Handshakes refused because a message did not verify.
+    forged_handshakes: usize,
+    /// Times the men in the middle acted.
+    hits: usize,
+    /// Connections shed before any cryptography (not a peer's host).
+    shed: usize,
 }
 
 /// Runs the built system as one node per member on 127.0.0.1, each member cycling `pairs`
@@ -461,6 +726,41 @@ struct Outcome {
 struct Cluster {
     pairs: usize,
     cut: Option<Range<usize>>,
+}
+
+/// [`Cluster`] with a man-in-the-middle on every link, tampering for `attack` and then
+/// stopping, so the links must resume.
+struct Attacked {
+    pairs: usize,
+    tamper: Tamper,
+    attack: Duration,
+}
+
+impl SystemVisitor for Attacked {
+    type Output = Outcome;
+    fn visit<A: CsObject>(
+        self,
+        instance: &Instance,
+        initial: &[CsState],
+        procs: Vec<A>,
+    ) -> Outcome {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let cluster = Cluster {
+            pairs: self.pairs,
+            cut: None,
+        };
+        rt.block_on(run_cluster_with(
+            cluster,
+            Some((self.tamper, self.attack)),
+            instance.clone(),
+            initial.to_vec(),
+            procs,
+        ))
+    }
 }
 
 impl SystemVisitor for Cluster {
@@ -492,6 +792,16 @@ async fn run_cluster<A: CsObject>(
     initial: Vec<CsState>,
     procs: Vec<A>,
 ) -> Outcome {
+    run_cluster_with(cluster, None, inst, initial, procs).await
+}
+
+async fn run_cluster_with<A: CsObject>(
+    cluster: Cluster,
+    attack: Option<(Tamper, Duration)>,
+    inst: Instance,
+    initial: Vec<CsState>,
+    procs: Vec<A>,
+) -> Outcome {
     let n = procs.len();
     let logs = Logs::default();
     let mut listeners = Vec::new();
@@ -500,10 +810,24 @@ async fn run_cluster<A: CsObject>(
     }
     let addrs: Vec<SocketAddr> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
     let mut proxies = Vec::new();
+    let mut mitms: Vec<Mitm> = Vec::new();
     let mut dial = BTreeMap::new(); // (i, j), i < j: where i dials j
     for (i, j) in inst.topology().edges() {
         let (i, j) = (i.min(j), i.max(j));
         let addr = match &cluster.cut {
+            _ if matches!(attack, Some((Tamper::Flood, _))) => {
+                let p = Proxy::start(addrs[j.index()], Some(2000..20000), u64::from(j.0)).await;
+                let a = p.addr;
+                proxies.push(p);
+                a
+            }
+            _ if attack.is_some() => {
+                let (tamper, _) = attack.unwrap();
+                let m = Mitm::start(addrs[j.index()], tamper, u64::from(j.0)).await;
+                let a = m.addr;
+                mitms.push(m);
+                a
+            }
             Some(cut) => {
                 let p = Proxy::start(addrs[j.index()], Some(cut.clone()), u64::from(j.0)).await;
                 let a = p.addr;
@@ -556,8 +880,9 @@ async fn run_cluster<A: CsObject>(
             })
             .collect();
         let cfg = NetConfig {
-            identity: Identity::new(me, SECRET, lkcs::net::spec_hash(SPEC), 1),
+            identity: Identity::new(me, key(me.0), lkcs::net::spec_hash(SPEC), 1),
             peers,
+            keys: trust(),
             timing: fast_timing(),
             log: logs.logger(),
         };
@@ -607,7 +932,35 @@ async fn run_cluster<A: CsObject>(
             w.await.unwrap();
         }
     };
+    let flooding = Arc::new(AtomicBool::new(true));
+    let flooders: Vec<_> = match attack {
+        Some((Tamper::Flood, _)) => addrs
+            .iter()
+            .map(|&target| tokio::spawn(flood(target, 500, flooding.clone())))
+            .collect(),
+        _ => Vec::new(),
+    };
+    // the attack stops after its time: the links must resume and the run complete
+    let stopper = attack.map(|(_, d)| {
+        let mitms: Vec<Arc<AtomicBool>> = mitms.iter().map(|m| m.active.clone()).collect();
+        tokio::spawn(async move {
+            tokio::time::sleep(d).await;
+            for m in mitms {
+                m.store(false, Ordering::SeqCst);
+            }
+        })
+    });
     tokio::time::timeout(GUARD, all).await.expect("hang guard");
+    if let Some(s) = stopper {
+        s.abort();
+    }
+    flooding.store(false, Ordering::SeqCst);
+    for f in flooders {
+        f.abort();
+    }
+    for m in &mitms {
+        m.stop();
+    }
     for h in &handles {
         h.shutdown();
     }
@@ -621,7 +974,122 @@ async fn run_cluster<A: CsObject>(
         violations: m.violations.clone(),
         max_in_cs: m.max_in_cs,
         resets: proxies.iter().map(Proxy::resets).sum(),
+        tampered: logs.count(|_, e| matches!(e, LogEvent::Tampered { .. })),
+        forged_handshakes: logs.count(|_, e| {
+            matches!(
+                e,
+                LogEvent::Refused {
+                    error: HandshakeError::Crypto(_),
+                    ..
+                }
+            )
+        }),
+        hits: mitms.iter().map(Mitm::hits).sum(),
+        shed: logs.count(|_, e| {
+            matches!(
+                e,
+                LogEvent::Refused {
+                    error: HandshakeError::Shed(_),
+                    ..
+                }
+            )
+        }),
     }
+}
+
+/// Holds up to `count` connections from 127.0.0.2 to `target`, reopening them as they are
+/// closed, while `on` holds.
+async fn flood(target: SocketAddr, count: usize, on: Arc<AtomicBool>) {
+    let mut held: Vec<TcpStream> = Vec::new();
+    while on.load(Ordering::SeqCst) {
+        // keep what is still open (a read would block); the node closed the rest
+        held.retain(|s| {
+            let mut b = [0u8; 1];
+            matches!(s.try_read(&mut b), Err(ref e) if e.kind() == std::io::ErrorKind::WouldBlock)
+        });
+        while held.len() < count {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            if socket.bind("127.0.0.2:0".parse().unwrap()).is_err() {
+                break;
+            }
+            match tokio::time::timeout(Duration::from_millis(200), socket.connect(target)).await {
+                Ok(Ok(s)) => held.push(s),
+                _ => break,
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Maekawa on 4 nodes under a man-in-the-middle on every link for the first second: no
+/// bound breaks, every move completes after the attack stops, and the logs name it.
+fn attacked(tamper: Tamper) -> Outcome {
+    let s = spec(
+        Algorithm::Maekawa,
+        Topology::complete(4).unwrap(),
+        None,
+        Some(1),
+    );
+    let out = s
+        .build(Attacked {
+            pairs: 150,
+            tamper,
+            attack: Duration::from_secs(1),
+        })
+        .unwrap();
+    assert_eq!(out.violations, Vec::<String>::new(), "{tamper:?}");
+    assert_eq!(out.moves, 4 * 300, "{tamper:?}: every move completes");
+    assert_eq!(out.max_in_cs, 1, "{tamper:?}");
+    assert!(out.hits > 0, "{tamper:?}: the attacker never acted");
+    out
+}
+
+/// 500 connections held from 127.0.0.2 to every member, and every link reset every 2..20 kB
+/// meanwhile: the flood is shed before any cryptography, the run completes, no bound
+/// breaks. (How fast, against no flood: examples/net_bench.rs, docs/measurements/net.md.)
+#[test]
+fn a_flood_from_another_address_is_shed_and_the_cluster_completes() {
+    let s = spec(
+        Algorithm::Maekawa,
+        Topology::complete(4).unwrap(),
+        None,
+        Some(1),
+    );
+    let out = s
+        .build(Attacked {
+            pairs: 150,
+            tamper: Tamper::Flood,
+            attack: Duration::from_secs(60),
+        })
+        .unwrap();
+    assert_eq!(out.violations, Vec::<String>::new());
+    assert_eq!(out.moves, 4 * 300, "every move completes");
+    assert!(out.resets > 0, "no link was reset: {out:?}");
+    assert!(out.shed > 0, "nothing was shed: {out:?}");
+}
+
+#[test]
+fn a_flipped_byte_is_named_and_the_links_resume() {
+    let out = attacked(Tamper::Flip);
+    assert!(out.tampered > 0, "{out:?}");
+}
+
+#[test]
+fn injected_bytes_are_named_and_the_links_resume() {
+    let out = attacked(Tamper::Inject);
+    assert!(out.tampered > 0, "{out:?}");
+}
+
+#[test]
+fn a_replayed_session_is_refused_and_the_links_resume() {
+    let out = attacked(Tamper::Replay);
+    assert!(out.forged_handshakes > 0, "{out:?}");
+}
+
+#[test]
+fn spliced_sessions_are_named_and_the_links_resume() {
+    let out = attacked(Tamper::Splice);
+    assert!(out.tampered + out.forged_handshakes > 0, "{out:?}");
 }
 
 fn spec(
@@ -784,8 +1252,9 @@ async fn partition<A: CsObject>(procs: Vec<A>) {
     let mut handles = Vec::new();
     for (i, (obj, listener)) in procs.into_iter().zip(listeners).enumerate() {
         let cfg = NetConfig {
-            identity: Identity::new(ProcessId(i as u32), SECRET, spec, 1),
+            identity: Identity::new(ProcessId(i as u32), key(i as u32), spec, 1),
             peers: peers_of(i),
+            keys: trust(),
             timing,
             log: logs.logger(),
         };
@@ -846,8 +1315,9 @@ async fn partition<A: CsObject>(procs: Vec<A>) {
     h0.shutdown();
     let l0 = bind().await;
     let cfg = NetConfig {
-        identity: Identity::new(ProcessId(0), SECRET, spec, 1),
+        identity: Identity::new(ProcessId(0), key(0), spec, 1),
         peers: peers_of(0),
+        keys: trust(),
         timing,
         log: logs.logger(),
     };
@@ -878,15 +1348,32 @@ async fn partition<A: CsObject>(procs: Vec<A>) {
     }
 }
 
+/// A cluster file's text with `quota` and members on `ports`, their private keys written
+/// (mode 600) to a scratch folder and named by absolute path.
 fn cluster_file(quota: &str, ports: &[u16]) -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "lkcs-net-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
     let members: String = ports
         .iter()
         .enumerate()
-        .map(|(i, p)| format!("{i} = \"127.0.0.1:{p}\"\n"))
+        .map(|(i, p)| {
+            let sk = SecretKey::generate();
+            let path = dir.join(format!("{i}.key"));
+            lkcs::net::cluster::write_key(&path, i, &sk).unwrap();
+            format!(
+                "[members.{i}]\naddress = \"127.0.0.1:{p}\"\npublic_key = \"{}\"\nprivate_key = {:?}\n",
+                sk.public(),
+                path.display().to_string()
+            )
+        })
         .collect();
-    format!(
-        "secret = \"tests/net.rs cluster secret\"\n[quota]\n{quota}\n[members]\n{members}[timing]\nheartbeat_ms = 50\npeer_timeout_ms = 500\n"
-    )
+    format!("[quota]\n{quota}\n{members}[timing]\nheartbeat_ms = 50\npeer_timeout_ms = 500\n")
 }
 
 /// Members `0..n` of a cluster with this `[quota]` on free ports, started in this process.
@@ -977,7 +1464,7 @@ async fn two_sides_sending_large_backlogs_both_get_everything() {
     let logs = Logs::default();
     let (l0, l1) = (bind().await, bind().await);
     let (a0, a1) = (l0.local_addr().unwrap(), l1.local_addr().unwrap());
-    let id = |i| identity(i, SECRET, SPEC, 1);
+    let id = |i| identity(i, SPEC, 1);
     let mut n0: Net<Vec<u8>> = Net::start(config(id(0), &[(1, a1)], &logs), l0).unwrap();
     let mut n1: Net<Vec<u8>> = Net::start(config(id(1), &[(0, a0)], &logs), l1).unwrap();
     // 2,000 messages of 2,000 bytes each way: about 4 MB, beyond the loopback buffers
@@ -1056,8 +1543,9 @@ async fn faulty_pair(logs: &Logs, timing: Timing) -> (NodeHandle, NodeHandle) {
     let spec = lkcs::net::spec_hash("faulty complete:2");
     let start = |me: u32, listener, peer_addr| {
         let cfg = NetConfig {
-            identity: Identity::new(ProcessId(me), SECRET, spec, 1),
+            identity: Identity::new(ProcessId(me), key(me), spec, 1),
             peers: BTreeMap::from([(ProcessId(1 - me), peer_addr)]),
+            keys: trust(),
             timing,
             log: logs.logger(),
         };

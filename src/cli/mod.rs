@@ -1,7 +1,8 @@
 //! Modules of the `lkcs` binary only (the library does not see them): the readable summary
-//! of `lkcs simulate`, the `lkcs sweep` subcommand with its grid, CSV and plots, and
-//! `lkcs node`.
+//! of `lkcs simulate`, the `lkcs sweep` subcommand with its grid, CSV and plots, `lkcs cluster init`
+//! and `lkcs node`.
 
+pub(crate) mod cluster;
 pub(crate) mod formula;
 pub(crate) mod node;
 pub(crate) mod plot;

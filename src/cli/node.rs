@@ -2,7 +2,7 @@
 //! a line protocol on stdin/stdout or by the cycle workload.
 
 use clap::Args;
-use lkcs::net::{Cluster, LogEvent, Logger, NodeError, NodeHandle, NodeStatus, Observer};
+use lkcs::net::{Cluster, NodeError, NodeHandle, NodeStatus, Observer};
 use lkcs::{CsState, ProcessId, Sequence, Stats, Waiting};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,7 +16,8 @@ const MAX_PAIRS: usize = 1_000_000_000;
 /// Options of `lkcs node`.
 #[derive(Args)]
 pub struct NodeArgs {
-    /// The cluster file (TOML: members, quota, secret; see `lkcs node --help`).
+    /// The cluster file (TOML: members, their keys, the quota; `lkcs cluster init` writes
+    /// one).
     #[arg(long, value_name = "FILE")]
     cluster: PathBuf,
     /// This node's member id in the cluster file.
@@ -40,10 +41,18 @@ pub struct NodeArgs {
     /// The cycle workload waits this long for every neighbour to connect before it starts.
     #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
     start_timeout: f64,
-    /// Log every link event to stderr (default: refusals, drops, unreachable and lost
-    /// peers).
+    /// Log every link event to stderr (as --log-level debug).
     #[arg(long)]
     verbose: bool,
+    /// The log filter: error, warn, info (default), debug, trace, or a `tracing` filter
+    /// (e.g. `lkcs::net=debug`). Without it, RUST_LOG when set.
+    #[arg(long, value_name = "LEVEL")]
+    log_level: Option<String>,
+    /// Accept the example keys published in examples/ (and skip the checks of their
+    /// files' modes, which git does not keep): local tests only, anyone can impersonate
+    /// their members.
+    #[arg(long)]
+    allow_example_keys: bool,
     /// Report every change of the member's state to a monitor at ADDR and wait for its
     /// answer before the change can be seen by anyone (tests; see docs/net.md).
     #[arg(long, value_name = "ADDR")]
@@ -52,7 +61,8 @@ pub struct NodeArgs {
 
 /// The long help: the cluster file and the line protocol.
 pub const LONG_ABOUT: &str = "Run one member of a cluster: its CS object over authenticated, \
-reliable TCP links to its neighbours.
+encrypted, reliable TCP links to its neighbours (the Noise protocol; one key pair per member, \
+written by `lkcs cluster init`).
 
 Without --workload the node serves a line protocol on stdin/stdout, one command per line:
   enter [TIMEOUT_MS]   become active (blocks while entering would break a bound)
@@ -69,30 +79,39 @@ every member has made its own, prints its report (the fields of `lkcs simulate`,
 times in ms) and exits 0; it exits 1 with an `error:` line naming the peer when a peer
 becomes unreachable first.
 
+Logs go to stderr through `tracing`, one line per event with a timestamp and a level
+(--log-level, or RUST_LOG).
+
 Exit codes: 0 done; 1 a peer became unreachable (or a neighbour never connected); 2 bad
-input.";
+input, including a private key or cluster file that group or others may read, and an
+example key without --allow-example-keys (the line names the file).";
 
 /// The cluster file's format, after the options.
-pub const FILE_HELP: &str = "Cluster file (TOML):
-  secret = \"at least 16 bytes, the same in every member's file\"
+pub const FILE_HELP: &str = "Cluster file (TOML; `lkcs cluster init` writes one):
   epoch = 1                       # bump to restart the whole cluster
   [quota]                         # the options of `lkcs simulate`
   algorithm = \"gcs\"
   topology = \"complete:3\"         # default complete:N over the members
   l = 1
   k = 2
-  [members]
-  0 = \"127.0.0.1:7411\"
-  1 = \"127.0.0.1:7412\"
-  2 = \"127.0.0.1:7413\"
+  [members.0]
+  address = \"127.0.0.1:7411\"
+  public_key = \"64 hex digits\"    # pinned: member 0 is whoever holds its private key
+  private_key = \"keys/0.key\"      # relative to the file; needed on member 0's host only
+  # [members.1], [members.2] alike
   [timing]                        # optional, milliseconds
   peer_timeout_ms = 3000
-The members refuse each other unless their quotas are the same (a hash of its canonical text
-is compared at the handshake), their secrets match and they run the same epoch.";
+The members refuse each other unless each holds the private key of the public key pinned for
+its id, their quotas are the same (a hash of its canonical text is compared at the
+handshake) and they run the same epoch.";
 
 /// Runs `lkcs node`.
 pub fn run(args: &NodeArgs) -> ExitCode {
-    let cluster = match Cluster::load(&args.cluster) {
+    if let Err(e) = init_logs(args) {
+        warn!("error: {e}");
+        return ExitCode::from(2);
+    }
+    let mut cluster = match Cluster::load(&args.cluster) {
         Ok(c) => c,
         Err(e) => {
             for p in &e.problems {
@@ -101,6 +120,7 @@ pub fn run(args: &NodeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    cluster.allow_example_keys(args.allow_example_keys);
     let mut problems = Vec::new();
     if args.id >= cluster.len() {
         problems.push(format!(
@@ -117,6 +137,12 @@ pub fn run(args: &NodeArgs) -> ExitCode {
     }
     if args.workload.is_none() && args.json {
         problems.push("--json applies to --workload cycle".into());
+    }
+    if args.id < cluster.len() {
+        // the key and the files' modes, before anything listens
+        if let Err(e) = cluster.member_key(ProcessId(args.id as u32)) {
+            problems.push(e.to_string());
+        }
     }
     if !problems.is_empty() {
         for p in problems {
@@ -143,24 +169,25 @@ pub fn run(args: &NodeArgs) -> ExitCode {
     code
 }
 
-fn logger(verbose: bool) -> Logger {
-    Arc::new(move |me, event| {
-        let noisy = matches!(
-            event,
-            LogEvent::Connected { .. } | LogEvent::Disconnected { .. }
-        ) || matches!(
-            event,
-            // dialling a peer that is not listening yet
-            LogEvent::Refused {
-                peer: Some(_),
-                error: lkcs::net::HandshakeError::Io(e),
-                ..
-            } if e.contains("refused")
-        );
-        if verbose || !noisy {
-            warn!("lkcs-net {me}: {event}");
+/// Sends the `tracing` events (the links' log) to stderr: a timestamp, a level, the event.
+fn init_logs(args: &NodeArgs) -> Result<(), String> {
+    use tracing_subscriber::EnvFilter;
+    let filter = match (&args.log_level, args.verbose) {
+        (Some(level), _) => {
+            EnvFilter::try_new(level).map_err(|e| format!("--log-level `{level}`: {e}"))?
         }
-    })
+        (None, true) => EnvFilter::new("debug"),
+        (None, false) => {
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"))
+        }
+    };
+    // a second subscriber (never, in the binary) keeps the first
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+    Ok(())
 }
 
 /// The test monitor's side in the node: a blocking round trip per state change, made inside
@@ -214,7 +241,7 @@ async fn node(cluster: &Cluster, args: &NodeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let handle = match cluster.spawn(me, listener, observer, logger(args.verbose)) {
+    let handle = match cluster.spawn(me, listener, observer, lkcs::net::tracing_logger()) {
         Ok(h) => h,
         Err(e) => {
             warn!("error: {e}");

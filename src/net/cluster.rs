@@ -1,7 +1,7 @@
-//! The cluster file: who the members are, what quota they run, and the shared secret.
+//! The cluster file: who the members are, how each is authenticated, and what quota they
+//! run. `lkcs cluster init` writes one, with a key pair per member.
 //!
 //! ```toml
-//! secret = "a shared secret of at least 16 characters"
 //! epoch = 1                      # bump it to restart the cluster as a whole
 //!
 //! [quota]                        # the vocabulary of `lkcs simulate`
@@ -10,10 +10,11 @@
 //! l = 1
 //! k = 2
 //!
-//! [members]                      # member id -> address (ids 0..N-1, each once)
-//! 0 = "127.0.0.1:7411"
-//! 1 = "127.0.0.1:7412"
-//! 2 = "127.0.0.1:7413"
+//! [members.0]                    # member ids 0..N-1, each once
+//! address = "127.0.0.1:7411"
+//! public_key = "64 hex digits"   # pinned: the channel authenticates member 0 by it
+//! private_key = "keys/0.key"     # relative to this file; only member 0's host needs it
+//! # [members.1], [members.2] alike
 //!
 //! [timing]                       # optional, milliseconds
 //! peer_timeout_ms = 3000
@@ -25,8 +26,16 @@
 //! whole system from it and runs its own process of it, so every member must read the same
 //! quota: the handshake compares the SHA-256 of its canonical text ([`Cluster::canonical`]:
 //! the options in a fixed order, the resolved initial configuration and the member ids, not
-//! the addresses, the secret or the timing) and refuses a peer whose hash differs.
+//! the addresses, the keys or the timing) and refuses a peer whose hash differs.
+//!
+//! A member's private key file holds 64 hex digits (lines starting with `#` are comments).
+//! [`Cluster::member_key`] refuses, naming the file, a key file or cluster file that group or
+//! others may read or write (as ssh does), a key whose public key is not the pinned one, and
+//! the example keys published with lkcs unless [`Cluster::allow_example_keys`] says so.
+//! The format of the days of the shared secret (`secret = "..."`) is refused with a pointer
+//! to `lkcs cluster init`.
 
+use super::channel::{PublicKey, SecretKey};
 use super::{Identity, NetConfig, NetError, Timing};
 use crate::{
     format_initial, parse_initial, BoundsFile, ConfigError, CsObject, CsState, Instance, Problem,
@@ -36,26 +45,46 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The largest cluster file read.
 const MAX_FILE: u64 = 1 << 20;
 
-/// The shortest secret accepted, in bytes.
-pub const MIN_SECRET: usize = 16;
+/// The largest private key file read.
+const MAX_KEY_FILE: u64 = 4096;
+
+/// The public keys of the example key files in the repository's `examples/` (published, so
+/// anyone can impersonate their members): refused unless allowed for local tests.
+pub const EXAMPLE_KEYS: [&str; 3] = [
+    "1fe01777055b539745e467715567af8e6f1ec4f625dc9494b5bcab02fa145467",
+    "857fc0f5fbd70723dddfc40f93f8fdf749f3619eb7193998e81eec8cbf3e3259",
+    "1435f8310b339b3d8c9f066a83c57dc3b808d2f50b219995cad28565c411cf71",
+];
+
+/// What the old format (a shared secret) is told.
+pub const OLD_FORMAT: &str = "a cluster file with a shared `secret` (the format before one \
+key pair per member) is no longer accepted: create the cluster with `lkcs cluster init`";
 
 /// A cluster file as written.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
-    secret: String,
     #[serde(default = "one")]
     epoch: u64,
     quota: QuotaTable,
-    members: BTreeMap<String, String>,
+    members: BTreeMap<String, MemberTable>,
     #[serde(default)]
     timing: TimingTable,
+}
+
+/// One member of a cluster file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemberTable {
+    address: String,
+    public_key: String,
+    private_key: Option<String>,
 }
 
 fn one() -> u64 {
@@ -88,6 +117,8 @@ struct TimingTable {
     backoff_max_ms: Option<u64>,
     handshake_timeout_ms: Option<u64>,
     max_handshakes: Option<usize>,
+    max_handshakes_per_source: Option<usize>,
+    refusal_log_interval_ms: Option<u64>,
     window: Option<usize>,
 }
 
@@ -96,7 +127,12 @@ struct TimingTable {
 pub struct Cluster {
     spec: SystemSpec,
     members: Vec<SocketAddr>,
-    secret: Vec<u8>,
+    keys: Vec<PublicKey>,
+    /// Each member's private key file, resolved against the cluster file's folder.
+    private_keys: Vec<Option<PathBuf>>,
+    /// The cluster file, when read from one.
+    path: Option<PathBuf>,
+    allow_example_keys: bool,
     epoch: u64,
     timing: Timing,
     initial: Vec<CsState>,
@@ -109,7 +145,8 @@ impl fmt::Debug for Cluster {
         f.debug_struct("Cluster")
             .field("canonical", &self.canonical)
             .field("members", &self.members)
-            .field("secret", &"<hidden>")
+            .field("keys", &self.keys)
+            .field("path", &self.path)
             .field("epoch", &self.epoch)
             .field("timing", &self.timing)
             .finish()
@@ -138,18 +175,31 @@ impl Cluster {
         }
         let text = String::from_utf8(bytes)
             .map_err(|_| ConfigError::one(invalid(format!("{what} is not UTF-8 text"))))?;
-        Cluster::parse(&text).map_err(|e| ConfigError {
+        let base = path.parent().unwrap_or(Path::new(""));
+        let mut cluster = Cluster::parse_in(&text, base).map_err(|e| ConfigError {
             problems: e
                 .problems
                 .into_iter()
                 .map(|p| invalid(format!("{what}: {p}")))
                 .collect(),
-        })
+        })?;
+        cluster.path = Some(path.to_path_buf());
+        Ok(cluster)
     }
 
-    /// Checks the text of a cluster file (see the module doc). Member addresses are
-    /// resolved here (`host:port` is looked up once).
+    /// Checks the text of a cluster file (see the module doc), its private key paths relative
+    /// to the current folder. Member addresses are resolved here (`host:port` is looked up
+    /// once).
     pub fn parse(text: &str) -> Result<Cluster, ConfigError> {
+        Cluster::parse_in(text, Path::new(""))
+    }
+
+    /// [`Cluster::parse`] with the private key paths relative to `base` (the cluster file's
+    /// folder).
+    pub fn parse_in(text: &str, base: &Path) -> Result<Cluster, ConfigError> {
+        if toml::from_str::<toml::Table>(text).is_ok_and(|t| t.contains_key("secret")) {
+            return Err(ConfigError::one(invalid(OLD_FORMAT)));
+        }
         let file: File = toml::from_str(text).map_err(|e| {
             let msg = e.message().to_string();
             let at = e
@@ -162,12 +212,7 @@ impl Cluster {
             ConfigError::one(invalid(format!("not a cluster file{at}: {msg}")))
         })?;
         let mut problems = Vec::new();
-        if file.secret.len() < MIN_SECRET {
-            problems.push(invalid(format!(
-                "secret: at least {MIN_SECRET} bytes (it authenticates the members)"
-            )));
-        }
-        let members = members(&file.members, &mut problems);
+        let (members, keys, private_keys) = members(&file.members, base, &mut problems);
         let timing = timing(&file.timing, &mut problems);
         let q = &file.quota;
         let topology = match &q.topology {
@@ -239,7 +284,10 @@ impl Cluster {
         Ok(Cluster {
             spec,
             members,
-            secret: file.secret.into_bytes(),
+            keys,
+            private_keys,
+            path: None,
+            allow_example_keys: false,
             epoch: file.epoch,
             timing,
             initial,
@@ -261,6 +309,77 @@ impl Cluster {
     /// The member's address.
     pub fn address(&self, id: ProcessId) -> Option<SocketAddr> {
         self.members.get(id.index()).copied()
+    }
+
+    /// The public key pinned for the member.
+    pub fn public_key(&self, id: ProcessId) -> Option<PublicKey> {
+        self.keys.get(id.index()).copied()
+    }
+
+    /// Every member's pinned public key.
+    pub fn trust(&self) -> super::Trust {
+        self.keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (ProcessId(i as u32), *k))
+            .collect()
+    }
+
+    /// The member's private key file, as the cluster file names it (resolved against the
+    /// cluster file's folder).
+    pub fn private_key_path(&self, id: ProcessId) -> Option<&Path> {
+        self.private_keys.get(id.index())?.as_deref()
+    }
+
+    /// Whether [`Cluster::member_key`] accepts the example keys of `examples/` (local tests
+    /// only: they are published). Their files' modes are not checked then (git does not
+    /// keep modes).
+    pub fn allow_example_keys(&mut self, allow: bool) -> &mut Self {
+        self.allow_example_keys = allow;
+        self
+    }
+
+    /// Reads and checks the member's private key: its file must exist, hold 64 hex digits,
+    /// match the pinned public key, be neither an example key (unless allowed) nor, with
+    /// the cluster file, readable or writable by group or others. The error names the
+    /// file.
+    pub fn member_key(&self, id: ProcessId) -> Result<SecretKey, NetError> {
+        let cluster = self.path.as_ref().map_or_else(
+            || "the cluster file".to_string(),
+            |p| p.display().to_string(),
+        );
+        let path = self.private_key_path(id).ok_or_else(|| {
+            NetError::Credentials(format!(
+                "{cluster}: member {} has no private_key on this host",
+                id.index()
+            ))
+        })?;
+        let key = read_key(path)?;
+        let shown = path.display();
+        if Some(key.public()) != self.public_key(id) {
+            return Err(NetError::Credentials(format!(
+                "{shown}: not member {}'s key (its public key is not the one {cluster} pins)",
+                id.index()
+            )));
+        }
+        let example = EXAMPLE_KEYS.contains(&key.public().to_string().as_str());
+        match (example, self.allow_example_keys) {
+            (true, true) => return Ok(key),
+            (true, false) => {
+                return Err(NetError::Credentials(format!(
+                    "{shown}: an example key published with lkcs (anyone can impersonate member \
+                     {}); create your own with `lkcs cluster init`, or pass --allow-example-keys \
+                     for a local test",
+                    id.index()
+                )))
+            }
+            (false, _) => {}
+        }
+        check_private(path)?;
+        if let Some(p) = &self.path {
+            check_private(p)?;
+        }
+        Ok(key)
     }
 
     /// The quota every member runs.
@@ -315,8 +434,9 @@ impl Cluster {
             .map(|&p| (p, self.members[p.index()]))
             .collect();
         Ok(NetConfig {
-            identity: Identity::new(id, self.secret.clone(), self.spec_hash(), self.epoch),
+            identity: Identity::new(id, self.member_key(id)?, self.spec_hash(), self.epoch),
             peers,
+            keys: self.trust(),
             timing: self.timing,
             log,
         })
@@ -347,28 +467,104 @@ impl Cluster {
     }
 }
 
-/// Member ids 0..N-1, each once, with resolvable addresses.
-fn members(table: &BTreeMap<String, String>, problems: &mut Vec<Problem>) -> Vec<SocketAddr> {
+/// Refuses a file that group or others may read or write (as ssh refuses a private key).
+pub fn check_private(path: &Path) -> Result<(), NetError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::metadata(path)
+            .map_err(|e| NetError::Credentials(format!("{}: {e}", path.display())))?;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(NetError::Credentials(format!(
+                "{} is accessible by group or others (mode {mode:03o}): `chmod 600 {}`",
+                path.display(),
+                path.display()
+            )));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+/// Reads a private key file: 64 hex digits, `#` comments.
+fn read_key(path: &Path) -> Result<SecretKey, NetError> {
+    use std::io::Read;
+    let shown = path.display();
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_KEY_FILE).read_to_string(&mut text))
+        .map_err(|e| NetError::Credentials(format!("cannot read the private key {shown}: {e}")))?;
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    match lines.as_slice() {
+        [one] => SecretKey::from_hex(one),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        NetError::Credentials(format!(
+            "{shown}: not a private key (one line of 64 hex digits)"
+        ))
+    })
+}
+
+/// Writes a member's private key file, readable by its owner only.
+pub fn write_key(path: &Path, id: usize, key: &SecretKey) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut f = options.open(path)?;
+    writeln!(
+        f,
+        "# lkcs: the private key of member {id} (X25519); keep it on member {id}'s host only"
+    )?;
+    writeln!(f, "{}", key.to_hex())?;
+    f.sync_all()
+}
+
+/// Member ids 0..N-1, each once, with resolvable addresses and their keys.
+fn members(
+    table: &BTreeMap<String, MemberTable>,
+    base: &Path,
+    problems: &mut Vec<Problem>,
+) -> (Vec<SocketAddr>, Vec<PublicKey>, Vec<Option<PathBuf>>) {
     if table.is_empty() {
         problems.push(invalid("[members]: no member"));
-        return Vec::new();
+        return (Vec::new(), Vec::new(), Vec::new());
     }
     let mut by_id = BTreeMap::new();
-    for (key, addr) in table {
+    for (key, m) in table {
         let Ok(id) = key.trim().parse::<usize>() else {
             problems.push(invalid(format!(
                 "[members]: `{key}` is not a member id (0, 1, 2, ...)"
             )));
             continue;
         };
-        match addr.to_socket_addrs().map(|mut a| a.next()) {
+        let public = PublicKey::from_hex(&m.public_key);
+        if public.is_none() {
+            problems.push(invalid(format!(
+                "[members.{id}]: public_key: expected 64 hex digits"
+            )));
+        }
+        let private = m.private_key.as_ref().map(|p| base.join(p));
+        match m.address.to_socket_addrs().map(|mut a| a.next()) {
             Ok(Some(a)) => {
-                if by_id.insert(id, a).is_some() {
+                if by_id.insert(id, (a, public, private)).is_some() {
                     problems.push(invalid(format!("[members]: member {id} is listed twice")));
                 }
             }
             Ok(None) | Err(_) => problems.push(invalid(format!(
-                "[members]: member {id}: `{addr}` is not an address (host:port)"
+                "[members.{id}]: `{}` is not an address (host:port)",
+                m.address
             ))),
         }
     }
@@ -380,14 +576,30 @@ fn members(table: &BTreeMap<String, String>, problems: &mut Vec<Problem>) -> Vec
         )));
     }
     let mut seen = BTreeMap::new();
-    for (id, a) in &by_id {
+    let mut seen_keys = BTreeMap::new();
+    for (id, (a, k, _)) in &by_id {
         if let Some(other) = seen.insert(*a, *id) {
             problems.push(invalid(format!(
                 "[members]: members {other} and {id} share the address {a}"
             )));
         }
+        if let Some(k) = k {
+            if let Some(other) = seen_keys.insert(*k, *id) {
+                problems.push(invalid(format!(
+                    "[members]: members {other} and {id} share a public key (one key pair per member)"
+                )));
+            }
+        }
     }
-    by_id.into_values().collect()
+    let mut addrs = Vec::new();
+    let mut keys = Vec::new();
+    let mut privates = Vec::new();
+    for (a, k, p) in by_id.into_values() {
+        addrs.push(a);
+        keys.push(k.unwrap_or(PublicKey([0; 32])));
+        privates.push(p);
+    }
+    (addrs, keys, privates)
 }
 
 fn timing(t: &TimingTable, problems: &mut Vec<Problem>) -> Timing {
@@ -400,6 +612,10 @@ fn timing(t: &TimingTable, problems: &mut Vec<Problem>) -> Timing {
         backoff_max: ms(t.backoff_max_ms, d.backoff_max),
         handshake_timeout: ms(t.handshake_timeout_ms, d.handshake_timeout),
         max_handshakes: t.max_handshakes.unwrap_or(d.max_handshakes),
+        max_handshakes_per_source: t
+            .max_handshakes_per_source
+            .unwrap_or(d.max_handshakes_per_source),
+        refusal_log_interval: ms(t.refusal_log_interval_ms, d.refusal_log_interval),
         window: t.window.unwrap_or(d.window),
     };
     if let Err(e) = timing.check() {
@@ -472,5 +688,49 @@ impl SystemVisitor for Spawn {
         };
         let net = super::Net::start(self.cfg, self.listener)?;
         super::Node::spawn_in(obj, net, self.members, self.observer, self.log)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example() -> Cluster {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cluster3.toml");
+        Cluster::load(&path).expect("the example cluster file reads")
+    }
+
+    /// The example keys are the ones [`EXAMPLE_KEYS`] lists: a node refuses them unless
+    /// allowed, naming the file.
+    #[test]
+    fn the_example_keys_are_refused_unless_allowed() {
+        let mut cluster = example();
+        for i in 0..3u32 {
+            let id = ProcessId(i);
+            assert_eq!(
+                cluster.public_key(id).map(|k| k.to_string()).as_deref(),
+                Some(EXAMPLE_KEYS[i as usize])
+            );
+            match cluster.member_key(id) {
+                Err(NetError::Credentials(e)) => {
+                    assert!(e.contains(&format!("cluster3-keys/{i}.key")), "{e}");
+                    assert!(e.contains("an example key"), "{e}");
+                }
+                other => panic!("member {i}: {other:?}"),
+            }
+        }
+        cluster.allow_example_keys(true);
+        for i in 0..3u32 {
+            let key = cluster.member_key(ProcessId(i)).expect("allowed");
+            assert_eq!(Some(key.public()), cluster.public_key(ProcessId(i)));
+        }
+    }
+
+    #[test]
+    fn the_old_format_is_refused_with_a_pointer_to_cluster_init() {
+        let old = "secret = \"a shared secret, 16 bytes+\"\n[quota]\nalgorithm = \"gcs\"\n[members]\n0 = \"127.0.0.1:7411\"\n";
+        let e = Cluster::parse(old).unwrap_err();
+        assert_eq!(e.problems.len(), 1);
+        assert!(e.problems[0].to_string().contains("lkcs cluster init"));
     }
 }

@@ -1,38 +1,37 @@
-//! The wire format: every frame is a big-endian `u32` length followed by that many bytes of
-//! a postcard-encoded [`Frame`]. The length prefix is tokio-util's `LengthDelimitedCodec`,
-//! capped at [`MAX_FRAME_LEN`]; the body is decoded by [`decode`], which never panics and
-//! names what was wrong in a [`FrameError`].
+//! The frames inside the channel: every frame is a postcard-encoded [`Frame`], sealed by the
+//! channel ([`super::channel`]) and sent as a big-endian `u32` length followed by the sealed
+//! bytes. A frame body is at most [`MAX_FRAME_LEN`] bytes (a Noise message less its tag);
+//! it is decoded by [`decode`], which never panics and names what was wrong in a
+//! [`FrameError`].
 
 use crate::id::ProcessId;
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use tokio_util::codec::LengthDelimitedCodec;
 
-/// The largest frame body accepted or sent, in bytes. The algorithms' messages are tens of
-/// bytes (the largest carry a list of process ids); a peer announcing a longer frame is
-/// hostile or broken, and its connection is closed.
-pub const MAX_FRAME_LEN: usize = 64 * 1024;
+/// The largest frame body accepted or sent, in bytes: what a Noise message carries besides
+/// its authentication tag. The algorithms' messages are tens of bytes (the largest carry a
+/// list of process ids); a peer announcing a longer frame is hostile or broken, and its
+/// connection is closed.
+pub const MAX_FRAME_LEN: usize = super::channel::MAX_NOISE_MESSAGE - super::channel::TAG_LEN;
 
-/// The protocol version in [`Hello::version`]; peers of another version are refused. 2: a
-/// quota spec of LKCS with no leader runs the round trip where it can (1: the leader rules).
-pub const PROTOCOL_VERSION: u32 = 2;
+/// The protocol version in [`Hello::version`] (and in the channel's prologue); peers of
+/// another version are refused. 3: the Noise channel and one key pair per member (2: a
+/// shared secret, HMAC challenge-response, frames in the clear).
+pub const PROTOCOL_VERSION: u32 = 3;
 
-/// The length-delimited codec every connection uses: a 4-byte big-endian length, at most
-/// [`MAX_FRAME_LEN`].
-pub fn codec() -> LengthDelimitedCodec {
-    LengthDelimitedCodec::builder()
-        .length_field_length(4)
-        .max_frame_length(MAX_FRAME_LEN)
-        .new_codec()
+/// The codec every connection uses: a 4-byte big-endian length, then the Noise handshake's
+/// messages and, after them, sealed frames.
+pub fn codec() -> super::channel::NoiseCodec {
+    super::channel::NoiseCodec::new()
 }
 
 /// One frame between two members; `M` is the algorithm's message type.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Frame<M> {
-    /// The first frame each side sends on a new connection.
+    /// Who the sender is and what cluster it runs: each side sends it once it has
+    /// authenticated the other (the dialler inside the handshake's last message, the
+    /// acceptor as its first sealed frame).
     Hello(Hello),
-    /// The second frame each side sends: the answer to the other side's challenge.
-    Auth(Auth),
     /// The sender refuses the connection and closes it.
     Refuse(Refusal),
     /// The first frame after the handshake: how far the sender has delivered the receiver's
@@ -58,8 +57,8 @@ pub enum Frame<M> {
     Heartbeat,
 }
 
-/// The opening of the handshake: who the sender is, whom it wants, what cluster it runs, and a
-/// fresh challenge.
+/// Who the sender is, whom it wants and what cluster it runs; sent only to a peer whose key
+/// the channel authenticated.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {
     /// [`PROTOCOL_VERSION`] of the sender.
@@ -75,15 +74,6 @@ pub struct Hello {
     /// A random number drawn when the sender's process started: a restarted member (which
     /// lost its state) shows a new one.
     pub incarnation: u64,
-    /// A fresh random challenge for the receiver.
-    pub nonce: [u8; 32],
-}
-
-/// The answer to a challenge: HMAC-SHA256 over the shared secret of both hellos.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Auth {
-    /// The MAC (see `handshake`).
-    pub mac: [u8; 32],
 }
 
 /// Why a side refused a connection; sent in [`Frame::Refuse`] so both sides can log it.
@@ -95,7 +85,8 @@ pub enum Refusal {
     NotAddressed,
     /// The sender is not a neighbour of the receiver (or not the member dialled).
     NotAPeer,
-    /// The MAC did not verify: the secrets differ.
+    /// The key the channel authenticated is not the one the cluster file pins for the id
+    /// claimed (or for the member dialled).
     AuthFailed,
     /// The cluster specs differ.
     SpecMismatch,
@@ -105,6 +96,9 @@ pub enum Refusal {
     Restarted,
     /// A frame out of place in the handshake.
     Protocol,
+    /// The link to this member is live: a second connection does not replace it (no
+    /// takeover); the dialler retries once the link's own rules declared it dead.
+    Busy,
 }
 
 impl fmt::Display for Refusal {
@@ -113,11 +107,12 @@ impl fmt::Display for Refusal {
             Refusal::Version => "protocol versions differ",
             Refusal::NotAddressed => "the hello was addressed to another member",
             Refusal::NotAPeer => "not a neighbour (or not the member dialled)",
-            Refusal::AuthFailed => "authentication failed (the shared secrets differ)",
+            Refusal::AuthFailed => "the key is not the one pinned for the member id claimed",
             Refusal::SpecMismatch => "the cluster specs differ",
             Refusal::EpochMismatch => "the cluster epochs differ",
             Refusal::Restarted => "the member restarted and lost its state; it may not rejoin",
             Refusal::Protocol => "a frame out of place in the handshake",
+            Refusal::Busy => "the link is live: a second connection is refused (no takeover)",
         })
     }
 }
@@ -187,19 +182,15 @@ mod tests {
             any::<[u8; 32]>(),
             any::<u64>(),
             any::<u64>(),
-            any::<[u8; 32]>(),
         )
-            .prop_map(
-                |(version, from, to, spec, epoch, incarnation, nonce)| Hello {
-                    version,
-                    from,
-                    to,
-                    spec,
-                    epoch,
-                    incarnation,
-                    nonce,
-                },
-            )
+            .prop_map(|(version, from, to, spec, epoch, incarnation)| Hello {
+                version,
+                from,
+                to,
+                spec,
+                epoch,
+                incarnation,
+            })
     }
 
     fn refusal() -> impl Strategy<Value = Refusal> {
@@ -212,6 +203,7 @@ mod tests {
             Just(Refusal::EpochMismatch),
             Just(Refusal::Restarted),
             Just(Refusal::Protocol),
+            Just(Refusal::Busy),
         ]
     }
 
@@ -230,7 +222,6 @@ mod tests {
     fn frame() -> impl Strategy<Value = Frame<MutinMsg<MaekawaMsg>>> {
         prop_oneof![
             hello().prop_map(Frame::Hello),
-            any::<[u8; 32]>().prop_map(|mac| Frame::Auth(Auth { mac })),
             refusal().prop_map(Frame::Refuse),
             any::<u64>().prop_map(|delivered| Frame::Resume { delivered }),
             (any::<u64>(), mutin_msg()).prop_map(|(seq, msg)| Frame::Data { seq, msg }),
@@ -257,7 +248,7 @@ mod tests {
         /// panic as well, and what decodes round-trips: the fuzz reaches past the first byte.
         #[test]
         fn tagged_noise_never_panics(
-            tag in 0u8..7,
+            tag in 0u8..6,
             rest in proptest::collection::vec(any::<u8>(), 0..120),
         ) {
             type Gcs = crate::GcsMsg<crate::MutinMsg<crate::MigratingMsg<crate::DdcTransfer>>, crate::LkcsMsg>;

@@ -10,19 +10,21 @@
 //! loses, duplicates nor reorders a message.
 //!
 //! Of the two ends of a link the member with the smaller id dials (with exponential backoff,
-//! [`Timing::backoff_min`] doubling up to [`Timing::backoff_max`]) and the other accepts; a
-//! new authenticated connection replaces the old one.
+//! [`Timing::backoff_min`] doubling up to [`Timing::backoff_max`]) and the other accepts. A
+//! new authenticated connection is taken only once the link's own rules declared the old
+//! one dead (it closed, failed, or was silent beyond [`Timing::peer_timeout`]); while the
+//! link is live a second connection is refused ([`Refusal::Busy`]): no takeover.
 
 use super::frame::{Frame, Refusal};
-use super::handshake::{self, Conn, HandshakeError, PeerHello};
+use super::handshake::{self, Conn, HandshakeError, PeerHello, Trust};
 use super::{Identity, LogEvent, Logger, NetConfig, NetError, Timing};
 use crate::id::ProcessId;
 use futures_util::{SinkExt, StreamExt};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinHandle;
@@ -209,6 +211,20 @@ where
             .local_addr()
             .map_err(|e| NetError::Io(e.to_string()))?;
         let identity = Arc::new(config.identity);
+        let trust = Arc::new(config.keys);
+        if let Some(p) = config.peers.keys().find(|p| !trust.contains_key(p)) {
+            return Err(NetError::Config(format!("no public key pinned for {p}")));
+        }
+        // each peer's host has its own share of the handshake slots; any other address is
+        // shed before any cryptography
+        let sources = config
+            .peers
+            .values()
+            .map(|a| {
+                let gate = Arc::new(Semaphore::new(config.timing.max_handshakes_per_source));
+                (a.ip().to_canonical(), gate)
+            })
+            .collect();
         let (events_tx, events) = mpsc::unbounded_channel();
         let mut links = BTreeMap::new();
         let mut accepted = BTreeMap::new();
@@ -220,6 +236,7 @@ where
             accepted.insert(peer, conn_tx);
             let link = Link {
                 me: identity.clone(),
+                trust: trust.clone(),
                 peer,
                 dial: (me < peer).then_some(addr),
                 timing: config.timing,
@@ -236,10 +253,13 @@ where
         }
         let acceptor = Acceptor {
             me: identity,
+            trust,
             timing: config.timing,
             log: config.log,
             accepted,
             gate: Arc::new(Semaphore::new(config.timing.max_handshakes)),
+            sources,
+            refusals: Mutex::new(BTreeMap::new()),
         };
         tasks.push(tokio::spawn(acceptor.run::<M>(listener)));
         Ok(Net {
@@ -312,13 +332,67 @@ impl<M> NetSender<M> {
 /// then hands the connection to its link.
 struct Acceptor {
     me: Arc<Identity>,
+    trust: Arc<Trust>,
     timing: Timing,
     log: Logger,
     accepted: BTreeMap<ProcessId, mpsc::Sender<(Conn, PeerHello)>>,
+    /// Every handshake in progress holds a permit.
     gate: Arc<Semaphore>,
+    /// The peers' hosts, each with its own permits: no other address gets a handshake.
+    sources: BTreeMap<IpAddr, Arc<Semaphore>>,
+    /// Per source: when its last refusal was logged, how many were not logged since, and
+    /// the last reason.
+    refusals: Mutex<BTreeMap<IpAddr, (Instant, u64, String)>>,
 }
 
+/// At most this many sources are remembered for the refusal log (then it starts afresh).
+const MAX_REFUSAL_SOURCES: usize = 4096;
+
 impl Acceptor {
+    /// Logs a refusal once per source per [`Timing::refusal_log_interval`], counting the
+    /// others.
+    fn refused(&self, addr: SocketAddr, peer: Option<ProcessId>, error: HandshakeError) {
+        let source = addr.ip().to_canonical();
+        let now = Instant::now();
+        let mut summary = None;
+        {
+            let mut log = self.refusals.lock().unwrap_or_else(|p| p.into_inner());
+            if log.len() >= MAX_REFUSAL_SOURCES && !log.contains_key(&source) {
+                log.clear();
+            }
+            match log.get_mut(&source) {
+                Some((since, count, last))
+                    if now.duration_since(*since) < self.timing.refusal_log_interval =>
+                {
+                    *count += 1;
+                    *last = error.to_string();
+                    return;
+                }
+                Some((since, count, last)) => {
+                    if *count > 0 {
+                        summary = Some((*count, std::mem::take(last)));
+                    }
+                    *since = now;
+                    *count = 0;
+                }
+                None => {
+                    log.insert(source, (now, 0, String::new()));
+                }
+            }
+        }
+        if let Some((count, reason)) = summary {
+            (self.log)(
+                self.me.id,
+                &LogEvent::RefusedMore {
+                    source,
+                    count,
+                    reason,
+                },
+            );
+        }
+        (self.log)(self.me.id, &LogEvent::Refused { addr, peer, error });
+    }
+
     async fn run<M: Serialize + DeserializeOwned + Send + Sync + 'static>(
         self,
         listener: TcpListener,
@@ -333,47 +407,52 @@ impl Acceptor {
                     continue;
                 }
             };
+            // shed before any cryptography: not a peer's host, or its share is taken
+            let Some(source) = this.sources.get(&addr.ip().to_canonical()) else {
+                drop(stream);
+                this.refused(addr, None, HandshakeError::Shed("not the host of a peer"));
+                continue;
+            };
+            let Ok(per_source) = source.clone().try_acquire_owned() else {
+                drop(stream);
+                this.refused(
+                    addr,
+                    None,
+                    HandshakeError::Shed("too many handshakes from this address at once"),
+                );
+                continue;
+            };
             let Ok(permit) = this.gate.clone().try_acquire_owned() else {
-                (this.log)(
-                    this.me.id,
-                    &LogEvent::Refused {
-                        addr,
-                        peer: None,
-                        error: HandshakeError::Protocol("too many handshakes at once"),
-                    },
+                drop(stream);
+                this.refused(
+                    addr,
+                    None,
+                    HandshakeError::Shed("too many handshakes at once"),
                 );
                 continue;
             };
             let this = this.clone();
             tokio::spawn(async move {
-                let _permit = permit;
+                let _permits = (permit, per_source);
                 let _ = stream.set_nodelay(true);
                 let mut conn = Framed::new(stream, super::frame::codec());
-                let shake = handshake::handshake::<M>(&mut conn, &this.me, None, |p| {
-                    this.accepted.contains_key(&p)
-                });
+                let shake =
+                    handshake::handshake::<M>(&mut conn, &this.me, &this.trust, None, |p| {
+                        this.accepted.contains_key(&p)
+                    });
                 match tokio::time::timeout(this.timing.handshake_timeout, shake).await {
                     Ok(Ok(hello)) => {
                         if let Some(link) = this.accepted.get(&hello.id) {
-                            let _ = link.send((conn, hello)).await;
+                            // a link that does not take it within the deadline is busy
+                            let handed = tokio::time::timeout(
+                                this.timing.handshake_timeout,
+                                link.send((conn, hello)),
+                            );
+                            let _ = handed.await;
                         }
                     }
-                    Ok(Err(error)) => (this.log)(
-                        this.me.id,
-                        &LogEvent::Refused {
-                            addr,
-                            peer: None,
-                            error,
-                        },
-                    ),
-                    Err(_) => (this.log)(
-                        this.me.id,
-                        &LogEvent::Refused {
-                            addr,
-                            peer: None,
-                            error: HandshakeError::Timeout,
-                        },
-                    ),
+                    Ok(Err(error)) => this.refused(addr, None, error),
+                    Err(_) => this.refused(addr, None, HandshakeError::Timeout),
                 }
             });
         }
@@ -393,6 +472,7 @@ enum Ended {
 /// One link's task: owns its sequence state across connections.
 struct Link<M> {
     me: Arc<Identity>,
+    trust: Arc<Trust>,
     peer: ProcessId,
     dial: Option<SocketAddr>,
     timing: Timing,
@@ -566,8 +646,10 @@ where
             let _ = stream.set_nodelay(true);
             let mut conn = Framed::new(stream, super::frame::codec());
             let hello =
-                handshake::handshake::<M>(&mut conn, &self.me, Some(self.peer), |p| p == self.peer)
-                    .await?;
+                handshake::handshake::<M>(&mut conn, &self.me, &self.trust, Some(self.peer), |p| {
+                    p == self.peer
+                })
+                .await?;
             Ok((conn, hello))
         };
         tokio::time::timeout(self.timing.handshake_timeout, attempt)
@@ -710,7 +792,20 @@ where
                 f = conn.next() => {
                     let bytes = match f {
                         None => return Ended::Dropped("closed by the peer".into()),
-                        Some(Err(e)) => return Ended::Dropped(e.to_string()),
+                        Some(Err(e)) => {
+                            // a frame that does not open, or broken framing: the bytes on the
+                            // wire are not what the peer sealed
+                            if super::channel::channel_error(&e).is_some()
+                                || e.kind() == std::io::ErrorKind::InvalidData
+                            {
+                                self.log(LogEvent::Tampered {
+                                    peer: self.peer,
+                                    addr: peer_addr(conn),
+                                    reason: e.to_string(),
+                                });
+                            }
+                            return Ended::Dropped(e.to_string());
+                        }
                         Some(Ok(b)) => b,
                     };
                     *last_heard = Instant::now();
@@ -748,26 +843,30 @@ where
                             }
                         }
                         Ok(Frame::Heartbeat) => {}
+                        // a refusal on a live link is a dropped connection, whatever its
+                        // reason: the link resumes on a new one (a restart is refused at the
+                        // handshake, not here)
                         Ok(Frame::Refuse(r)) => {
-                            if r == Refusal::Restarted {
-                                return Ended::Lost(format!("refused by {}: {r}", self.peer));
-                            }
                             return Ended::Dropped(format!("refused by the peer: {r}"));
                         }
-                        Ok(Frame::Hello(_) | Frame::Auth(_) | Frame::Resume { .. }) => {
+                        Ok(Frame::Hello(_) | Frame::Resume { .. }) => {
                             self.log(LogEvent::Dropped { peer: self.peer, reason: "handshake frame on a live link".into() });
                         }
                     }
                 }
-                a = accepted.recv() => if let Some((c, hello)) = a {
-                    // the peer reconnected: the old connection is dead to it
-                    if let Some(c) = self.resume(c, hello, last_heard).await {
-                        *conn = c;
-                    } else if let Some(why) = self.lost.take() {
-                        return Ended::Lost(why);
-                    } else {
-                        return Ended::Dropped("a replacement connection failed".into());
-                    }
+                a = accepted.recv() => if let Some((mut c, _)) = a {
+                    // no takeover: the live connection stays until the link's own rules
+                    // declare it dead (closed, failed, silent beyond the peer timeout); the
+                    // dialler retries with its backoff
+                    let addr = peer_addr(&c);
+                    self.log(LogEvent::Refused {
+                        addr,
+                        peer: Some(self.peer),
+                        error: HandshakeError::LinkLive,
+                    });
+                    tokio::spawn(async move {
+                        let _ = handshake::send(&mut c, &Frame::<M>::Refuse(Refusal::Busy)).await;
+                    });
                 },
                 _ = beat.tick() => {
                     if Instant::now().duration_since(*last_heard) > self.timing.peer_timeout {

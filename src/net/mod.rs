@@ -1,51 +1,59 @@
 //! CS objects over TCP: each member in its own process, possibly on another host, runs the
 //! very same [`CsObject`](crate::CsObject) as the simulator and the thread runtime, over
-//! authenticated, reliable FIFO links (the `net` feature, on for the binary).
+//! authenticated, encrypted, reliable FIFO links (the `net` feature, on for the binary).
 //!
 //! # Layers
-//! - **Framing** ([`frame`]): a 4-byte big-endian length prefix (tokio-util's
-//!   `LengthDelimitedCodec`, at most [`frame::MAX_FRAME_LEN`] bytes) and a postcard body, a
-//!   [`frame::Frame`]: the handshake frames, `Data { seq, msg }`, `Ack { seq }`, `Heartbeat`,
+//! - **Channel** ([`channel`]): the Noise protocol (`Noise_XX_25519_ChaChaPoly_BLAKE2s`, the
+//!   `snow` crate) under every byte between members. Each member has its own X25519 key pair;
+//!   the cluster file pins every member's public key. After the handshake every frame,
+//!   control frames included, is sealed (ChaCha20-Poly1305, implicit counter nonces): a
+//!   flipped, injected, replayed, reordered or spliced frame fails to open and closes the
+//!   connection ([`LogEvent::Tampered`]).
+//! - **Framing** ([`frame`]): a 4-byte big-endian length prefix and a postcard body, a
+//!   [`frame::Frame`]: `Hello`, `Data { seq, msg }`, `Ack { seq }`, `Heartbeat`,
 //!   `Resume { delivered }` and `Refuse(reason)`.
-//! - **Handshake** ([`handshake`]): HMAC-SHA256 challenge-response over the cluster's shared
-//!   secret, then the protocol version, the cluster spec hash ([`spec_hash`]), the cluster
-//!   epoch and the member ids must agree. A mismatch is refused with a typed
-//!   [`HandshakeError`], logged on both sides ([`LogEvent::Refused`]).
+//! - **Handshake** ([`handshake`]): the Noise handshake authenticates both keys; the id a
+//!   peer claims must be the one its key is pinned for; then the protocol version, the
+//!   cluster spec hash ([`spec_hash`]), the cluster epoch and the member ids must agree. A
+//!   mismatch is refused with a typed [`HandshakeError`], logged ([`LogEvent::Refused`]).
+//!   Nothing about a member (incarnation, spec hash, epoch) is sent before the peer is
+//!   authenticated.
 //! - **Links** ([`link`]): per-link sequence numbers, cumulative acknowledgements and
 //!   retransmission of the unacknowledged tail after a reconnect, so a reset or dropped
 //!   connection neither loses, duplicates nor reorders a message; the member with the smaller
-//!   id dials, with exponential backoff. [`Net`] is one member's set of links.
+//!   id dials, with exponential backoff. A new connection replaces a link's connection only
+//!   once the link's own rules declared the old one dead (closed, failed, or silent beyond
+//!   the peer timeout): no takeover of a live link. [`Net`] is one member's set of links.
 //! - **Node** ([`node`]): drives one member's CS object from its links; [`NodeHandle`] is the
 //!   application's side (`enter`, `exit`).
 //!
-//! # Why HMAC, and what it does not do
-//! Peers authenticate by HMAC-SHA256 over the shared secret of the cluster file: no
-//! certificates to issue, rotate or distribute, and the secret is already there. Each side
-//! proves it knows the secret by MACing both hellos, which carry the other side's fresh random
-//! nonce (no replay) and both member ids in order (no reflection); the MACs are compared in
-//! constant time. It **authenticates but does not encrypt**: the traffic (who enters when) is
-//! readable on the wire, and an attacker on the path who can rewrite TCP segments could tamper
-//! with frames after the handshake. That fits the threat this layer is for: stray processes,
-//! members of another cluster or another epoch, port scanners and misconfiguration, on a
-//! network the operator controls. Across an untrusted network, run the cluster inside a
-//! tunnel (WireGuard, SSH) or put TLS under the same frames.
+//! # Floods
+//! The listener closes a connection from an address that is not the host of a peer before
+//! any cryptography, runs at most [`Timing::max_handshakes`] handshakes at once and at most
+//! [`Timing::max_handshakes_per_source`] from one address (each peer host has its own
+//! share, so one host cannot take every slot), and drops a connection that has not finished
+//! its handshake within [`Timing::handshake_timeout`]. Refusals are logged once per source
+//! per [`Timing::refusal_log_interval`], with a count ([`LogEvent::RefusedMore`]).
 //!
 //! # What is dropped and logged
 //! Nothing a peer sends can panic a node or move it outside its algorithm's rules:
-//! - a connection that fails the handshake (wrong secret, spec, epoch, version, a member that
-//!   is not a neighbour, garbage bytes, silence beyond [`Timing::handshake_timeout`]) is
-//!   refused and closed; the listener keeps serving, and at most [`Timing::max_handshakes`]
-//!   run at once;
-//! - an oversized or malformed frame on a live link closes that connection (the stream cannot
-//!   be trusted past it); the link resumes on a new one with nothing lost;
+//! - a connection that fails the handshake (a key not pinned, an id that is not its key's,
+//!   another spec, epoch or version, a member that is not a neighbour, garbage bytes,
+//!   silence beyond [`Timing::handshake_timeout`]) is refused and closed; the listener keeps
+//!   serving;
+//! - a frame that fails to open, or an oversized or malformed frame, on a live link closes
+//!   that connection (the stream cannot be trusted past it); the link resumes on a new one
+//!   with nothing lost;
+//! - a `Refuse` on a live link closes that connection too, and the link resumes: only a
+//!   refusal at the handshake (a restarted member) loses a link for good;
 //! - a duplicate message, an acknowledgement of a message never sent, a handshake frame on a
 //!   live link: dropped;
 //! - a message from a member that is not a neighbour of the receiver: dropped by the node;
 //! - a message that makes no sense in the receiver's state: the algorithms' handlers ignore it
 //!   (see each algorithm's module and `tests/hostile.rs`).
 //!
-//! Each drop is a [`LogEvent`] handed to the [`Logger`] of [`NetConfig`] ([`stderr_logger`]
-//! by default prints one line to stderr); no logging framework.
+//! Each event is a [`LogEvent`] handed to the [`Logger`] of [`NetConfig`];
+//! [`tracing_logger`] (the default) emits it through `tracing`, at a level per event.
 //!
 //! # Failure detection and restarts
 //! Every connected link sends a heartbeat each [`Timing::heartbeat`]; a peer silent for
@@ -56,6 +64,7 @@
 //! incarnation, and the peers that knew the old one refuse it ([`frame::Refusal::Restarted`]);
 //! the cluster is restarted as a whole under a new epoch.
 
+pub mod channel;
 pub mod cluster;
 pub mod frame;
 pub mod handshake;
@@ -63,8 +72,9 @@ pub mod link;
 mod member;
 pub mod node;
 
+pub use channel::{PublicKey, SecretKey};
 pub use cluster::Cluster;
-pub use handshake::HandshakeError;
+pub use handshake::{HandshakeError, Trust};
 pub use link::{Net, NetEvent, NetSender};
 pub use node::{Node, NodeError, NodeHandle, NodeStatus, Observer, Wire};
 
@@ -72,7 +82,7 @@ use crate::id::ProcessId;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -81,8 +91,8 @@ use std::time::Duration;
 pub struct Identity {
     /// The member's id.
     pub id: ProcessId,
-    /// The shared secret of the cluster.
-    pub secret: Vec<u8>,
+    /// The member's private key (its public key is pinned in the cluster file).
+    pub key: SecretKey,
     /// The hash of the cluster spec ([`spec_hash`]).
     pub spec: [u8; 32],
     /// The cluster epoch: bumped when the cluster restarts as a whole.
@@ -95,7 +105,7 @@ impl fmt::Debug for Identity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Identity")
             .field("id", &self.id)
-            .field("secret", &"<hidden>")
+            .field("key", &self.key.public())
             .field("spec", &spec_hex(&self.spec))
             .field("epoch", &self.epoch)
             .field("incarnation", &self.incarnation)
@@ -105,10 +115,10 @@ impl fmt::Debug for Identity {
 
 impl Identity {
     /// A member's identity with a fresh random incarnation.
-    pub fn new(id: ProcessId, secret: impl Into<Vec<u8>>, spec: [u8; 32], epoch: u64) -> Self {
+    pub fn new(id: ProcessId, key: SecretKey, spec: [u8; 32], epoch: u64) -> Self {
         Identity {
             id,
-            secret: secret.into(),
+            key,
             spec,
             epoch,
             incarnation: rand::random(),
@@ -141,6 +151,11 @@ pub struct Timing {
     pub handshake_timeout: Duration,
     /// At most this many handshakes run at once on the listener; more connections are closed.
     pub max_handshakes: usize,
+    /// At most this many of them from one address.
+    pub max_handshakes_per_source: usize,
+    /// Refusals from one source are logged at most once per this interval (the others are
+    /// counted, [`LogEvent::RefusedMore`]); zero logs every one.
+    pub refusal_log_interval: Duration,
     /// The retransmission window: at most this many messages wait for an acknowledgement on
     /// a link; past it the link is lost.
     pub window: usize,
@@ -155,6 +170,8 @@ impl Default for Timing {
             backoff_max: Duration::from_secs(2),
             handshake_timeout: Duration::from_secs(2),
             max_handshakes: 64,
+            max_handshakes_per_source: 8,
+            refusal_log_interval: REFUSAL_LOG_INTERVAL,
             window: 1 << 16,
         }
     }
@@ -182,9 +199,10 @@ impl Timing {
                 "timing: backoff_max must be at least backoff_min".into(),
             ));
         }
-        if self.max_handshakes == 0 || self.window == 0 {
+        if self.max_handshakes == 0 || self.max_handshakes_per_source == 0 || self.window == 0 {
             return Err(NetError::Config(
-                "timing: max_handshakes and window must be positive".into(),
+                "timing: max_handshakes, max_handshakes_per_source and window must be positive"
+                    .into(),
             ));
         }
         Ok(())
@@ -202,6 +220,26 @@ pub enum LogEvent {
         peer: Option<ProcessId>,
         /// Why.
         error: HandshakeError,
+    },
+    /// More connections from `source` were refused since its last logged refusal (refusals
+    /// are logged once per source per [`Timing::refusal_log_interval`]).
+    RefusedMore {
+        /// The address they came from.
+        source: IpAddr,
+        /// How many.
+        count: u64,
+        /// The last reason.
+        reason: String,
+    },
+    /// A frame on a live link failed to open (or its framing was broken): the stream was
+    /// tampered with; the connection is closed and the link resumes on a new one.
+    Tampered {
+        /// The peer of the link.
+        peer: ProcessId,
+        /// The other end of the connection.
+        addr: SocketAddr,
+        /// What failed.
+        reason: String,
     },
     /// Accepting a connection failed.
     AcceptFailed(String),
@@ -255,6 +293,18 @@ impl fmt::Display for LogEvent {
                 peer: None,
                 error,
             } => write!(f, "refused a connection from {addr}: {error}"),
+            LogEvent::RefusedMore {
+                source,
+                count,
+                reason,
+            } => write!(
+                f,
+                "refused {count} more connections from {source} (last: {reason})"
+            ),
+            LogEvent::Tampered { peer, addr, reason } => write!(
+                f,
+                "tampering on the link to {peer} at {addr}: {reason}; connection closed"
+            ),
             LogEvent::AcceptFailed(e) => write!(f, "accept failed: {e}"),
             LogEvent::Connected { peer, resent } => {
                 write!(f, "link to {peer} up ({resent} messages resent)")
@@ -277,12 +327,44 @@ impl fmt::Display for LogEvent {
 /// lock: it may not call that node's [`NodeHandle`].
 pub type Logger = Arc<dyn Fn(ProcessId, &LogEvent) + Send + Sync>;
 
-/// A [`Logger`] printing one line per event to stderr: `lkcs-net P0: ...`.
-pub fn stderr_logger() -> Logger {
+/// The default [`Timing::refusal_log_interval`].
+pub const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(5);
+
+/// How a [`LogEvent`] matters: the level [`tracing_logger`] gives it.
+pub fn level(event: &LogEvent) -> tracing::Level {
+    use tracing::Level;
+    match event {
+        LogEvent::Connected { .. } | LogEvent::Disconnected { .. } => Level::DEBUG,
+        // dialling a peer that is not listening (yet), or whose link is live still
+        LogEvent::Refused {
+            peer: Some(_),
+            error: HandshakeError::Io(_) | HandshakeError::Refused(frame::Refusal::Busy),
+            ..
+        } => Level::DEBUG,
+        LogEvent::LinkLost { .. } | LogEvent::NodeStopped(_) => Level::ERROR,
+        _ => Level::WARN,
+    }
+}
+
+/// A [`Logger`] emitting each event through `tracing` (target `lkcs::net`, with the member's
+/// id as the field `member`), at its [`level`].
+pub fn tracing_logger() -> Logger {
     Arc::new(|me, event| {
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), "lkcs-net {me}: {event}");
+        let member = me.index();
+        match level(event) {
+            tracing::Level::ERROR => tracing::error!(member, "{event}"),
+            tracing::Level::WARN => tracing::warn!(member, "{event}"),
+            tracing::Level::INFO => tracing::info!(member, "{event}"),
+            tracing::Level::DEBUG => tracing::debug!(member, "{event}"),
+            tracing::Level::TRACE => tracing::trace!(member, "{event}"),
+        }
     })
+}
+
+/// The default [`Logger`]: [`tracing_logger`] (the name of the days of the ad-hoc stderr
+/// logger; with no `tracing` subscriber installed nothing is printed).
+pub fn stderr_logger() -> Logger {
+    tracing_logger()
 }
 
 /// What a member needs to join its peers.
@@ -292,6 +374,8 @@ pub struct NetConfig {
     pub identity: Identity,
     /// The neighbours and their addresses.
     pub peers: BTreeMap<ProcessId, SocketAddr>,
+    /// The pinned public key of every member (at least of every neighbour).
+    pub keys: Trust,
     /// The timers.
     pub timing: Timing,
     /// Where log events go.
@@ -303,19 +387,21 @@ impl fmt::Debug for NetConfig {
         f.debug_struct("NetConfig")
             .field("identity", &self.identity)
             .field("peers", &self.peers)
+            .field("keys", &self.keys)
             .field("timing", &self.timing)
             .finish_non_exhaustive()
     }
 }
 
 impl NetConfig {
-    /// A configuration with the default timing and the stderr logger.
-    pub fn new(identity: Identity, peers: BTreeMap<ProcessId, SocketAddr>) -> Self {
+    /// A configuration with the default timing and the tracing logger.
+    pub fn new(identity: Identity, peers: BTreeMap<ProcessId, SocketAddr>, keys: Trust) -> Self {
         NetConfig {
             identity,
             peers,
+            keys,
             timing: Timing::default(),
-            log: stderr_logger(),
+            log: tracing_logger(),
         }
     }
 }
@@ -331,6 +417,9 @@ pub enum NetError {
     NotAPeer(ProcessId),
     /// The link to this peer gave up for good.
     Lost(ProcessId),
+    /// Key material or a cluster file that may not be used (readable by others, an example
+    /// key, a key that is not the one pinned): names the file.
+    Credentials(String),
 }
 
 impl fmt::Display for NetError {
@@ -340,6 +429,7 @@ impl fmt::Display for NetError {
             NetError::Io(e) => write!(f, "network: {e}"),
             NetError::NotAPeer(p) => write!(f, "{p} is not a neighbour"),
             NetError::Lost(p) => write!(f, "the link to {p} is lost"),
+            NetError::Credentials(e) => write!(f, "{e}"),
         }
     }
 }

@@ -1,0 +1,292 @@
+//! `lkcs cluster init`: writes a cluster file and one key pair per member.
+
+use clap::{Args, Subcommand};
+use lkcs::net::cluster::write_key;
+use lkcs::net::{Cluster, SecretKey};
+use lkcs::BoundsFile;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The most members `cluster init` writes.
+const MAX_MEMBERS: usize = 10_000;
+
+/// The largest bounds file read.
+const MAX_BOUNDS_FILE: u64 = 1 << 20;
+
+/// `lkcs cluster ...`.
+#[derive(Args)]
+pub struct ClusterArgs {
+    #[command(subcommand)]
+    command: ClusterCommand,
+}
+
+#[derive(Subcommand)]
+enum ClusterCommand {
+    /// Write DIR/cluster.toml (members at HOST:PORT..PORT+N-1, the quota) and one private
+    /// key per member in DIR/keys/ (mode 600).
+    Init(InitArgs),
+}
+
+/// Options of `lkcs cluster init`: the members, where they listen, and the quota (the
+/// system options of `lkcs simulate`).
+#[derive(Args)]
+pub struct InitArgs {
+    /// How many members (ids 0..N-1).
+    #[arg(long, value_name = "N")]
+    members: usize,
+    /// The folder to write: DIR/cluster.toml and DIR/keys/I.key (created; an existing
+    /// cluster file is not overwritten).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// The host every member listens on (edit the file for members on several hosts).
+    #[arg(long, value_name = "H", default_value = "127.0.0.1")]
+    host: String,
+    /// Member I listens on port P+I.
+    #[arg(long, value_name = "P", default_value_t = 7411)]
+    base_port: u16,
+    /// The cluster epoch (bump it to restart a cluster as a whole).
+    #[arg(long, default_value_t = 1)]
+    epoch: u64,
+    /// lmutin, lmutex, lkcs, maekawa, mutin, kmex, gcs, cdc or ddc.
+    #[arg(long)]
+    algorithm: String,
+    /// complete:N (default, over the N members), ring:N, path:N, star:N, grid:RxC, torus:RxC
+    /// or random:N:P:SEED.
+    #[arg(long)]
+    topology: Option<String>,
+    /// Uniform lower bound l_i.
+    #[arg(long)]
+    l: Option<usize>,
+    /// Uniform upper bound k_i.
+    #[arg(long)]
+    k: Option<usize>,
+    /// Per-process bounds: a JSON file {"l": [...], "k": [...]}, one entry per process.
+    #[arg(long, value_name = "FILE")]
+    bounds: Option<PathBuf>,
+    /// Initial configuration in:I,J,... (default: a safe one found automatically).
+    #[arg(long)]
+    initial: Option<String>,
+    /// corrected (default), printed, or trip (lkcs only).
+    #[arg(long)]
+    variant: Option<String>,
+    /// lkcs's leader rules: a leader's index, `all` or `auto`.
+    #[arg(long)]
+    leader: Option<String>,
+    /// majority (default) or grid: the coterie of maekawa (and the global algorithms).
+    #[arg(long)]
+    coterie: Option<String>,
+    /// The mutual-exclusion object inside mutin/kmex/gcs: maekawa, lmutex, cdc or ddc.
+    #[arg(long)]
+    mx: Option<String>,
+    /// Migrating controller: migrate at every M-th exit.
+    #[arg(long, value_name = "M")]
+    maxreq: Option<usize>,
+    /// Migrating controller: migrate at the first exit T time units after becoming
+    /// controller.
+    #[arg(long, value_name = "T")]
+    migrate_after: Option<u64>,
+}
+
+/// Runs `lkcs cluster ...`.
+pub fn run(args: &ClusterArgs) -> ExitCode {
+    match &args.command {
+        ClusterCommand::Init(a) => init(a),
+    }
+}
+
+fn quoted(name: &str, v: &str, problems: &mut Vec<String>) -> String {
+    if v.chars().any(|c| c == '"' || c == '\\' || c.is_control()) {
+        problems.push(format!(
+            "--{name}: quotes, backslashes and control characters are not accepted"
+        ));
+    }
+    format!("\"{v}\"")
+}
+
+fn read_bounds(path: &Path) -> Result<BoundsFile, String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_BOUNDS_FILE).read_to_string(&mut text))
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_str::<BoundsFile>(&text).map_err(|e| {
+        format!(
+            "{} is not a bounds file ({{\"l\": [...], \"k\": [...]}}): {e}",
+            path.display()
+        )
+    })
+}
+
+/// The cluster file's text, or every problem with the options.
+fn text(a: &InitArgs, keys: &[SecretKey]) -> Result<String, Vec<String>> {
+    let mut problems = Vec::new();
+    if a.members == 0 || a.members > MAX_MEMBERS {
+        problems.push(format!("--members must be in 1..={MAX_MEMBERS}"));
+    }
+    if usize::from(a.base_port) + a.members.saturating_sub(1) > usize::from(u16::MAX)
+        || a.base_port == 0
+    {
+        problems.push(format!(
+            "--base-port {}: the ports {}..{} must be in 1..=65535",
+            a.base_port,
+            a.base_port,
+            usize::from(a.base_port) + a.members.saturating_sub(1)
+        ));
+    }
+    let mut q = String::new();
+    let _ = writeln!(
+        q,
+        "algorithm = {}",
+        quoted("algorithm", &a.algorithm, &mut problems)
+    );
+    let topology = a
+        .topology
+        .clone()
+        .unwrap_or_else(|| format!("complete:{}", a.members));
+    let _ = writeln!(
+        q,
+        "topology = {}",
+        quoted("topology", &topology, &mut problems)
+    );
+    if let Some(l) = a.l {
+        let _ = writeln!(q, "l = {l}");
+    }
+    if let Some(k) = a.k {
+        let _ = writeln!(q, "k = {k}");
+    }
+    if let Some(path) = &a.bounds {
+        match read_bounds(path) {
+            Ok(b) => {
+                let list = |v: &Vec<usize>| {
+                    v.iter()
+                        .map(usize::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                let mut parts = Vec::new();
+                if let Some(l) = &b.l {
+                    parts.push(format!("l = [{}]", list(l)));
+                }
+                if let Some(k) = &b.k {
+                    parts.push(format!("k = [{}]", list(k)));
+                }
+                let _ = writeln!(q, "bounds = {{ {} }}", parts.join(", "));
+            }
+            Err(e) => problems.push(e),
+        }
+    }
+    for (name, v) in [
+        ("initial", &a.initial),
+        ("variant", &a.variant),
+        ("leader", &a.leader),
+        ("coterie", &a.coterie),
+        ("mx", &a.mx),
+    ] {
+        if let Some(v) = v {
+            let _ = writeln!(q, "{name} = {}", quoted(name, v, &mut problems));
+        }
+    }
+    if let Some(m) = a.maxreq {
+        let _ = writeln!(q, "maxreq = {m}");
+    }
+    if let Some(t) = a.migrate_after {
+        let _ = writeln!(q, "migrate_after = {t}");
+    }
+    let host = quoted("host", &a.host, &mut problems);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let host = host.trim_matches('"');
+    // an IPv6 literal takes brackets in host:port
+    let host = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    };
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "# Written by `lkcs cluster init`. Every member reads this file; each member's host\n\
+         # needs its own private key only (keys/I.key, mode 600). Keep this file mode 600 too."
+    );
+    let _ = writeln!(t, "epoch = {}\n\n[quota]\n{q}", a.epoch);
+    for (i, key) in keys.iter().enumerate() {
+        let port = usize::from(a.base_port) + i;
+        let _ = writeln!(
+            t,
+            "[members.{i}]\naddress = \"{host}:{port}\"\npublic_key = \"{}\"\nprivate_key = \"keys/{i}.key\"\n",
+            key.public()
+        );
+    }
+    Ok(t)
+}
+
+fn init(a: &InitArgs) -> ExitCode {
+    let keys: Vec<SecretKey> = (0..a.members.min(MAX_MEMBERS))
+        .map(|_| SecretKey::generate())
+        .collect();
+    let text = match text(a, &keys) {
+        Ok(t) => t,
+        Err(problems) => {
+            for p in problems {
+                warn!("error: {p}");
+            }
+            return ExitCode::from(2);
+        }
+    };
+    // the same checks as every member makes when it reads the file
+    if let Err(e) = Cluster::parse_in(&text, &a.out) {
+        for p in &e.problems {
+            warn!("error: {p}");
+        }
+        return ExitCode::from(2);
+    }
+    let file = a.out.join("cluster.toml");
+    if file.exists() {
+        warn!(
+            "error: {} exists: not overwritten (choose another --out)",
+            file.display()
+        );
+        return ExitCode::from(2);
+    }
+    let keys_dir = a.out.join("keys");
+    let written = (|| -> std::io::Result<()> {
+        std::fs::create_dir_all(&keys_dir)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&keys_dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+        for (i, key) in keys.iter().enumerate() {
+            write_key(&keys_dir.join(format!("{i}.key")), i, key)?;
+        }
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        use std::io::Write;
+        let mut f = options.open(&file)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()
+    })();
+    if let Err(e) = written {
+        warn!("error: cannot write {}: {e}", a.out.display());
+        return ExitCode::from(1);
+    }
+    say!(
+        "wrote {} ({} members) and {}/0..{}.key",
+        file.display(),
+        a.members,
+        keys_dir.display(),
+        a.members - 1
+    );
+    say!(
+        "start member I with: lkcs node --cluster {} --id I",
+        file.display()
+    );
+    ExitCode::SUCCESS
+}
