@@ -275,9 +275,9 @@ async fn mitm_pump(
                             bytes.splice(i..i, junk);
                             done = true;
                         }
-                        Some(Tamper::Splice) if previous.len() > at => {
-                            // the previous session's bytes from the same offset on
-                            bytes = previous[at..].to_vec();
+                        Some(Tamper::Splice) if previous.len() > PAST_HANDSHAKE => {
+                            // the previous session's bytes, from past its handshake on
+                            bytes = previous[at.min(previous.len() - 1)..].to_vec();
                             done = true;
                         }
                         // no session recorded yet: end this one, so there is one
