@@ -49,16 +49,16 @@ fn key_file(keys: &str, i: usize) -> (PathBuf, SecretKey) {
         chunk.copy_from_slice(&h.to_le_bytes());
     }
     let key = SecretKey::from_bytes(bytes);
+    // a folder per call: tests running in parallel never write the same file
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
-        "lkcs-cluster-{}-keys-{:016x}",
+        "lkcs-cluster-{}-keys-{}",
         std::process::id(),
-        h
+        NEXT.fetch_add(1, Ordering::SeqCst)
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("{i}.key"));
-    if !path.exists() {
-        lkcs::net::cluster::write_key(&path, i, &key).unwrap();
-    }
+    lkcs::net::cluster::write_key(&path, i, &key).unwrap();
     (path, key)
 }
 
