@@ -513,9 +513,9 @@ where
                 return self.lost(reason, outbox, accepted).await;
             }
             // Connected: serve until the connection ends.
-            if let Some(mut c) = conn.take() {
+            if let Some(c) = conn.take() {
                 match self
-                    .serve(&mut c, &mut outbox, &mut accepted, &mut last_heard)
+                    .serve(c, &mut outbox, &mut accepted, &mut last_heard)
                     .await
                 {
                     Ended::Shutdown => return,
@@ -741,7 +741,7 @@ where
 
     async fn serve(
         &mut self,
-        conn: &mut Conn,
+        conn: Conn,
         outbox: &mut mpsc::UnboundedReceiver<M>,
         accepted: &mut mpsc::Receiver<(Conn, PeerHello)>,
         last_heard: &mut Instant,
@@ -754,18 +754,43 @@ where
         let ack_every = (self.timing.window as u64 / 4).clamp(1, ACK_EVERY);
         let mut beat = tokio::time::interval(self.timing.heartbeat);
         beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let addr = peer_addr(&conn);
+        // Writing never stops reading: the connection is split, and every write (a batch of
+        // data frames after the acknowledgements and heartbeats due) is one future polled
+        // beside the reads. Two sides that both blocked in a write to a full socket buffer,
+        // neither reading, would stop each other for good.
+        let (sink, mut stream) = conn.split();
+        let mut writer = Writer::Idle(sink);
+        // encoded control frames (acknowledgements, heartbeats) for the next write
+        let mut control: Vec<Bytes> = Vec::new();
         loop {
+            if let Some(sink) = writer.idle() {
+                let mut batch = std::mem::take(&mut control);
+                let mut next = self.cursor;
+                for (seq, frame) in self.out.from_seq(self.cursor).take(SEND_BATCH) {
+                    batch.push(frame.clone());
+                    next = seq + 1;
+                }
+                self.cursor = next;
+                writer = if batch.is_empty() {
+                    Writer::Idle(sink)
+                } else {
+                    Writer::write(sink, batch)
+                };
+            }
             tokio::select! {
-                // no bias: reading must go on while there is something to send (two sides
-                // that both wrote their whole backlog before reading would stop each other)
+                w = writer.done() => match w {
+                    Ok(sink) => writer = Writer::Idle(sink),
+                    Err(e) => return Ended::Dropped(e.to_string()),
+                },
+                // no bias: reading goes on while something is being written
                 m = outbox.recv() => match m {
                     None => return Ended::Shutdown,
                     Some(msg) => {
                         if let Err(why) = self.buffer(msg) {
                             return Ended::Lost(why);
                         }
-                        // what the node queued meanwhile goes into the same batch, a batch at
-                        // most: acknowledgements are read between batches
+                        // what the node queued meanwhile goes into the same batch
                         for _ in 1..SEND_BATCH {
                             let Ok(msg) = outbox.try_recv() else { break };
                             if let Err(why) = self.buffer(msg) {
@@ -774,22 +799,7 @@ where
                         }
                     }
                 },
-                // transmit what this connection has not carried yet, in order, a batch at a
-                // time: the frames are written into the connection's buffer, flushed once
-                _ = std::future::ready(()), if self.cursor <= self.out.sent() => {
-                    let mut next = self.cursor;
-                    for (seq, frame) in self.out.from_seq(self.cursor).take(SEND_BATCH) {
-                        if let Err(e) = conn.feed(frame.clone()).await {
-                            return Ended::Dropped(e.to_string());
-                        }
-                        next = seq + 1;
-                    }
-                    self.cursor = next;
-                    if let Err(e) = SinkExt::<Bytes>::flush(conn).await {
-                        return Ended::Dropped(e.to_string());
-                    }
-                },
-                f = conn.next() => {
+                f = stream.next() => {
                     let bytes = match f {
                         None => return Ended::Dropped("closed by the peer".into()),
                         Some(Err(e)) => {
@@ -800,7 +810,7 @@ where
                             {
                                 self.log(LogEvent::Tampered {
                                     peer: self.peer,
-                                    addr: peer_addr(conn),
+                                    addr,
                                     reason: e.to_string(),
                                 });
                             }
@@ -822,9 +832,7 @@ where
                                 }
                                 if seq - acked >= ack_every {
                                     acked = seq;
-                                    if let Err(e) = handshake::send(conn, &Frame::<M>::Ack { seq }).await {
-                                        return Ended::Dropped(e.to_string());
-                                    }
+                                    control.push(control_frame::<M>(&Frame::Ack { seq }));
                                 }
                             }
                             Arrival::Duplicate => {
@@ -881,13 +889,74 @@ where
                     } else {
                         Frame::<M>::Heartbeat
                     };
-                    if let Err(e) = handshake::send(conn, &frame).await {
-                        return Ended::Dropped(e.to_string());
-                    }
+                    control.push(control_frame::<M>(&frame));
                 }
             }
         }
     }
+}
+
+/// The write half of a live connection.
+type Sink = futures_util::stream::SplitSink<Conn, Bytes>;
+
+/// A write in progress: it owns the write half and gives it back when the batch is flushed.
+type Write =
+    std::pin::Pin<Box<dyn std::future::Future<Output = (Sink, std::io::Result<()>)> + Send>>;
+
+/// The write half of a connection: idle, or writing a batch (never both, so frames go out in
+/// the order they were batched).
+enum Writer {
+    Idle(Sink),
+    Writing(Write),
+    /// Only while the state changes hands.
+    Moved,
+}
+
+impl Writer {
+    /// Feeds every frame of the batch into the connection's buffer, then flushes once.
+    fn write(mut sink: Sink, batch: Vec<Bytes>) -> Writer {
+        Writer::Writing(Box::pin(async move {
+            let mut result = Ok(());
+            for frame in batch {
+                if let Err(e) = sink.feed(frame).await {
+                    result = Err(e);
+                    break;
+                }
+            }
+            if result.is_ok() {
+                result = SinkExt::<Bytes>::flush(&mut sink).await;
+            }
+            (sink, result)
+        }))
+    }
+
+    /// The write half, when no write is in progress (the writer is then [`Writer::Moved`]
+    /// until it is given a new state).
+    fn idle(&mut self) -> Option<Sink> {
+        match std::mem::replace(self, Writer::Moved) {
+            Writer::Idle(sink) => Some(sink),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+
+    /// Resolves when the write in progress ends (never, when there is none).
+    async fn done(&mut self) -> std::io::Result<Sink> {
+        match self {
+            Writer::Writing(write) => {
+                let (sink, result) = write.await;
+                result.map(|()| sink)
+            }
+            _ => std::future::pending().await,
+        }
+    }
+}
+
+/// The bytes of a control frame (its encoding cannot fail: no message inside).
+fn control_frame<M: Serialize>(frame: &Frame<M>) -> Bytes {
+    Bytes::from(super::frame::encode(frame).unwrap_or_default())
 }
 
 /// At most this many messages go out between two reads of a connection.
