@@ -60,6 +60,18 @@ pub enum Problem {
     NoSafeInitial(String),
     /// A coterie (quorum system) breaks a rule.
     Coterie(CoterieProblem),
+    /// An algorithm chosen by name does not keep the bounds asked for (it would drop,
+    /// change or tighten one of them).
+    Unsolved {
+        /// The algorithm chosen.
+        algorithm: String,
+        /// The bounds it keeps, in words.
+        keeps: String,
+        /// The bounds asked for, in words.
+        asked: String,
+        /// The algorithms that keep exactly the bounds asked for.
+        solvers: Vec<String>,
+    },
     /// Any other invalid input, described in one line.
     Invalid(String),
 }
@@ -168,6 +180,22 @@ impl fmt::Display for Problem {
             ),
             Problem::NoSafeInitial(why) => write!(f, "no safe initial configuration: {why}"),
             Problem::Coterie(c) => write!(f, "{c}"),
+            Problem::Unsolved {
+                algorithm,
+                keeps,
+                asked,
+                solvers,
+            } => {
+                write!(
+                    f,
+                    "algorithm {algorithm} keeps {keeps}, not {asked}: it would change the bounds"
+                )?;
+                if solvers.is_empty() {
+                    f.write_str("; no algorithm keeps exactly these bounds")
+                } else {
+                    write!(f, "; algorithms that keep them: {}", solvers.join(", "))
+                }
+            }
             Problem::Invalid(s) => f.write_str(s),
         }
     }

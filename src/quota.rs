@@ -78,14 +78,14 @@ pub(crate) mod member;
 
 pub use crate::catalog::Algorithm;
 pub use error::{Blocked, Limit, QuotaError, Stall, Waits};
-pub use member::{Member, MemberState, Move};
+pub use member::{Active, Member, MemberState, Move};
 
 /// The error type of [`Member`] calls ([`QuotaError`]).
 pub type Error = QuotaError;
 
 use crate::catalog::{BoundsFile, SystemSpec, SystemVisitor};
 use crate::config::{Bounds, Instance};
-use crate::cs::{CsObject, CsState, Variant};
+use crate::cs::{CsObject, CsState, Sequence, Variant};
 use crate::error::{ConfigError, Problem};
 use crate::id::ProcessId;
 use crate::runtime::{Handle, Inspector, Runtime, RuntimeConfig, RuntimeError, RuntimeReport};
@@ -109,9 +109,72 @@ pub(crate) struct Shared {
     operating: Vec<Bounds>,
     global: bool,
     inspector: Inspector,
+    algorithm: Algorithm,
 }
 
 impl Shared {
+    /// Whether a move `seq` may wait on a bound with this algorithm: entries where there is
+    /// an upper bound, exits where there is a lower one.
+    pub(crate) fn may_wait(&self, seq: Sequence) -> bool {
+        use Algorithm::*;
+        match seq {
+            Sequence::Entry => !matches!(self.algorithm, Mutin | Lmutin),
+            Sequence::Exit => matches!(self.algorithm, Mutin | Lmutin | Gcs | Lkcs),
+        }
+    }
+
+    /// Why a move `seq` in progress cannot be withdrawn, if it cannot. A withdrawn move
+    /// completes and is at once reversed; that is safe only where the reverse waits on no
+    /// bound and counts on no other bound's side: the algorithms with one kind of bound.
+    pub(crate) fn cannot_withdraw(&self, seq: Sequence) -> Option<String> {
+        let name = self.algorithm.name();
+        let move_ = match seq {
+            Sequence::Entry => "entry",
+            Sequence::Exit => "exit",
+        };
+        if !self.may_wait(seq) {
+            return Some(format!(
+                "with {name} an {move_} waits on no bound, only on the algorithm's messages: it cannot be withdrawn, and completes on its own"
+            ));
+        }
+        matches!(self.algorithm, Algorithm::Gcs | Algorithm::Lkcs).then(|| {
+            format!(
+                "{name} keeps a lower and an upper bound at once: a withdrawn {move_} would count the member on the other bound's side while it is undone, so {name} cannot withdraw a move"
+            )
+        })
+    }
+
+    /// Whether member `p`'s move `seq` would break a bound the algorithm keeps, in the
+    /// configuration `published` gives (each member's last published state).
+    pub(crate) fn would_break(
+        &self,
+        p: ProcessId,
+        seq: Sequence,
+        published: &dyn Fn(ProcessId) -> CsState,
+    ) -> bool {
+        let t = self.instance.topology();
+        let breaks = |q: ProcessId, others: usize| {
+            let b = self.operating[q.index()];
+            match seq {
+                Sequence::Entry => others + 1 > b.k,
+                Sequence::Exit => others < b.l,
+            }
+        };
+        let active_others = |around: &mut dyn Iterator<Item = ProcessId>| {
+            around
+                .filter(|&r| r != p && published(r) == CsState::InCs)
+                .count()
+        };
+        if self.global {
+            let others = active_others(&mut t.processes());
+            return breaks(p, others);
+        }
+        t.closed(p).into_iter().any(|q| {
+            let others = active_others(&mut t.closed(q).into_iter());
+            breaks(q, others)
+        })
+    }
+
     fn context(&self) -> error::Context<'_> {
         error::Context {
             instance: &self.instance,
@@ -192,21 +255,27 @@ pub struct Quota {
     engine: Box<dyn QuotaEngine>,
     members: parking_lot::Mutex<Option<Vec<Member>>>,
     shared: Arc<Shared>,
+    closed: std::sync::atomic::AtomicBool,
+    shut_down: std::sync::atomic::AtomicBool,
 }
 
 impl fmt::Debug for Quota {
+    /// A summary whatever the size: the bounds once when every member has the same, and the
+    /// number of members initially active.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Quota");
         d.field("algorithm", &self.algorithm)
-            .field("members", &self.n);
-        if self.global {
-            d.field("scope", &"global")
-                .field("at_least", &self.bounds[0].l)
-                .field("at_most", &self.bounds[0].k);
+            .field("members", &self.n)
+            .field("scope", &if self.global { "global" } else { "local" });
+        let first = self.bounds[0];
+        if self.bounds.iter().all(|b| *b == first) {
+            d.field("at_least", &first.l).field("at_most", &first.k);
         } else {
-            d.field("scope", &"local").field("bounds", &self.bounds);
+            d.field("bounds", &"per member");
         }
-        d.field("initially_active", &self.initial).finish()
+        d.field("initially_active", &self.initial.len())
+            .field("closed", &self.is_closed())
+            .finish()
     }
 }
 
@@ -222,9 +291,72 @@ impl Quota {
         QuotaBuilder::new(Scope::Local(topology))
     }
 
-    /// The members, one per id in order; every later call returns an empty vector.
+    /// The members, one per id in order, to hand to the workers. They are handed out once:
+    /// a later call returns an empty vector ([`Quota::take_members`] says so with an error).
     pub fn members(&self) -> Vec<Member> {
-        self.members.lock().take().unwrap_or_default()
+        self.take_members().unwrap_or_default()
+    }
+
+    /// The members, one per id in order, or [`QuotaError::MembersTaken`] if they were
+    /// handed out already (by this or [`Quota::members`]).
+    pub fn take_members(&self) -> Result<Vec<Member>, QuotaError> {
+        self.members.lock().take().ok_or(QuotaError::MembersTaken)
+    }
+
+    /// Closes the quota, as a program ends: the lower bound is lifted, so every member may
+    /// leave, and every entry from now on returns [`QuotaError::Closed`]
+    /// ([`QuotaError::is_closed`]), including entries blocked at this moment.
+    ///
+    /// An exit after `close` (or blocked at that moment) returns `Ok` at once and releases
+    /// the member: it is [`MemberState::Inactive`] for its worker, and the algorithm lets it
+    /// go as soon as it can. The upper bound still holds, since nobody enters any more. An
+    /// entry refused while it was running (blocked, or left by a timeout) releases its member
+    /// the same way; an active member that calls `enter` stays active until it exits. Closing
+    /// does not stop the threads: [`Quota::shutdown`] (or dropping the quota) does.
+    /// Idempotent.
+    ///
+    /// Workers that finish at different times end cleanly when each keeps cycling (enter
+    /// and exit, without work) once its own work is done, so that the busy ones can always
+    /// move, and the last one to finish closes the quota: every exit returns `Ok`, and each
+    /// worker's loop ends on the entry that reports [`QuotaError::Closed`].
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// let quota = lkcs::Quota::global(4).between(1, 3).build()?;
+    /// let busy = AtomicUsize::new(4);
+    /// std::thread::scope(|s| {
+    ///     for (i, mut m) in quota.members().into_iter().enumerate() {
+    ///         let (quota, busy) = (&quota, &busy);
+    ///         s.spawn(move || -> Result<(), lkcs::QuotaError> {
+    ///             let mut rounds_left = 1 + 2 * i; // each worker has its own amount of work
+    ///             loop {
+    ///                 match m.enter() {
+    ///                     Err(e) if e.is_closed() => return Ok(()), // the end
+    ///                     r => r?,
+    ///                 }
+    ///                 if rounds_left > 0 {
+    ///                     // ... work while counted as active ...
+    ///                     rounds_left -= 1;
+    ///                     if rounds_left == 0 && busy.fetch_sub(1, Ordering::SeqCst) == 1 {
+    ///                         quota.close(); // the last one: everybody may leave now
+    ///                     }
+    ///                 }
+    ///                 m.exit()?; // Ok, also for the last members
+    ///             }
+    ///         });
+    ///     }
+    /// });
+    /// assert!(quota.is_closed());
+    /// # Ok::<(), lkcs::ConfigError>(())
+    /// ```
+    pub fn close(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.engine.close();
+    }
+
+    /// Whether [`Quota::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The algorithm running the quota (chosen from the bounds unless overridden).
@@ -280,12 +412,21 @@ impl Quota {
     /// ```
     pub fn waiting(&self) -> Waits {
         let look = self.shared.inspector.look(INSPECT_PATIENCE);
-        self.shared.context().waits(&look)
+        let mut waits = self.shared.context().waits(&look);
+        if self.shut_down.load(std::sync::atomic::Ordering::SeqCst) {
+            // nobody waits on a quota that has shut down: every call returned Shutdown
+            waits.waiting.clear();
+            waits.in_flight = false;
+        }
+        waits
     }
 
     /// Stops every member's thread. Every blocked call returns [`QuotaError::Shutdown`], and
-    /// so does every later call. Idempotent; dropping the quota does the same.
+    /// so does every later call; [`Quota::waiting`] lists nobody. Idempotent; dropping the
+    /// quota does the same.
     pub fn shutdown(&self) {
+        self.shut_down
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         self.engine.shutdown();
     }
 }
@@ -412,6 +553,7 @@ impl QuotaBuilder {
             monitor: self.monitor,
             stall_check: self.stall_check,
             global: plan.global,
+            algorithm: plan.spec.algorithm,
         };
         let started = plan
             .spec
@@ -444,6 +586,8 @@ impl QuotaBuilder {
             engine,
             members: parking_lot::Mutex::new(Some(members)),
             shared,
+            closed: Default::default(),
+            shut_down: Default::default(),
         })
     }
 
@@ -475,6 +619,86 @@ fn global_choice(l: usize, k: usize, n: usize) -> Algorithm {
         (_, k) if k == n => Algorithm::Mutin,
         _ => Algorithm::Gcs,
     }
+}
+
+/// The bounds `algorithm` keeps, in words, when they differ from the ones asked for
+/// (`l`, `k` per member on `t`); `None` when it keeps exactly these.
+fn kept_otherwise(
+    algorithm: Algorithm,
+    t: &Topology,
+    l: &[usize],
+    k: &[usize],
+) -> Option<&'static str> {
+    let n = t.len();
+    let uniform = l.iter().all(|&x| x == l[0]) && k.iter().all(|&x| x == k[0]);
+    let full = |i: usize| t.degree(ProcessId::from(i)) + 1;
+    let all_lower_only = (0..n).all(|i| k[i] == full(i));
+    let all_upper_only = l.iter().all(|&x| x == 0);
+    let ok = match algorithm {
+        Algorithm::Cdc | Algorithm::Ddc | Algorithm::Maekawa => {
+            t.is_complete() && uniform && (l[0], k[0]) == (0, 1)
+        }
+        Algorithm::Kmex => t.is_complete() && uniform && all_upper_only,
+        Algorithm::Mutin => t.is_complete() && uniform && k[0] == n,
+        Algorithm::Gcs => t.is_complete() && uniform,
+        Algorithm::Lmutin => all_lower_only,
+        Algorithm::Lmutex => all_upper_only,
+        Algorithm::Lkcs => true,
+    };
+    (!ok).then_some(match algorithm {
+        Algorithm::Cdc | Algorithm::Ddc | Algorithm::Maekawa => {
+            "at most 1 active among all members"
+        }
+        Algorithm::Kmex => "only an upper bound, one for all members",
+        Algorithm::Mutin => "only a lower bound, one for all members",
+        Algorithm::Gcs => "one lower and one upper bound for all members",
+        Algorithm::Lmutin => "only lower bounds (at least l_i around each member)",
+        Algorithm::Lmutex => "only upper bounds (at most k_i around each member)",
+        Algorithm::Lkcs => "any bounds",
+    })
+}
+
+/// The problem with an algorithm chosen by name that does not keep exactly the bounds asked
+/// for: it would drop, change or tighten one. Names the algorithms that do keep them.
+fn unsolved(
+    algorithm: Algorithm,
+    global: bool,
+    t: &Topology,
+    l: &[usize],
+    k: &[usize],
+) -> Option<Problem> {
+    let keeps = kept_otherwise(algorithm, t, l, k)?;
+    if algorithm.is_global() && !t.is_complete() {
+        return None; // option_problems says why it cannot run here
+    }
+    let n = t.len();
+    let uniform = l.iter().all(|&x| x == l[0]) && k.iter().all(|&x| x == k[0]);
+    let asked = match (global || t.is_complete(), uniform) {
+        (true, true) if l[0] == 0 => format!("at most {} of {n} active", k[0]),
+        (true, true) if k[0] == n => format!("at least {} of {n} active", l[0]),
+        (true, true) => format!("at least {} and at most {} of {n} active", l[0], k[0]),
+        (_, true) if l[0] == 0 => format!("at most {} active around each member", k[0]),
+        (_, true) if (0..n).all(|i| k[i] == t.degree(ProcessId::from(i)) + 1) => {
+            format!("at least {} active around each member", l[0])
+        }
+        (_, true) => format!(
+            "at least {} and at most {} active around each member",
+            l[0], k[0]
+        ),
+        (_, false) => "per-member bounds".to_string(),
+    };
+    let solvers = Algorithm::ALL
+        .into_iter()
+        .filter(|&a| !a.is_global() || t.is_complete())
+        .filter(|&a| kept_otherwise(a, t, l, k).is_none())
+        .map(|a| a.name().to_string())
+        .collect();
+    Some(Problem::Unsolved {
+        algorithm: algorithm.name().to_string(),
+        keeps: keeps.to_string(),
+        asked,
+        solvers,
+    })
 }
 
 /// Local bounds and the algorithm they select: only lower bounds LMUTIN, only upper bounds
@@ -527,7 +751,12 @@ impl QuotaBuilder {
                         "at most {k} active of {n} members: the upper bound cannot exceed the number of members"
                     )));
                 }
-                if l >= k {
+                if l >= k && self.k.is_none() {
+                    // no upper bound was given: the lower one is too high for the members
+                    problems.push(Problem::Invalid(format!(
+                        "at least {l} active of {n} members: the lower bound must be below the number of members"
+                    )));
+                } else if l >= k {
                     problems.push(Problem::Invalid(format!(
                         "at least {l} and at most {k} active: the lower bound must be below the upper bound"
                     )));
@@ -570,22 +799,43 @@ impl QuotaBuilder {
                         },
                     ),
                 };
+                // one line per distinct problem, naming every member it concerns
+                let mut grouped: std::collections::BTreeMap<String, Vec<usize>> =
+                    Default::default();
                 for p in t.processes() {
                     let i = p.index();
                     let size = full[i];
                     if k[i] > size {
-                        problems.push(Problem::Invalid(format!(
-                            "member {i}: at most {} active around it, but its neighbourhood (itself and {} neighbours) holds only {size}",
-                            k[i],
-                            size - 1
-                        )));
+                        grouped
+                            .entry(format!(
+                                "at most {} active around it, but its neighbourhood (itself and {} neighbours) holds only {size}",
+                                k[i],
+                                size - 1
+                            ))
+                            .or_default()
+                            .push(i);
                     }
-                    if l[i] >= k[i] {
-                        problems.push(Problem::Invalid(format!(
-                            "member {i}: at least {} and at most {} active around it: the lower bound must be below the upper bound",
-                            l[i], k[i]
-                        )));
+                    if l[i] >= k[i] && self.k.is_none() && self.per_member.is_none() {
+                        grouped
+                            .entry(format!(
+                                "at least {} active around it, but its neighbourhood (itself and {} neighbours) holds only {size}: the lower bound must be below that",
+                                l[i],
+                                size - 1
+                            ))
+                            .or_default()
+                            .push(i);
+                    } else if l[i] >= k[i] {
+                        grouped
+                            .entry(format!(
+                                "at least {} and at most {} active around it: the lower bound must be below the upper bound",
+                                l[i], k[i]
+                            ))
+                            .or_default()
+                            .push(i);
                     }
+                }
+                for (why, who) in grouped {
+                    problems.push(Problem::Invalid(format!("{}: {why}", member_list(&who))));
                 }
                 if problems.is_empty() && (0..n).all(|i| l[i] == 0 && k[i] == full[i]) {
                     problems.push(Problem::Invalid(
@@ -595,6 +845,9 @@ impl QuotaBuilder {
                 (false, t.clone(), l, k)
             }
         };
+        if let Some(ids) = &self.initially_active {
+            problems.extend(start_list_problems(ids, n));
+        }
         ConfigError::check(problems)?;
         let algorithm = self.algorithm.unwrap_or_else(|| {
             if global {
@@ -603,6 +856,13 @@ impl QuotaBuilder {
                 local_choice(&topology, &l, &k)
             }
         });
+        if self.algorithm.is_some() {
+            ConfigError::check(
+                unsolved(algorithm, global, &topology, &l, &k)
+                    .into_iter()
+                    .collect(),
+            )?;
+        }
         let mut problems = Vec::new();
         let inst = Instance::new(
             topology.clone(),
@@ -610,23 +870,12 @@ impl QuotaBuilder {
         )?;
         let initial = match &self.initially_active {
             Some(ids) => {
+                // the list itself was checked with the bounds
                 let mut states = vec![CsState::OutCs; n];
                 for &i in ids {
-                    if i >= n {
-                        problems.push(Problem::Invalid(format!(
-                            "initially_active names member {i}, but members are 0..{n}"
-                        )));
-                    } else if states[i] == CsState::InCs {
-                        problems.push(Problem::Invalid(format!(
-                            "initially_active names member {i} twice"
-                        )));
-                    } else {
-                        states[i] = CsState::InCs;
-                    }
+                    states[i] = CsState::InCs;
                 }
-                if problems.is_empty() {
-                    problems.extend(unsafe_start(&inst, &states, global));
-                }
+                problems.extend(unsafe_start(&inst, &states, global));
                 Some(states)
             }
             None => default_start(algorithm, &l),
@@ -724,6 +973,42 @@ impl QuotaBuilder {
         }
         problems
     }
+}
+
+/// "member 3" or "members 0, 1, 2, 3, 4, 5, 6, 7 and 12 more".
+fn member_list(ids: &[usize]) -> String {
+    const SHOWN: usize = 8;
+    let shown: Vec<String> = ids.iter().take(SHOWN).map(|i| i.to_string()).collect();
+    let more = match ids.len().saturating_sub(SHOWN) {
+        0 => String::new(),
+        m => format!(" and {m} more"),
+    };
+    let noun = if ids.len() == 1 { "member" } else { "members" };
+    format!("{noun} {}{more}", shown.join(", "))
+}
+
+/// The problems of an `initially_active` list itself: ids out of range and repeated ids.
+fn start_list_problems(ids: &[usize], n: usize) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let out: std::collections::BTreeSet<usize> = ids.iter().copied().filter(|&i| i >= n).collect();
+    if !out.is_empty() {
+        let out: Vec<usize> = out.into_iter().collect();
+        problems.push(Problem::Invalid(format!(
+            "initially_active names {}, but members are 0..{n}",
+            member_list(&out)
+        )));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let twice: std::collections::BTreeSet<usize> =
+        ids.iter().copied().filter(|&i| !seen.insert(i)).collect();
+    if !twice.is_empty() {
+        let twice: Vec<usize> = twice.into_iter().collect();
+        problems.push(Problem::Invalid(format!(
+            "initially_active names {} more than once",
+            member_list(&twice)
+        )));
+    }
+    problems
 }
 
 /// The start used when the user names none (see [`QuotaBuilder::initially_active`]); `None`
@@ -871,12 +1156,16 @@ fn lkcs_problems(inst: &Instance, leader: Option<usize>) -> Vec<Problem> {
 /// The engine side of a quota, whatever the algorithm.
 trait QuotaEngine: Send + Sync {
     fn shutdown(&self);
+    fn close(&self);
     fn report(&self) -> RuntimeReport;
 }
 
 impl<A: CsObject> QuotaEngine for parking_lot::Mutex<Runtime<A>> {
     fn shutdown(&self) {
         self.lock().shutdown();
+    }
+    fn close(&self) {
+        self.lock().close();
     }
     fn report(&self) -> RuntimeReport {
         self.lock().report()
@@ -888,6 +1177,7 @@ struct Start {
     monitor: bool,
     stall_check: Duration,
     global: bool,
+    algorithm: Algorithm,
 }
 
 struct Started {
@@ -921,6 +1211,7 @@ impl SystemVisitor for Start {
             operating,
             global: self.global,
             inspector,
+            algorithm: self.algorithm,
         });
         let handles = rt
             .take_handles()

@@ -237,6 +237,16 @@ impl<A: CsObject, M: Mailbox> Runtime<A, M> {
         }
     }
 
+    /// Closes the runtime: every entry from now on (and every call blocked entering now)
+    /// returns [`RuntimeError::Closed`], and an exit returns at once, releasing its client:
+    /// its process leaves the CS as soon as the algorithm lets it and never moves again.
+    /// The threads keep running until [`Runtime::shutdown`]. Idempotent.
+    pub fn close(&self) {
+        for slot in &self.shared.slots {
+            slot.mark(|st| st.closed = true);
+        }
+    }
+
     /// Stops and joins every process thread. Afterwards (and already for calls blocked at this
     /// moment) every handle call returns [`RuntimeError::Shutdown`]. Idempotent.
     pub fn shutdown(&mut self) {

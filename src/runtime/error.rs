@@ -29,6 +29,8 @@ pub enum RuntimeError {
     Config(ConfigError),
     /// A thread could not be spawned (the operating system's message).
     Spawn(String),
+    /// [`Runtime::close`](super::Runtime::close) was called: no more entries.
+    Closed,
 }
 
 impl fmt::Display for RuntimeError {
@@ -41,6 +43,7 @@ impl fmt::Display for RuntimeError {
             RuntimeError::ProcessDied(p) => write!(f, "the thread of {p} died"),
             RuntimeError::Config(e) => write!(f, "{e}"),
             RuntimeError::Spawn(e) => write!(f, "could not spawn a process thread: {e}"),
+            RuntimeError::Closed => f.write_str("the runtime is closed: no more entries"),
         }
     }
 }
