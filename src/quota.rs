@@ -310,8 +310,8 @@ impl Quota {
     /// An exit after `close` (or blocked at that moment) returns `Ok` at once and releases
     /// the member: it is [`MemberState::Inactive`] for its worker, and the algorithm lets it
     /// go as soon as it can. The upper bound still holds, since nobody enters any more. An
-    /// entry refused while it was running (blocked, or left by a timeout) releases its member
-    /// the same way; an active member that calls `enter` stays active until it exits. Closing
+    /// entry after `close` releases its member the same way (an active one included), and
+    /// returns [`QuotaError::Closed`]: whatever its last call, a member ends inactive. Closing
     /// does not stop the threads: [`Quota::shutdown`] (or dropping the quota) does.
     /// Idempotent.
     ///
@@ -558,7 +558,10 @@ impl QuotaBuilder {
         let started = plan
             .spec
             .build(start)
-            .map_err(|e| in_quota_terms(e, plan.default_lkcs.as_ref()))?
+            .map_err(|e| match &plan.default_lkcs {
+                Some(inst) => self.lkcs_refusal(e, inst),
+                None => e,
+            })?
             .map_err(|e| match e {
                 RuntimeError::Config(c) => c,
                 other => ConfigError::one(Problem::Invalid(other.to_string())),
@@ -604,9 +607,8 @@ impl QuotaBuilder {
 struct Plan {
     spec: SystemSpec,
     global: bool,
-    /// LKCS with neither a leader nor `round_trip`: the instance, whose leader-rule
-    /// preconditions are given in quota terms if neither the round trip nor the leader rules
-    /// can run it.
+    /// LKCS with no leader named: the instance, to explain a refusal in quota terms
+    /// ([`QuotaBuilder::lkcs_refusal`]).
     default_lkcs: Option<Instance>,
 }
 
@@ -938,7 +940,7 @@ impl QuotaBuilder {
         Ok(Plan {
             spec,
             global,
-            default_lkcs: (default_lkcs && self.leader.is_none()).then_some(inst),
+            default_lkcs: (algorithm == Algorithm::Lkcs && self.leader.is_none()).then_some(inst),
         })
     }
 
@@ -1056,31 +1058,136 @@ fn unsafe_start(inst: &Instance, states: &[CsState], global: bool) -> Vec<Proble
     problems
 }
 
-/// A refusal of LKCS's default (the round trip, then the leader rules) on `inst`, with the
-/// leader rules' part in quota terms where their preconditions explain it.
-fn in_quota_terms(e: ConfigError, inst: Option<&Instance>) -> ConfigError {
-    const TAG: &str = crate::algo::lkcs::LEADER_RULES_TAG;
-    let Some(inst) = inst else {
-        return e;
-    };
-    if !e.problems.iter().any(|p| p.to_string().starts_with(TAG)) {
-        return e;
+/// Replaces `P7` by `member 7` in a message of the algorithms' layer.
+fn member_words(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut prev: Option<char> = None;
+    while let Some(c) = chars.next() {
+        let starts_id = c == 'P'
+            && !prev.is_some_and(|p| p.is_alphanumeric())
+            && chars.peek().is_some_and(|d| d.is_ascii_digit());
+        if starts_id {
+            out.push_str("member ");
+        } else {
+            out.push(c);
+        }
+        prev = Some(c);
     }
-    let leader = lkcs_problems(inst, None);
-    if leader.is_empty() {
-        return e;
-    }
-    let mut problems: Vec<Problem> = e
-        .problems
-        .into_iter()
-        .filter(|p| !p.to_string().starts_with(TAG))
-        .collect();
-    problems.extend(
-        leader
+    out
+}
+
+impl QuotaBuilder {
+    /// A refusal of LKCS with no leader named (the round trip, and by default the leader
+    /// rules after it), in quota terms: one line per cause, naming the members it concerns,
+    /// and a line with the nearest bounds that are accepted.
+    fn lkcs_refusal(&self, e: ConfigError, inst: &Instance) -> ConfigError {
+        let t = inst.topology();
+        // the room the round trip needs: its tightened bounds apart at every member
+        let mut narrow: std::collections::BTreeMap<(usize, usize), Vec<usize>> = Default::default();
+        for p in t.processes() {
+            let (b, size) = (inst.bounds(p), t.degree(p) + 1);
+            let low = b.l + usize::from(b.l > 0);
+            let high = b.k - usize::from(b.k < size);
+            if low >= high {
+                narrow.entry((b.l, b.k)).or_default().push(p.index());
+            }
+        }
+        let mut problems: Vec<Problem> = narrow
             .into_iter()
-            .map(|p| Problem::Invalid(format!("{TAG}{p}"))),
-    );
-    ConfigError::new(problems)
+            .map(|((l, k), who)| {
+                let who = if who.len() == t.len() {
+                    "every member".to_string()
+                } else {
+                    member_list(&who)
+                };
+                Problem::Invalid(format!(
+                    "{who}: at least {l} and at most {k} active around each leaves too little room: with both kinds of bound, lkcs keeps each one tighter where a move can break it (at least l+1 where l > 0, at most k−1 where k is below the neighbourhood's size) and needs the two apart, so at most − at least ≥ 3 where both can break",
+                ))
+            })
+            .collect();
+        if problems.is_empty() {
+            // room enough: the refusal is of the start; say it without the layers' names
+            let leader_rules = crate::algo::lkcs::LEADER_RULES_TAG;
+            problems.extend(
+                e.problems
+                    .iter()
+                    .map(|p| p.to_string())
+                    .filter(|p| !p.starts_with(leader_rules))
+                    .map(|p| {
+                        let p = p.strip_prefix("the round trip: ").unwrap_or(&p).to_string();
+                        Problem::Invalid(member_words(&p))
+                    }),
+            );
+            if problems.is_empty() {
+                return e;
+            }
+        }
+        if let Some(better) = self.nearest_accepted(t) {
+            problems.push(Problem::Invalid(format!("accepted instead: {better}")));
+        }
+        ConfigError::new(problems)
+    }
+
+    /// The nearest bounds a local quota on `t` accepts, in builder calls: both bounds moved
+    /// apart by as little as possible, or one bound alone. `None` for per-member bounds.
+    fn nearest_accepted(&self, t: &Topology) -> Option<String> {
+        let (Some(l), Some(k), None) = (self.l, self.k, &self.per_member) else {
+            return Some(
+                "per-member bounds with at most − at least ≥ 3 at the members named, or only lower bounds, or only upper bounds"
+                    .into(),
+            );
+        };
+        let largest = t.processes().map(|p| t.degree(p) + 1).max().unwrap_or(1);
+        let accepted = |b: QuotaBuilder| b.plan().is_ok_and(|plan| plan.spec.build(Probe).is_ok());
+        let bare = |b: &QuotaBuilder| QuotaBuilder {
+            l: None,
+            k: None,
+            initially_active: None,
+            ..b.clone()
+        };
+        let mut offers = Vec::new();
+        'both: for d in 1..=6 {
+            for dl in 0..=d.min(l.saturating_sub(1)) {
+                let (l2, k2) = (l - dl, k + (d - dl));
+                if k2 >= largest {
+                    continue;
+                }
+                if accepted(bare(self).between(l2, k2)) {
+                    offers.push(format!(".between({l2}, {k2})"));
+                    break 'both;
+                }
+                // the same upper bound, capped by each neighbourhood's size
+                let capped: Vec<usize> = t.processes().map(|p| k2.min(t.degree(p) + 1)).collect();
+                let per_member = QuotaBuilder {
+                    per_member: None,
+                    ..bare(self)
+                }
+                .bounds(vec![l2; t.len()], capped);
+                if accepted(per_member) {
+                    offers.push(format!(
+                        ".bounds(l, k) with at least {l2} and at most {k2} around each member (or its whole neighbourhood where that is smaller)"
+                    ));
+                    break 'both;
+                }
+            }
+        }
+        if accepted(bare(self).at_most(k)) {
+            offers.push(format!("only .at_most({k})"));
+        }
+        if accepted(bare(self).at_least(l)) {
+            offers.push(format!("only .at_least({l})"));
+        }
+        (!offers.is_empty()).then(|| offers.join(", or "))
+    }
+}
+
+/// A visitor that builds a system and starts nothing: whether the catalog accepts a spec.
+struct Probe;
+
+impl SystemVisitor for Probe {
+    type Output = ();
+    fn visit<A: CsObject>(self, _: &Instance, _: &[CsState], _: Vec<A>) {}
 }
 
 /// LKCS's preconditions in quota terms: a leader with at least 4 neighbours, and
@@ -1089,20 +1196,21 @@ fn lkcs_problems(inst: &Instance, leader: Option<usize>) -> Vec<Problem> {
     use crate::algo::lkcs::MIN_LEADER_DEGREE as D;
     let t = inst.topology();
     let slack_problems = |ldr: ProcessId| -> Vec<String> {
-        t.distances(ldr)
+        let mut by_bounds: std::collections::BTreeMap<(usize, usize), Vec<usize>> =
+            Default::default();
+        for (q, d) in t.distances(ldr).into_iter().enumerate() {
+            let b = inst.all_bounds()[q];
+            if d.is_some_and(|d| d <= 2) && b.k < b.l + 3 {
+                by_bounds.entry((b.l, b.k)).or_default().push(q);
+            }
+        }
+        by_bounds
             .into_iter()
-            .enumerate()
-            .filter(|&(q, d)| {
-                let b = inst.all_bounds()[q];
-                d.is_some_and(|d| d <= 2) && b.k < b.l + 3
-            })
-            .map(|(q, _)| {
-                let b = inst.all_bounds()[q];
+            .map(|((l, k), who)| {
                 format!(
-                    "k − l must be ≥ 3 near member {} (the leader): member {q} has at least {} and at most {}",
+                    "{}, within two hops of member {} (the leader): at least {l} and at most {k} active around each, but the leader rules need at most − at least ≥ 3 there",
+                    member_list(&who),
                     ldr.index(),
-                    b.l,
-                    b.k
                 )
             })
             .collect()

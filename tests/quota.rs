@@ -95,24 +95,26 @@ fn bad_input_lists_every_problem_and_never_panics() {
         p.len() >= 2 && p.iter().all(|s| s.contains("around member")),
         "{p:?}"
     );
-    // LKCS preconditions, in quota terms: neither the round trip (l_i+1 = k_i−1 would leave
-    // no room) nor the leader rules (no member with 4 neighbours) can run it
+    // LKCS preconditions, in quota terms: l_i+1 = k_i−1 would leave no room, and a ring
+    // cannot keep both bounds: the single bounds are offered instead
     let p = problems(Quota::local(ring()).between(1, 2));
-    assert!(p.iter().any(|s| s.contains("the round trip")), "{p:?}");
-    assert!(
-        p.iter().any(
-            |s| s.starts_with("the leader rules: ") && s.contains("no member has 4 neighbours")
-        ),
-        "{p:?}"
+    assert!(p[0].contains("leaves too little room"), "{p:?}");
+    assert_eq!(
+        p[1],
+        "accepted instead: only .at_most(2), or only .at_least(1)"
     );
     // with a leader named, the leader rules alone
     let p = problems(Quota::local(ring()).between(1, 2).leader(0));
     assert!(p.iter().all(|s| !s.contains("the round trip")), "{p:?}");
     assert!(p.iter().any(|s| s.contains("member 0 has 2")), "{p:?}");
-    let p = problems(Quota::local(Topology::complete(5).expect("k5")).between(1, 3));
+    let p = problems(
+        Quota::local(Topology::complete(5).expect("k5"))
+            .between(1, 3)
+            .leader(0),
+    );
     assert!(
         p.iter()
-            .any(|s| s.contains("k − l must be ≥ 3 near member")),
+            .any(|s| s.contains("the leader rules need at most − at least ≥ 3")),
         "{p:?}"
     );
     // an override that does not fit
@@ -641,7 +643,7 @@ fn round_trip_is_lkcs_only_and_has_no_leader() {
     );
     // bounds the round trip cannot tighten (l + 1 >= k − 1) are refused with the reason
     let p = problems(Quota::local(t()).between(1, 3).round_trip());
-    assert!(p.iter().any(|p| p.contains("L_i >= K_i")), "{p:?}");
+    assert!(p[0].contains("leaves too little room"), "{p:?}");
 }
 
 /// An algorithm named in the builder must keep exactly the bounds asked for: one that would
@@ -1055,4 +1057,43 @@ fn a_panicked_holder_is_reported_as_panicked() {
     assert_eq!(waits.dropped, [0, 1]);
     assert_eq!(waits.panicked, [0]);
     assert!(waits.to_string().contains("panicking"), "{waits}");
+}
+
+/// A refused local quota says why in quota words, once per cause, and what would be accepted.
+#[test]
+fn a_refused_local_quota_says_what_would_be_accepted() {
+    let torus = || Topology::torus(6, 6).expect("torus");
+    let p = problems(Quota::local(torus()).between(1, 3));
+    assert_eq!(p.len(), 2, "{p:?}");
+    assert!(
+        p[0].starts_with("every member: at least 1 and at most 3"),
+        "{p:?}"
+    );
+    assert!(p[0].contains("at most − at least ≥ 3"), "{p:?}");
+    for internal in ["P0", "L_i", "leader", "round trip"] {
+        assert!(!p.iter().any(|s| s.contains(internal)), "{internal}: {p:?}");
+    }
+    assert!(
+        p[1].starts_with("accepted instead: .between(1, 4)"),
+        "{p:?}"
+    );
+    assert!(p[1].contains("only .at_most(3)") && p[1].contains("only .at_least(1)"));
+    // what it offers is accepted
+    Quota::local(torus())
+        .between(1, 4)
+        .build()
+        .expect("offered");
+    // a ring cannot keep both bounds: only one of them is offered
+    let p = problems(Quota::local(Topology::ring(6).expect("ring")).between(1, 2));
+    assert_eq!(
+        p[1], "accepted instead: only .at_most(2), or only .at_least(1)",
+        "{p:?}"
+    );
+    // a named leader: one line per cause, naming every member it concerns
+    let p = problems(Quota::local(torus()).between(1, 3).leader(0));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(
+        p[0].contains("within two hops of member 0 (the leader)"),
+        "{p:?}"
+    );
 }

@@ -385,12 +385,7 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
     fn advance(&self, st: &mut SlotState, target: CsState) -> Result<bool, RuntimeError> {
         flags(st)?;
         if st.closed {
-            let (state, pending) = client_view(st);
-            if target == CsState::InCs && (pending.is_none() || state == CsState::InCs) {
-                // refused; an active client stays active until it exits
-                return Err(RuntimeError::Closed);
-            }
-            // an exit, or an entry left running (refused too): the client is released
+            // every call releases the client; an entry is refused
             if !st.released {
                 // the bounds are lifted: the client leaves now, its process once it can
                 st.released = true;
