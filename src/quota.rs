@@ -417,10 +417,7 @@ impl QuotaBuilder {
             .spec
             .build(start)
             .map_err(|e| in_quota_terms(e, plan.default_lkcs.as_ref()))?
-            .map_err(|e| match e {
-                RuntimeError::Config(c) => c,
-                other => ConfigError::one(Problem::Invalid(other.to_string())),
-            })?;
+            .map_err(ConfigError::from)?;
         let Started {
             engine,
             handles,
