@@ -268,9 +268,9 @@ impl<A: CsObject, M: Mailbox> Drop for Runtime<A, M> {
 }
 
 /// The stack of a process thread: its handlers keep their state on the heap and do not
-/// recurse, and use well under 64 KiB even with LKCS on graphs of 10^5 processes (the
-/// quota tests pass with 64 KiB stacks); four times that leaves a margin. Small stacks keep
-/// the address space of 10^4 threads small.
+/// recurse (tests/quota.rs, tests/runtime.rs and tests/thread_limit.rs pass with it; shuttle
+/// runs the same handlers on 256 KiB). Small stacks keep the address space of 10^4 threads
+/// small.
 pub const PROCESS_STACK: usize = 256 << 10;
 
 /// Memory maps one thread adds, measured on Linux: its stack and guard page, and the
