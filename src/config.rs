@@ -29,6 +29,11 @@ const MOVABLE_START_MAX: usize = 1_024;
 const MOVABLE_START_SQUARES: usize = 1 << 18;
 /// The most neighbourhood counts one walk of [`Instance::movable_start`] reads.
 const MOVABLE_START_WORK: usize = 100_000_000;
+/// The longest walk of [`Instance::seen_movable`], in moves per process.
+const SEEN_MOVABLE_STEPS: usize = 20;
+/// The most neighbourhood counts the walk of [`Instance::seen_movable`] reads, per process
+/// and edge.
+const SEEN_MOVABLE_WORK: usize = 50;
 
 /// A process's bounds: at least `l` and at most `k` processes of its closed neighbourhood
 /// N_i ∪ {P_i} in the CS.
@@ -257,14 +262,109 @@ impl Instance {
                 Vec::new()
             };
         }
+        // A process seen movable in a safe configuration can move from both states (the
+        // move leads to a safe configuration from which it moves back), so the exact test
+        // below, each of which costs O(n), runs only for the processes the walk never saw move.
+        let seen = self.seen_movable();
         self.topology
             .processes()
             .filter(|&p| {
-                [CsState::InCs, CsState::OutCs]
-                    .into_iter()
-                    .all(|s| self.can_move_from(p, s, budget) == Some(false))
+                !seen[p.index()]
+                    && [CsState::InCs, CsState::OutCs]
+                        .into_iter()
+                        .all(|s| self.can_move_from(p, s, budget) == Some(false))
             })
             .collect()
+    }
+
+    /// For each process, whether a seeded random walk of safe moves, from the start the
+    /// backtracking search finds, met a configuration where its move keeps every bound: a
+    /// certificate that it is not immovable. The walk is O(edges) to set up and stops after
+    /// [`SEEN_MOVABLE_STEPS`] × n moves or [`SEEN_MOVABLE_WORK`] × (n + edges) neighbourhood
+    /// counts read, or once every process was seen. All false when no start is found. Not
+    /// for global instances.
+    fn seen_movable(&self) -> Vec<bool> {
+        let n = self.len();
+        let mut seen = vec![false; n];
+        let Ok(mut states) = self.search_within(|_| [CsState::InCs, CsState::OutCs], SEARCH_BUDGET)
+        else {
+            return seen;
+        };
+        let t = &self.topology;
+        let closed: Vec<Vec<ProcessId>> = t.processes().map(|p| t.closed(p)).collect();
+        let mut count: Vec<usize> = t
+            .processes()
+            .map(|p| self.in_cs_around(&states, p))
+            .collect();
+        let can_move = |states: &[CsState], count: &[usize], q: usize| {
+            let entering = states[q] == CsState::OutCs;
+            closed[q].iter().all(|j| {
+                let (c, b) = (count[j.index()], self.bounds[j.index()]);
+                if entering {
+                    c < b.k
+                } else {
+                    c > b.l
+                }
+            })
+        };
+        let mut movable: Vec<usize> = Vec::new();
+        let mut place: Vec<Option<usize>> = vec![None; n];
+        let mut update = |movable: &mut Vec<usize>, q: usize, can: bool| match (can, place[q]) {
+            (true, None) => {
+                place[q] = Some(movable.len());
+                movable.push(q);
+            }
+            (false, Some(i)) => {
+                movable.swap_remove(i);
+                if let Some(&shifted) = movable.get(i) {
+                    place[shifted] = Some(i);
+                }
+                place[q] = None;
+            }
+            _ => {}
+        };
+        let mut left = n;
+        for (q, seen) in seen.iter_mut().enumerate() {
+            let can = can_move(&states, &count, q);
+            if can {
+                *seen = true;
+                left -= 1;
+            }
+            update(&mut movable, q, can);
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let max_steps = SEEN_MOVABLE_STEPS.saturating_mul(n);
+        let max_work = SEEN_MOVABLE_WORK.saturating_mul(n + t.edge_count());
+        let (mut mark, mut step, mut work) = (vec![0usize; n], 0, 0);
+        while left > 0 && !movable.is_empty() && step < max_steps && work <= max_work {
+            step += 1;
+            let p = movable[rng.random_range(0..movable.len())];
+            states[p] = !states[p];
+            for j in &closed[p] {
+                let c = &mut count[j.index()];
+                if states[p] == CsState::InCs {
+                    *c += 1;
+                } else {
+                    *c -= 1;
+                }
+            }
+            for j in &closed[p] {
+                for q in &closed[j.index()] {
+                    let q = q.index();
+                    if mark[q] != step {
+                        mark[q] = step;
+                        work += closed[q].len();
+                        let can = can_move(&states, &count, q);
+                        if can && !seen[q] {
+                            seen[q] = true;
+                            left -= 1;
+                        }
+                        update(&mut movable, q, can);
+                    }
+                }
+            }
+        }
+        seen
     }
 
     /// Whether some configuration that meets every bound, with `p` in `state`, lets `p` move

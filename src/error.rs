@@ -74,6 +74,20 @@ pub enum Problem {
     },
     /// Any other invalid input, described in one line.
     Invalid(String),
+    /// The thread runtime would need more threads (one per process, and a watchdog) than a
+    /// limit of the operating system leaves room for: starting them would fail, or abort
+    /// the whole program.
+    TooManyThreads {
+        /// The threads the runtime would start.
+        asked: usize,
+        /// How many more threads the binding limit leaves room for.
+        room: usize,
+        /// The limit that binds (`vm.max_map_count`, `kernel.threads-max`,
+        /// `kernel.pid_max`, `RLIMIT_NPROC` or the cgroup's `pids.max`).
+        limit: &'static str,
+        /// That limit's value.
+        value: u64,
+    },
 }
 
 /// One way a coterie breaks Definition 3 of the 2019 paper (or the one-quorum-per-process
@@ -197,6 +211,16 @@ impl fmt::Display for Problem {
                 }
             }
             Problem::Invalid(s) => f.write_str(s),
+            Problem::TooManyThreads {
+                asked,
+                room,
+                limit,
+                value,
+            } => write!(
+                f,
+                "{asked} threads (a member is a thread) are more than this system allows: \
+                 {limit} = {value} leaves room for {room} more"
+            ),
         }
     }
 }

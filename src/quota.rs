@@ -562,10 +562,7 @@ impl QuotaBuilder {
                 Some(inst) => self.lkcs_refusal(e, inst),
                 None => e,
             })?
-            .map_err(|e| match e {
-                RuntimeError::Config(c) => c,
-                other => ConfigError::one(Problem::Invalid(other.to_string())),
-            })?;
+            .map_err(ConfigError::from)?;
         let Started {
             engine,
             handles,
