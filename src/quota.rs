@@ -3,30 +3,40 @@
 //!
 //! ```
 //! use lkcs::Quota;
+//! use std::sync::atomic::{AtomicUsize, Ordering};
 //!
 //! // 8 workers; at least 2 and at most 5 active at any time
 //! let quota = Quota::global(8).between(2, 5).build()?;
+//! let busy = AtomicUsize::new(8);
 //! std::thread::scope(|s| {
 //!     for mut m in quota.members() {
+//!         let (quota, busy) = (&quota, &busy);
 //!         s.spawn(move || -> Result<(), lkcs::QuotaError> {
-//!             for _ in 0..10 {
-//!                 m.enter()?; // blocks while 5 are active
-//!                 // ... work while counted as active ...
-//!                 match m.exit() {
-//!                     // blocks while only 2 are active; the last two can never leave,
-//!                     // so they wait until the quota shuts down
-//!                     Err(e) if e.is_shutdown() => return Ok(()),
+//!             let mut rounds = 10;
+//!             loop {
+//!                 match m.enter() {
+//!                     // blocks while 5 are active; after close, the loop's end
+//!                     Err(e) if e.is_closed() => return Ok(()),
 //!                     r => r?,
 //!                 }
+//!                 if rounds > 0 {
+//!                     // ... work while counted as active ...
+//!                     rounds -= 1;
+//!                     if rounds == 0 && busy.fetch_sub(1, Ordering::SeqCst) == 1 {
+//!                         quota.close(); // the last one done: everybody may leave
+//!                     }
+//!                 }
+//!                 m.exit()?; // blocks while only 2 are active; Ok at once once closed
 //!             }
-//!             Ok(())
 //!         });
 //!     }
-//!     // a real program would wait for its work here, then shut down
-//!     quota.shutdown(); // every blocked call returns QuotaError::Shutdown
 //! });
 //! # Ok::<(), lkcs::ConfigError>(())
 //! ```
+//!
+//! A worker whose own work is done keeps cycling without work, so that the busy ones can
+//! always move (the last two active could never leave otherwise: the lower bound holds
+//! them), and the last one to finish closes the quota ([`Quota::close`]).
 //!
 //! # Which algorithm
 //! [`QuotaBuilder::build`] picks the algorithm from the bounds ([`Quota::algorithm`] says
@@ -70,8 +80,16 @@
 //!   reach members whom no bound holds, several hops away. [`Quota::waiting`] reports it:
 //!   every waiting member, the bound that holds it, or the permissions it still needs and
 //!   who holds them.
+//! - **Trying and withdrawing**: [`Member::try_enter`] and [`Member::try_exit`] move only
+//!   where no bound is in the way, and otherwise leave the member as it was
+//!   ([`QuotaError::WouldBlock`]); [`Member::cancel`] withdraws a move a timeout left
+//!   running, where the algorithm can ([`QuotaError::CannotWithdraw`] says why not).
+//! - **Closing**: [`Quota::close`] lifts the lower bound: every exit returns `Ok` and releases
+//!   its member, every entry returns [`QuotaError::Closed`].
 //! - **Shutdown**: [`Quota::shutdown`] (or dropping the quota) wakes every blocked call with
 //!   [`QuotaError::Shutdown`]; every later call returns it too.
+//! - **Panics**: a member dropped by a panicking worker is named in [`Stall::panicked`] and
+//!   [`Waits::panicked`].
 
 mod error;
 pub(crate) mod member;
