@@ -994,14 +994,7 @@ impl QuotaBuilder {
 
 /// "member 3" or "members 0, 1, 2, 3, 4, 5, 6, 7 and 12 more".
 fn member_list(ids: &[usize]) -> String {
-    const SHOWN: usize = 8;
-    let shown: Vec<String> = ids.iter().take(SHOWN).map(|i| i.to_string()).collect();
-    let more = match ids.len().saturating_sub(SHOWN) {
-        0 => String::new(),
-        m => format!(" and {m} more"),
-    };
-    let noun = if ids.len() == 1 { "member" } else { "members" };
-    format!("{noun} {}{more}", shown.join(", "))
+    error::MemberList(ids).to_string()
 }
 
 /// The problems of an `initially_active` list itself: ids out of range and repeated ids.

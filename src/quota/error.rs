@@ -325,14 +325,24 @@ fn ids(f: &mut fmt::Formatter<'_>, ids: &[usize]) -> fmt::Result {
     Ok(())
 }
 
+/// Members named in a message: "member 3" or "members 3, 4" (at most eight ids, then how
+/// many more).
+pub(crate) struct MemberList<'a>(pub(crate) &'a [usize]);
+
+impl fmt::Display for MemberList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.len() == 1 {
+            "member "
+        } else {
+            "members "
+        })?;
+        ids(f, self.0)
+    }
+}
+
 /// "member 3" or "members 3, 4".
 fn members(f: &mut fmt::Formatter<'_>, list: &[usize]) -> fmt::Result {
-    f.write_str(if list.len() == 1 {
-        "member "
-    } else {
-        "members "
-    })?;
-    ids(f, list)
+    write!(f, "{}", MemberList(list))
 }
 
 impl fmt::Display for Blocked {

@@ -197,8 +197,7 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
         };
         st.withdrawn = Some(origin);
         st.awaiting = None;
-        self.shared.watch.begins.fetch_add(1, Ordering::SeqCst);
-        let _ = self.tx.send(Envelope::Withdraw(origin));
+        self.command(Envelope::Withdraw(origin));
         Ok(true)
     }
 
@@ -350,8 +349,7 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
         st.dropped = true;
         st.panicked |= std::thread::panicking();
         if !st.shutdown {
-            self.shared.watch.begins.fetch_add(1, Ordering::SeqCst);
-            let _ = self.tx.send(Envelope::Retire);
+            self.command(Envelope::Retire);
         }
     }
 
@@ -391,8 +389,7 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
                 st.released = true;
                 st.awaiting = None;
                 if !st.dropped {
-                    self.shared.watch.begins.fetch_add(1, Ordering::SeqCst);
-                    let _ = self.tx.send(Envelope::Retire);
+                    self.command(Envelope::Retire);
                 }
             }
             return match target {
@@ -422,10 +419,15 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
     fn start(&self, st: &mut SlotState, seq: Sequence) {
         st.pending = Some(seq);
         st.awaiting = Some(seq);
+        self.command(Envelope::Begin(seq));
+    }
+
+    /// Queues a client command for the process thread.
+    fn command(&self, env: Envelope<A::Msg>) {
         // counted before it is queued, so the watchdog never sees it neither sent nor handled
         self.shared.watch.begins.fetch_add(1, Ordering::SeqCst);
         // A failed send means the process thread is gone: the flags say why.
-        let _ = self.tx.send(Envelope::Begin(seq));
+        let _ = self.tx.send(env);
     }
 
     /// Waits once for the slot to change; `Err(Timeout)` once `deadline` has passed.

@@ -125,21 +125,18 @@ pub(crate) fn run<A: CsObject, M: Mailbox>(
         }
         publish(&obj, &mut out, &mut last, slot, counters, guard.shared);
         if let Some(origin) = undo.filter(|_| obj.pending().is_none()) {
-            if obj.state() == origin {
-                // back where the withdrawn sequence started
-                undo = None;
-                slot.mark(|st| st.withdrawn = None);
-            } else {
+            if obj.state() != origin {
                 // the withdrawn sequence completed: its reverse, which the client only asks
                 // for where it waits on no bound; the calling convention holds
                 let _ = obj.begin(Sequence::leaving(obj.state()), &mut out);
                 let pending = obj.pending();
                 slot.mark(|st| st.pending = pending);
                 publish(&obj, &mut out, &mut last, slot, counters, guard.shared);
-                if obj.pending().is_none() && obj.state() == origin {
-                    undo = None;
-                    slot.mark(|st| st.withdrawn = None);
-                }
+            }
+            if obj.pending().is_none() && obj.state() == origin {
+                // back where the withdrawn sequence started
+                undo = None;
+                slot.mark(|st| st.withdrawn = None);
             }
         }
         if retired && obj.state() == CsState::InCs && obj.pending().is_none() {
