@@ -29,6 +29,11 @@ const MOVABLE_START_MAX: usize = 1_024;
 const MOVABLE_START_SQUARES: usize = 1 << 18;
 /// The most neighbourhood counts one walk of [`Instance::movable_start`] reads.
 const MOVABLE_START_WORK: usize = 100_000_000;
+/// The longest walk of [`Instance::seen_movable`], in moves per process.
+const SEEN_MOVABLE_STEPS: usize = 20;
+/// The most neighbourhood counts the walk of [`Instance::seen_movable`] reads, per process
+/// and edge.
+const SEEN_MOVABLE_WORK: usize = 50;
 
 /// A process's bounds: at least `l` and at most `k` processes of its closed neighbourhood
 /// N_i ∪ {P_i} in the CS.
@@ -257,14 +262,53 @@ impl Instance {
                 Vec::new()
             };
         }
+        // A process seen movable in a safe configuration can move from both states (the
+        // move leads to a safe configuration from which it moves back), so the exact test
+        // below, each of which costs O(n), runs only for the processes the walk never saw move.
+        let seen = self.seen_movable();
         self.topology
             .processes()
             .filter(|&p| {
-                [CsState::InCs, CsState::OutCs]
-                    .into_iter()
-                    .all(|s| self.can_move_from(p, s, budget) == Some(false))
+                !seen[p.index()]
+                    && [CsState::InCs, CsState::OutCs]
+                        .into_iter()
+                        .all(|s| self.can_move_from(p, s, budget) == Some(false))
             })
             .collect()
+    }
+
+    /// For each process, whether a seeded random walk of safe moves, from the start the
+    /// backtracking search finds, met a configuration where its move keeps every bound: a
+    /// certificate that it is not immovable. The walk is O(edges) to set up and stops after
+    /// [`SEEN_MOVABLE_STEPS`] × n moves or [`SEEN_MOVABLE_WORK`] × (n + edges) neighbourhood
+    /// counts read, or once every process was seen. All false when no start is found. Not
+    /// for global instances.
+    fn seen_movable(&self) -> Vec<bool> {
+        let n = self.len();
+        let mut seen = vec![false; n];
+        let Ok(states) = self.search_within(|_| [CsState::InCs, CsState::OutCs], SEARCH_BUDGET)
+        else {
+            return seen;
+        };
+        let t = &self.topology;
+        let closed: Vec<Vec<ProcessId>> = t.processes().map(|p| t.closed(p)).collect();
+        let left = std::cell::Cell::new(n);
+        let mut note = |q: usize, can: bool| {
+            if can && !seen[q] {
+                seen[q] = true;
+                left.set(left.get() - 1);
+            }
+        };
+        let mut walk = SafeWalk::new(self, &closed, states, &mut note);
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let max_steps = SEEN_MOVABLE_STEPS.saturating_mul(n);
+        let max_work = SEEN_MOVABLE_WORK.saturating_mul(n + t.edge_count());
+        while left.get() > 0 && walk.step < max_steps && walk.work <= max_work {
+            if walk.step(&mut rng, &mut note).is_none() {
+                break;
+            }
+        }
+        seen
     }
 
     /// Whether some configuration that meets every bound, with `p` in `state`, lets `p` move
@@ -479,77 +523,16 @@ impl Instance {
     /// closed neighbourhood. Not for global instances.
     fn movers_seen(&self, closed: &[Vec<ProcessId>], start: &[CsState], seed: u64) -> usize {
         let n = self.len();
-        let t = &self.topology;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut states = start.to_vec();
-        let mut count: Vec<usize> = t
-            .processes()
-            .map(|p| self.in_cs_around(&states, p))
-            .collect();
-        let can_move = |states: &[CsState], count: &[usize], q: usize| {
-            let entering = states[q] == CsState::OutCs;
-            closed[q].iter().all(|j| {
-                let (c, b) = (count[j.index()], self.bounds[j.index()]);
-                if entering {
-                    c < b.k
-                } else {
-                    c > b.l
-                }
-            })
-        };
-        // the processes whose move keeps every bound, each with its place in the list
-        let mut movable: Vec<usize> = Vec::new();
-        let mut place: Vec<Option<usize>> = vec![None; n];
-        let mut update = |movable: &mut Vec<usize>, q: usize, can: bool| match (can, place[q]) {
-            (true, None) => {
-                place[q] = Some(movable.len());
-                movable.push(q);
-            }
-            (false, Some(i)) => {
-                movable.swap_remove(i);
-                if let Some(&shifted) = movable.get(i) {
-                    place[shifted] = Some(i);
-                }
-                place[q] = None;
-            }
-            _ => {}
-        };
-        for q in 0..n {
-            update(&mut movable, q, can_move(&states, &count, q));
-        }
+        let mut walk = SafeWalk::new(self, closed, start.to_vec(), &mut |_, _| {});
         let (mut moved, mut seen) = (vec![false; n], 0);
-        let (mut mark, mut step, mut work) = (vec![0usize; n], 0, 0);
-        while seen < n
-            && !movable.is_empty()
-            && step < MOVABLE_START_STEPS
-            && work <= MOVABLE_START_WORK
-        {
-            step += 1;
-            let p = movable[rng.random_range(0..movable.len())];
+        while seen < n && walk.step < MOVABLE_START_STEPS && walk.work <= MOVABLE_START_WORK {
+            let Some(p) = walk.step(&mut rng, &mut |_, _| {}) else {
+                break;
+            };
             if !moved[p] {
                 moved[p] = true;
                 seen += 1;
-            }
-            states[p] = !states[p];
-            for j in &closed[p] {
-                let c = &mut count[j.index()];
-                if states[p] == CsState::InCs {
-                    *c += 1;
-                } else {
-                    *c -= 1;
-                }
-            }
-            // the move changed the counts of p's closed neighbourhood, which only the moves
-            // of processes within two hops of p read
-            for j in &closed[p] {
-                for q in &closed[j.index()] {
-                    let q = q.index();
-                    if mark[q] != step {
-                        mark[q] = step;
-                        work += closed[q].len();
-                        update(&mut movable, q, can_move(&states, &count, q));
-                    }
-                }
             }
         }
         seen
@@ -962,6 +945,126 @@ pub fn format_initial(states: &[CsState]) -> String {
         .map(|(i, _)| i.to_string())
         .collect();
     format!("in:{}", ids.join(","))
+}
+
+/// A seeded random walk of safe moves over an instance (not a global one): each step moves
+/// a process drawn uniformly from those whose move keeps every bound. A step re-reads only
+/// the processes within two hops of the one that moved, whose moves read the counts it
+/// changed.
+struct SafeWalk<'a> {
+    inst: &'a Instance,
+    /// Every process's closed neighbourhood.
+    closed: &'a [Vec<ProcessId>],
+    states: Vec<CsState>,
+    /// Every process's active count around it.
+    count: Vec<usize>,
+    /// The processes whose move keeps every bound, each with its place in the list.
+    movable: Vec<usize>,
+    place: Vec<Option<usize>>,
+    /// The step at which a process was last re-read.
+    mark: Vec<usize>,
+    /// Steps taken.
+    step: usize,
+    /// Neighbourhood counts read by the steps.
+    work: usize,
+}
+
+impl<'a> SafeWalk<'a> {
+    /// A walk from `states`; `note` hears whether each process can move there, in id order.
+    fn new(
+        inst: &'a Instance,
+        closed: &'a [Vec<ProcessId>],
+        states: Vec<CsState>,
+        note: &mut dyn FnMut(usize, bool),
+    ) -> SafeWalk<'a> {
+        let n = inst.len();
+        let count = inst
+            .topology()
+            .processes()
+            .map(|p| inst.in_cs_around(&states, p))
+            .collect();
+        let mut walk = SafeWalk {
+            inst,
+            closed,
+            states,
+            count,
+            movable: Vec::new(),
+            place: vec![None; n],
+            mark: vec![0; n],
+            step: 0,
+            work: 0,
+        };
+        for q in 0..n {
+            let can = walk.can_move(q);
+            note(q, can);
+            walk.set(q, can);
+        }
+        walk
+    }
+
+    /// Whether `q`'s move keeps every bound around it.
+    fn can_move(&self, q: usize) -> bool {
+        let entering = self.states[q] == CsState::OutCs;
+        self.closed[q].iter().all(|j| {
+            let (c, b) = (self.count[j.index()], self.inst.bounds[j.index()]);
+            if entering {
+                c < b.k
+            } else {
+                c > b.l
+            }
+        })
+    }
+
+    /// Records whether `q` can move.
+    fn set(&mut self, q: usize, can: bool) {
+        match (can, self.place[q]) {
+            (true, None) => {
+                self.place[q] = Some(self.movable.len());
+                self.movable.push(q);
+            }
+            (false, Some(i)) => {
+                self.movable.swap_remove(i);
+                if let Some(&shifted) = self.movable.get(i) {
+                    self.place[shifted] = Some(i);
+                }
+                self.place[q] = None;
+            }
+            _ => {}
+        }
+    }
+
+    /// Moves one process drawn from the movable ones and returns it (`None`: none can
+    /// move); `note` hears whether each process re-read can move now.
+    fn step(&mut self, rng: &mut ChaCha8Rng, note: &mut dyn FnMut(usize, bool)) -> Option<usize> {
+        if self.movable.is_empty() {
+            return None;
+        }
+        self.step += 1;
+        let p = self.movable[rng.random_range(0..self.movable.len())];
+        self.states[p] = !self.states[p];
+        for j in &self.closed[p] {
+            let c = &mut self.count[j.index()];
+            if self.states[p] == CsState::InCs {
+                *c += 1;
+            } else {
+                *c -= 1;
+            }
+        }
+        let closed = self.closed;
+        for j in &closed[p] {
+            for q in &closed[j.index()] {
+                let q = q.index();
+                if self.mark[q] != self.step {
+                    self.mark[q] = self.step;
+                    self.work += closed[q].len();
+                    let can = self.can_move(q);
+                    note(q, can);
+                    self.set(q, can);
+                }
+            }
+        }
+        Some(p)
+    }
 }
 
 #[cfg(test)]

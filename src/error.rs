@@ -60,8 +60,34 @@ pub enum Problem {
     NoSafeInitial(String),
     /// A coterie (quorum system) breaks a rule.
     Coterie(CoterieProblem),
+    /// An algorithm chosen by name does not keep the bounds asked for (it would drop,
+    /// change or tighten one of them).
+    Unsolved {
+        /// The algorithm chosen.
+        algorithm: String,
+        /// The bounds it keeps, in words.
+        keeps: String,
+        /// The bounds asked for, in words.
+        asked: String,
+        /// The algorithms that keep exactly the bounds asked for.
+        solvers: Vec<String>,
+    },
     /// Any other invalid input, described in one line.
     Invalid(String),
+    /// The thread runtime would need more threads (one per process, and a watchdog) than a
+    /// limit of the operating system leaves room for: starting them would fail, or abort
+    /// the whole program.
+    TooManyThreads {
+        /// The threads the runtime would start.
+        asked: usize,
+        /// How many more threads the binding limit leaves room for.
+        room: usize,
+        /// The limit that binds (`vm.max_map_count`, `kernel.threads-max`,
+        /// `kernel.pid_max`, `RLIMIT_NPROC` or the cgroup's `pids.max`).
+        limit: &'static str,
+        /// That limit's value.
+        value: u64,
+    },
 }
 
 /// One way a coterie breaks Definition 3 of the 2019 paper (or the one-quorum-per-process
@@ -168,7 +194,33 @@ impl fmt::Display for Problem {
             ),
             Problem::NoSafeInitial(why) => write!(f, "no safe initial configuration: {why}"),
             Problem::Coterie(c) => write!(f, "{c}"),
+            Problem::Unsolved {
+                algorithm,
+                keeps,
+                asked,
+                solvers,
+            } => {
+                write!(
+                    f,
+                    "algorithm {algorithm} keeps {keeps}, not {asked}: it would change the bounds"
+                )?;
+                if solvers.is_empty() {
+                    f.write_str("; no algorithm keeps exactly these bounds")
+                } else {
+                    write!(f, "; algorithms that keep them: {}", solvers.join(", "))
+                }
+            }
             Problem::Invalid(s) => f.write_str(s),
+            Problem::TooManyThreads {
+                asked,
+                room,
+                limit,
+                value,
+            } => write!(
+                f,
+                "{asked} threads (a member is a thread) are more than this system allows: \
+                 {limit} = {value} leaves room for {room} more"
+            ),
         }
     }
 }

@@ -3,30 +3,40 @@
 //!
 //! ```
 //! use lkcs::Quota;
+//! use std::sync::atomic::{AtomicUsize, Ordering};
 //!
 //! // 8 workers; at least 2 and at most 5 active at any time
 //! let quota = Quota::global(8).between(2, 5).build()?;
+//! let busy = AtomicUsize::new(8);
 //! std::thread::scope(|s| {
 //!     for mut m in quota.members() {
+//!         let (quota, busy) = (&quota, &busy);
 //!         s.spawn(move || -> Result<(), lkcs::QuotaError> {
-//!             for _ in 0..10 {
-//!                 m.enter()?; // blocks while 5 are active
-//!                 // ... work while counted as active ...
-//!                 match m.exit() {
-//!                     // blocks while only 2 are active; the last two can never leave,
-//!                     // so they wait until the quota shuts down
-//!                     Err(e) if e.is_shutdown() => return Ok(()),
+//!             let mut rounds = 10;
+//!             loop {
+//!                 match m.enter() {
+//!                     // blocks while 5 are active; after close, the loop's end
+//!                     Err(e) if e.is_closed() => return Ok(()),
 //!                     r => r?,
 //!                 }
+//!                 if rounds > 0 {
+//!                     // ... work while counted as active ...
+//!                     rounds -= 1;
+//!                     if rounds == 0 && busy.fetch_sub(1, Ordering::SeqCst) == 1 {
+//!                         quota.close(); // the last one done: everybody may leave
+//!                     }
+//!                 }
+//!                 m.exit()?; // blocks while only 2 are active; Ok at once once closed
 //!             }
-//!             Ok(())
 //!         });
 //!     }
-//!     // a real program would wait for its work here, then shut down
-//!     quota.shutdown(); // every blocked call returns QuotaError::Shutdown
 //! });
 //! # Ok::<(), lkcs::ConfigError>(())
 //! ```
+//!
+//! A worker whose own work is done keeps cycling without work, so that the busy ones can
+//! always move (the last two active could never leave otherwise: the lower bound holds
+//! them), and the last one to finish closes the quota ([`Quota::close`]).
 //!
 //! # Which algorithm
 //! [`QuotaBuilder::build`] picks the algorithm from the bounds ([`Quota::algorithm`] says
@@ -70,22 +80,30 @@
 //!   reach members whom no bound holds, several hops away. [`Quota::waiting`] reports it:
 //!   every waiting member, the bound that holds it, or the permissions it still needs and
 //!   who holds them.
+//! - **Trying and withdrawing**: [`Member::try_enter`] and [`Member::try_exit`] move only
+//!   where no bound is in the way, and otherwise leave the member as it was
+//!   ([`QuotaError::WouldBlock`]); [`Member::cancel`] withdraws a move a timeout left
+//!   running, where the algorithm can ([`QuotaError::CannotWithdraw`] says why not).
+//! - **Closing**: [`Quota::close`] lifts the lower bound: every exit returns `Ok` and releases
+//!   its member, every entry returns [`QuotaError::Closed`].
 //! - **Shutdown**: [`Quota::shutdown`] (or dropping the quota) wakes every blocked call with
 //!   [`QuotaError::Shutdown`]; every later call returns it too.
+//! - **Panics**: a member dropped by a panicking worker is named in [`Stall::panicked`] and
+//!   [`Waits::panicked`].
 
 mod error;
 pub(crate) mod member;
 
 pub use crate::catalog::Algorithm;
 pub use error::{Blocked, Limit, QuotaError, Stall, Waits};
-pub use member::{Member, MemberState, Move};
+pub use member::{Active, Member, MemberState, Move};
 
 /// The error type of [`Member`] calls ([`QuotaError`]).
 pub type Error = QuotaError;
 
 use crate::catalog::{BoundsFile, SystemSpec, SystemVisitor};
 use crate::config::{Bounds, Instance};
-use crate::cs::{CsObject, CsState, Variant};
+use crate::cs::{CsObject, CsState, Sequence, Variant};
 use crate::error::{ConfigError, Problem};
 use crate::id::ProcessId;
 use crate::runtime::{Handle, Inspector, Runtime, RuntimeConfig, RuntimeError, RuntimeReport};
@@ -109,9 +127,72 @@ pub(crate) struct Shared {
     operating: Vec<Bounds>,
     global: bool,
     inspector: Inspector,
+    algorithm: Algorithm,
 }
 
 impl Shared {
+    /// Whether a move `seq` may wait on a bound with this algorithm: entries where there is
+    /// an upper bound, exits where there is a lower one.
+    pub(crate) fn may_wait(&self, seq: Sequence) -> bool {
+        use Algorithm::*;
+        match seq {
+            Sequence::Entry => !matches!(self.algorithm, Mutin | Lmutin),
+            Sequence::Exit => matches!(self.algorithm, Mutin | Lmutin | Gcs | Lkcs),
+        }
+    }
+
+    /// Why a move `seq` in progress cannot be withdrawn, if it cannot. A withdrawn move
+    /// completes and is at once reversed; that is safe only where the reverse waits on no
+    /// bound and counts on no other bound's side: the algorithms with one kind of bound.
+    pub(crate) fn cannot_withdraw(&self, seq: Sequence) -> Option<String> {
+        let name = self.algorithm.name();
+        let move_ = match seq {
+            Sequence::Entry => "entry",
+            Sequence::Exit => "exit",
+        };
+        if !self.may_wait(seq) {
+            return Some(format!(
+                "with {name} an {move_} waits on no bound, only on the algorithm's messages: it cannot be withdrawn, and completes on its own"
+            ));
+        }
+        matches!(self.algorithm, Algorithm::Gcs | Algorithm::Lkcs).then(|| {
+            format!(
+                "{name} keeps a lower and an upper bound at once: a withdrawn {move_} would count the member on the other bound's side while it is undone, so {name} cannot withdraw a move"
+            )
+        })
+    }
+
+    /// Whether member `p`'s move `seq` would break a bound the algorithm keeps, in the
+    /// configuration `published` gives (each member's last published state).
+    pub(crate) fn would_break(
+        &self,
+        p: ProcessId,
+        seq: Sequence,
+        published: &dyn Fn(ProcessId) -> CsState,
+    ) -> bool {
+        let t = self.instance.topology();
+        let breaks = |q: ProcessId, others: usize| {
+            let b = self.operating[q.index()];
+            match seq {
+                Sequence::Entry => others + 1 > b.k,
+                Sequence::Exit => others < b.l,
+            }
+        };
+        let active_others = |around: &mut dyn Iterator<Item = ProcessId>| {
+            around
+                .filter(|&r| r != p && published(r) == CsState::InCs)
+                .count()
+        };
+        if self.global {
+            let others = active_others(&mut t.processes());
+            return breaks(p, others);
+        }
+        t.closed(p).into_iter().any(|q| {
+            let others = active_others(&mut t.closed(q).into_iter());
+            breaks(q, others)
+        })
+    }
+
     fn context(&self) -> error::Context<'_> {
         error::Context {
             instance: &self.instance,
@@ -192,21 +273,27 @@ pub struct Quota {
     engine: Box<dyn QuotaEngine>,
     members: parking_lot::Mutex<Option<Vec<Member>>>,
     shared: Arc<Shared>,
+    closed: std::sync::atomic::AtomicBool,
+    shut_down: std::sync::atomic::AtomicBool,
 }
 
 impl fmt::Debug for Quota {
+    /// A summary whatever the size: the bounds once when every member has the same, and the
+    /// number of members initially active.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Quota");
         d.field("algorithm", &self.algorithm)
-            .field("members", &self.n);
-        if self.global {
-            d.field("scope", &"global")
-                .field("at_least", &self.bounds[0].l)
-                .field("at_most", &self.bounds[0].k);
+            .field("members", &self.n)
+            .field("scope", &if self.global { "global" } else { "local" });
+        let first = self.bounds[0];
+        if self.bounds.iter().all(|b| *b == first) {
+            d.field("at_least", &first.l).field("at_most", &first.k);
         } else {
-            d.field("scope", &"local").field("bounds", &self.bounds);
+            d.field("bounds", &"per member");
         }
-        d.field("initially_active", &self.initial).finish()
+        d.field("initially_active", &self.initial.len())
+            .field("closed", &self.is_closed())
+            .finish()
     }
 }
 
@@ -222,9 +309,72 @@ impl Quota {
         QuotaBuilder::new(Scope::Local(topology))
     }
 
-    /// The members, one per id in order; every later call returns an empty vector.
+    /// The members, one per id in order, to hand to the workers. They are handed out once:
+    /// a later call returns an empty vector ([`Quota::take_members`] says so with an error).
     pub fn members(&self) -> Vec<Member> {
-        self.members.lock().take().unwrap_or_default()
+        self.take_members().unwrap_or_default()
+    }
+
+    /// The members, one per id in order, or [`QuotaError::MembersTaken`] if they were
+    /// handed out already (by this or [`Quota::members`]).
+    pub fn take_members(&self) -> Result<Vec<Member>, QuotaError> {
+        self.members.lock().take().ok_or(QuotaError::MembersTaken)
+    }
+
+    /// Closes the quota, as a program ends: the lower bound is lifted, so every member may
+    /// leave, and every entry from now on returns [`QuotaError::Closed`]
+    /// ([`QuotaError::is_closed`]), including entries blocked at this moment.
+    ///
+    /// An exit after `close` (or blocked at that moment) returns `Ok` at once and releases
+    /// the member: it is [`MemberState::Inactive`] for its worker, and the algorithm lets it
+    /// go as soon as it can. The upper bound still holds, since nobody enters any more. An
+    /// entry after `close` releases its member the same way (an active one included), and
+    /// returns [`QuotaError::Closed`]: whatever its last call, a member ends inactive. Closing
+    /// does not stop the threads: [`Quota::shutdown`] (or dropping the quota) does.
+    /// Idempotent.
+    ///
+    /// Workers that finish at different times end cleanly when each keeps cycling (enter
+    /// and exit, without work) once its own work is done, so that the busy ones can always
+    /// move, and the last one to finish closes the quota: every exit returns `Ok`, and each
+    /// worker's loop ends on the entry that reports [`QuotaError::Closed`].
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// let quota = lkcs::Quota::global(4).between(1, 3).build()?;
+    /// let busy = AtomicUsize::new(4);
+    /// std::thread::scope(|s| {
+    ///     for (i, mut m) in quota.members().into_iter().enumerate() {
+    ///         let (quota, busy) = (&quota, &busy);
+    ///         s.spawn(move || -> Result<(), lkcs::QuotaError> {
+    ///             let mut rounds_left = 1 + 2 * i; // each worker has its own amount of work
+    ///             loop {
+    ///                 match m.enter() {
+    ///                     Err(e) if e.is_closed() => return Ok(()), // the end
+    ///                     r => r?,
+    ///                 }
+    ///                 if rounds_left > 0 {
+    ///                     // ... work while counted as active ...
+    ///                     rounds_left -= 1;
+    ///                     if rounds_left == 0 && busy.fetch_sub(1, Ordering::SeqCst) == 1 {
+    ///                         quota.close(); // the last one: everybody may leave now
+    ///                     }
+    ///                 }
+    ///                 m.exit()?; // Ok, also for the last members
+    ///             }
+    ///         });
+    ///     }
+    /// });
+    /// assert!(quota.is_closed());
+    /// # Ok::<(), lkcs::ConfigError>(())
+    /// ```
+    pub fn close(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.engine.close();
+    }
+
+    /// Whether [`Quota::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The algorithm running the quota (chosen from the bounds unless overridden).
@@ -280,12 +430,21 @@ impl Quota {
     /// ```
     pub fn waiting(&self) -> Waits {
         let look = self.shared.inspector.look(INSPECT_PATIENCE);
-        self.shared.context().waits(&look)
+        let mut waits = self.shared.context().waits(&look);
+        if self.shut_down.load(std::sync::atomic::Ordering::SeqCst) {
+            // nobody waits on a quota that has shut down: every call returned Shutdown
+            waits.waiting.clear();
+            waits.in_flight = false;
+        }
+        waits
     }
 
     /// Stops every member's thread. Every blocked call returns [`QuotaError::Shutdown`], and
-    /// so does every later call. Idempotent; dropping the quota does the same.
+    /// so does every later call; [`Quota::waiting`] lists nobody. Idempotent; dropping the
+    /// quota does the same.
     pub fn shutdown(&self) {
+        self.shut_down
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         self.engine.shutdown();
     }
 }
@@ -412,15 +571,16 @@ impl QuotaBuilder {
             monitor: self.monitor,
             stall_check: self.stall_check,
             global: plan.global,
+            algorithm: plan.spec.algorithm,
         };
         let started = plan
             .spec
             .build(start)
-            .map_err(|e| in_quota_terms(e, plan.default_lkcs.as_ref()))?
-            .map_err(|e| match e {
-                RuntimeError::Config(c) => c,
-                other => ConfigError::one(Problem::Invalid(other.to_string())),
-            })?;
+            .map_err(|e| match &plan.default_lkcs {
+                Some(inst) => self.lkcs_refusal(e, inst),
+                None => e,
+            })?
+            .map_err(ConfigError::from)?;
         let Started {
             engine,
             handles,
@@ -444,6 +604,8 @@ impl QuotaBuilder {
             engine,
             members: parking_lot::Mutex::new(Some(members)),
             shared,
+            closed: Default::default(),
+            shut_down: Default::default(),
         })
     }
 
@@ -460,9 +622,8 @@ impl QuotaBuilder {
 struct Plan {
     spec: SystemSpec,
     global: bool,
-    /// LKCS with neither a leader nor `round_trip`: the instance, whose leader-rule
-    /// preconditions are given in quota terms if neither the round trip nor the leader rules
-    /// can run it.
+    /// LKCS with no leader named: the instance, to explain a refusal in quota terms
+    /// ([`QuotaBuilder::lkcs_refusal`]).
     default_lkcs: Option<Instance>,
 }
 
@@ -475,6 +636,86 @@ fn global_choice(l: usize, k: usize, n: usize) -> Algorithm {
         (_, k) if k == n => Algorithm::Mutin,
         _ => Algorithm::Gcs,
     }
+}
+
+/// The bounds `algorithm` keeps, in words, when they differ from the ones asked for
+/// (`l`, `k` per member on `t`); `None` when it keeps exactly these.
+fn kept_otherwise(
+    algorithm: Algorithm,
+    t: &Topology,
+    l: &[usize],
+    k: &[usize],
+) -> Option<&'static str> {
+    let n = t.len();
+    let uniform = l.iter().all(|&x| x == l[0]) && k.iter().all(|&x| x == k[0]);
+    let full = |i: usize| t.degree(ProcessId::from(i)) + 1;
+    let all_lower_only = (0..n).all(|i| k[i] == full(i));
+    let all_upper_only = l.iter().all(|&x| x == 0);
+    let ok = match algorithm {
+        Algorithm::Cdc | Algorithm::Ddc | Algorithm::Maekawa => {
+            t.is_complete() && uniform && (l[0], k[0]) == (0, 1)
+        }
+        Algorithm::Kmex => t.is_complete() && uniform && all_upper_only,
+        Algorithm::Mutin => t.is_complete() && uniform && k[0] == n,
+        Algorithm::Gcs => t.is_complete() && uniform,
+        Algorithm::Lmutin => all_lower_only,
+        Algorithm::Lmutex => all_upper_only,
+        Algorithm::Lkcs => true,
+    };
+    (!ok).then_some(match algorithm {
+        Algorithm::Cdc | Algorithm::Ddc | Algorithm::Maekawa => {
+            "at most 1 active among all members"
+        }
+        Algorithm::Kmex => "only an upper bound, one for all members",
+        Algorithm::Mutin => "only a lower bound, one for all members",
+        Algorithm::Gcs => "one lower and one upper bound for all members",
+        Algorithm::Lmutin => "only lower bounds (at least l_i around each member)",
+        Algorithm::Lmutex => "only upper bounds (at most k_i around each member)",
+        Algorithm::Lkcs => "any bounds",
+    })
+}
+
+/// The problem with an algorithm chosen by name that does not keep exactly the bounds asked
+/// for: it would drop, change or tighten one. Names the algorithms that do keep them.
+fn unsolved(
+    algorithm: Algorithm,
+    global: bool,
+    t: &Topology,
+    l: &[usize],
+    k: &[usize],
+) -> Option<Problem> {
+    let keeps = kept_otherwise(algorithm, t, l, k)?;
+    if algorithm.is_global() && !t.is_complete() {
+        return None; // option_problems says why it cannot run here
+    }
+    let n = t.len();
+    let uniform = l.iter().all(|&x| x == l[0]) && k.iter().all(|&x| x == k[0]);
+    let asked = match (global || t.is_complete(), uniform) {
+        (true, true) if l[0] == 0 => format!("at most {} of {n} active", k[0]),
+        (true, true) if k[0] == n => format!("at least {} of {n} active", l[0]),
+        (true, true) => format!("at least {} and at most {} of {n} active", l[0], k[0]),
+        (_, true) if l[0] == 0 => format!("at most {} active around each member", k[0]),
+        (_, true) if (0..n).all(|i| k[i] == t.degree(ProcessId::from(i)) + 1) => {
+            format!("at least {} active around each member", l[0])
+        }
+        (_, true) => format!(
+            "at least {} and at most {} active around each member",
+            l[0], k[0]
+        ),
+        (_, false) => "per-member bounds".to_string(),
+    };
+    let solvers = Algorithm::ALL
+        .into_iter()
+        .filter(|&a| !a.is_global() || t.is_complete())
+        .filter(|&a| kept_otherwise(a, t, l, k).is_none())
+        .map(|a| a.name().to_string())
+        .collect();
+    Some(Problem::Unsolved {
+        algorithm: algorithm.name().to_string(),
+        keeps: keeps.to_string(),
+        asked,
+        solvers,
+    })
 }
 
 /// Local bounds and the algorithm they select: only lower bounds LMUTIN, only upper bounds
@@ -527,7 +768,12 @@ impl QuotaBuilder {
                         "at most {k} active of {n} members: the upper bound cannot exceed the number of members"
                     )));
                 }
-                if l >= k {
+                if l >= k && self.k.is_none() {
+                    // no upper bound was given: the lower one is too high for the members
+                    problems.push(Problem::Invalid(format!(
+                        "at least {l} active of {n} members: the lower bound must be below the number of members"
+                    )));
+                } else if l >= k {
                     problems.push(Problem::Invalid(format!(
                         "at least {l} and at most {k} active: the lower bound must be below the upper bound"
                     )));
@@ -570,22 +816,43 @@ impl QuotaBuilder {
                         },
                     ),
                 };
+                // one line per distinct problem, naming every member it concerns
+                let mut grouped: std::collections::BTreeMap<String, Vec<usize>> =
+                    Default::default();
                 for p in t.processes() {
                     let i = p.index();
                     let size = full[i];
                     if k[i] > size {
-                        problems.push(Problem::Invalid(format!(
-                            "member {i}: at most {} active around it, but its neighbourhood (itself and {} neighbours) holds only {size}",
-                            k[i],
-                            size - 1
-                        )));
+                        grouped
+                            .entry(format!(
+                                "at most {} active around it, but its neighbourhood (itself and {} neighbours) holds only {size}",
+                                k[i],
+                                size - 1
+                            ))
+                            .or_default()
+                            .push(i);
                     }
-                    if l[i] >= k[i] {
-                        problems.push(Problem::Invalid(format!(
-                            "member {i}: at least {} and at most {} active around it: the lower bound must be below the upper bound",
-                            l[i], k[i]
-                        )));
+                    if l[i] >= k[i] && self.k.is_none() && self.per_member.is_none() {
+                        grouped
+                            .entry(format!(
+                                "at least {} active around it, but its neighbourhood (itself and {} neighbours) holds only {size}: the lower bound must be below that",
+                                l[i],
+                                size - 1
+                            ))
+                            .or_default()
+                            .push(i);
+                    } else if l[i] >= k[i] {
+                        grouped
+                            .entry(format!(
+                                "at least {} and at most {} active around it: the lower bound must be below the upper bound",
+                                l[i], k[i]
+                            ))
+                            .or_default()
+                            .push(i);
                     }
+                }
+                for (why, who) in grouped {
+                    problems.push(Problem::Invalid(format!("{}: {why}", member_list(&who))));
                 }
                 if problems.is_empty() && (0..n).all(|i| l[i] == 0 && k[i] == full[i]) {
                     problems.push(Problem::Invalid(
@@ -595,6 +862,9 @@ impl QuotaBuilder {
                 (false, t.clone(), l, k)
             }
         };
+        if let Some(ids) = &self.initially_active {
+            problems.extend(start_list_problems(ids, n));
+        }
         ConfigError::check(problems)?;
         let algorithm = self.algorithm.unwrap_or_else(|| {
             if global {
@@ -603,6 +873,13 @@ impl QuotaBuilder {
                 local_choice(&topology, &l, &k)
             }
         });
+        if self.algorithm.is_some() {
+            ConfigError::check(
+                unsolved(algorithm, global, &topology, &l, &k)
+                    .into_iter()
+                    .collect(),
+            )?;
+        }
         let mut problems = Vec::new();
         let inst = Instance::new(
             topology.clone(),
@@ -610,23 +887,12 @@ impl QuotaBuilder {
         )?;
         let initial = match &self.initially_active {
             Some(ids) => {
+                // the list itself was checked with the bounds
                 let mut states = vec![CsState::OutCs; n];
                 for &i in ids {
-                    if i >= n {
-                        problems.push(Problem::Invalid(format!(
-                            "initially_active names member {i}, but members are 0..{n}"
-                        )));
-                    } else if states[i] == CsState::InCs {
-                        problems.push(Problem::Invalid(format!(
-                            "initially_active names member {i} twice"
-                        )));
-                    } else {
-                        states[i] = CsState::InCs;
-                    }
+                    states[i] = CsState::InCs;
                 }
-                if problems.is_empty() {
-                    problems.extend(unsafe_start(&inst, &states, global));
-                }
+                problems.extend(unsafe_start(&inst, &states, global));
                 Some(states)
             }
             None => default_start(algorithm, &l),
@@ -689,7 +955,7 @@ impl QuotaBuilder {
         Ok(Plan {
             spec,
             global,
-            default_lkcs: (default_lkcs && self.leader.is_none()).then_some(inst),
+            default_lkcs: (algorithm == Algorithm::Lkcs && self.leader.is_none()).then_some(inst),
         })
     }
 
@@ -724,6 +990,35 @@ impl QuotaBuilder {
         }
         problems
     }
+}
+
+/// "member 3" or "members 0, 1, 2, 3, 4, 5, 6, 7 and 12 more".
+fn member_list(ids: &[usize]) -> String {
+    error::MemberList(ids).to_string()
+}
+
+/// The problems of an `initially_active` list itself: ids out of range and repeated ids.
+fn start_list_problems(ids: &[usize], n: usize) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let out: std::collections::BTreeSet<usize> = ids.iter().copied().filter(|&i| i >= n).collect();
+    if !out.is_empty() {
+        let out: Vec<usize> = out.into_iter().collect();
+        problems.push(Problem::Invalid(format!(
+            "initially_active names {}, but members are 0..{n}",
+            member_list(&out)
+        )));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let twice: std::collections::BTreeSet<usize> =
+        ids.iter().copied().filter(|&i| !seen.insert(i)).collect();
+    if !twice.is_empty() {
+        let twice: Vec<usize> = twice.into_iter().collect();
+        problems.push(Problem::Invalid(format!(
+            "initially_active names {} more than once",
+            member_list(&twice)
+        )));
+    }
+    problems
 }
 
 /// The start used when the user names none (see [`QuotaBuilder::initially_active`]); `None`
@@ -771,31 +1066,136 @@ fn unsafe_start(inst: &Instance, states: &[CsState], global: bool) -> Vec<Proble
     problems
 }
 
-/// A refusal of LKCS's default (the round trip, then the leader rules) on `inst`, with the
-/// leader rules' part in quota terms where their preconditions explain it.
-fn in_quota_terms(e: ConfigError, inst: Option<&Instance>) -> ConfigError {
-    const TAG: &str = crate::algo::lkcs::LEADER_RULES_TAG;
-    let Some(inst) = inst else {
-        return e;
-    };
-    if !e.problems.iter().any(|p| p.to_string().starts_with(TAG)) {
-        return e;
+/// Replaces `P7` by `member 7` in a message of the algorithms' layer.
+fn member_words(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut prev: Option<char> = None;
+    while let Some(c) = chars.next() {
+        let starts_id = c == 'P'
+            && !prev.is_some_and(|p| p.is_alphanumeric())
+            && chars.peek().is_some_and(|d| d.is_ascii_digit());
+        if starts_id {
+            out.push_str("member ");
+        } else {
+            out.push(c);
+        }
+        prev = Some(c);
     }
-    let leader = lkcs_problems(inst, None);
-    if leader.is_empty() {
-        return e;
-    }
-    let mut problems: Vec<Problem> = e
-        .problems
-        .into_iter()
-        .filter(|p| !p.to_string().starts_with(TAG))
-        .collect();
-    problems.extend(
-        leader
+    out
+}
+
+impl QuotaBuilder {
+    /// A refusal of LKCS with no leader named (the round trip, and by default the leader
+    /// rules after it), in quota terms: one line per cause, naming the members it concerns,
+    /// and a line with the nearest bounds that are accepted.
+    fn lkcs_refusal(&self, e: ConfigError, inst: &Instance) -> ConfigError {
+        let t = inst.topology();
+        // the room the round trip needs: its tightened bounds apart at every member
+        let mut narrow: std::collections::BTreeMap<(usize, usize), Vec<usize>> = Default::default();
+        for p in t.processes() {
+            let (b, size) = (inst.bounds(p), t.degree(p) + 1);
+            let low = b.l + usize::from(b.l > 0);
+            let high = b.k - usize::from(b.k < size);
+            if low >= high {
+                narrow.entry((b.l, b.k)).or_default().push(p.index());
+            }
+        }
+        let mut problems: Vec<Problem> = narrow
             .into_iter()
-            .map(|p| Problem::Invalid(format!("{TAG}{p}"))),
-    );
-    ConfigError::new(problems)
+            .map(|((l, k), who)| {
+                let who = if who.len() == t.len() {
+                    "every member".to_string()
+                } else {
+                    member_list(&who)
+                };
+                Problem::Invalid(format!(
+                    "{who}: at least {l} and at most {k} active around each leaves too little room: with both kinds of bound, lkcs keeps each one tighter where a move can break it (at least l+1 where l > 0, at most k−1 where k is below the neighbourhood's size) and needs the two apart, so at most − at least ≥ 3 where both can break",
+                ))
+            })
+            .collect();
+        if problems.is_empty() {
+            // room enough: the refusal is of the start; say it without the layers' names
+            let leader_rules = crate::algo::lkcs::LEADER_RULES_TAG;
+            problems.extend(
+                e.problems
+                    .iter()
+                    .map(|p| p.to_string())
+                    .filter(|p| !p.starts_with(leader_rules))
+                    .map(|p| {
+                        let p = p.strip_prefix("the round trip: ").unwrap_or(&p).to_string();
+                        Problem::Invalid(member_words(&p))
+                    }),
+            );
+            if problems.is_empty() {
+                return e;
+            }
+        }
+        if let Some(better) = self.nearest_accepted(t) {
+            problems.push(Problem::Invalid(format!("accepted instead: {better}")));
+        }
+        ConfigError::new(problems)
+    }
+
+    /// The nearest bounds a local quota on `t` accepts, in builder calls: both bounds moved
+    /// apart by as little as possible, or one bound alone. `None` for per-member bounds.
+    fn nearest_accepted(&self, t: &Topology) -> Option<String> {
+        let (Some(l), Some(k), None) = (self.l, self.k, &self.per_member) else {
+            return Some(
+                "per-member bounds with at most − at least ≥ 3 at the members named, or only lower bounds, or only upper bounds"
+                    .into(),
+            );
+        };
+        let largest = t.processes().map(|p| t.degree(p) + 1).max().unwrap_or(1);
+        let accepted = |b: QuotaBuilder| b.plan().is_ok_and(|plan| plan.spec.build(Probe).is_ok());
+        let bare = |b: &QuotaBuilder| QuotaBuilder {
+            l: None,
+            k: None,
+            initially_active: None,
+            ..b.clone()
+        };
+        let mut offers = Vec::new();
+        'both: for d in 1..=6 {
+            for dl in 0..=d.min(l.saturating_sub(1)) {
+                let (l2, k2) = (l - dl, k + (d - dl));
+                if k2 >= largest {
+                    continue;
+                }
+                if accepted(bare(self).between(l2, k2)) {
+                    offers.push(format!(".between({l2}, {k2})"));
+                    break 'both;
+                }
+                // the same upper bound, capped by each neighbourhood's size
+                let capped: Vec<usize> = t.processes().map(|p| k2.min(t.degree(p) + 1)).collect();
+                let per_member = QuotaBuilder {
+                    per_member: None,
+                    ..bare(self)
+                }
+                .bounds(vec![l2; t.len()], capped);
+                if accepted(per_member) {
+                    offers.push(format!(
+                        ".bounds(l, k) with at least {l2} and at most {k2} around each member (or its whole neighbourhood where that is smaller)"
+                    ));
+                    break 'both;
+                }
+            }
+        }
+        if accepted(bare(self).at_most(k)) {
+            offers.push(format!("only .at_most({k})"));
+        }
+        if accepted(bare(self).at_least(l)) {
+            offers.push(format!("only .at_least({l})"));
+        }
+        (!offers.is_empty()).then(|| offers.join(", or "))
+    }
+}
+
+/// A visitor that builds a system and starts nothing: whether the catalog accepts a spec.
+struct Probe;
+
+impl SystemVisitor for Probe {
+    type Output = ();
+    fn visit<A: CsObject>(self, _: &Instance, _: &[CsState], _: Vec<A>) {}
 }
 
 /// LKCS's preconditions in quota terms: a leader with at least 4 neighbours, and
@@ -804,20 +1204,21 @@ fn lkcs_problems(inst: &Instance, leader: Option<usize>) -> Vec<Problem> {
     use crate::algo::lkcs::MIN_LEADER_DEGREE as D;
     let t = inst.topology();
     let slack_problems = |ldr: ProcessId| -> Vec<String> {
-        t.distances(ldr)
+        let mut by_bounds: std::collections::BTreeMap<(usize, usize), Vec<usize>> =
+            Default::default();
+        for (q, d) in t.distances(ldr).into_iter().enumerate() {
+            let b = inst.all_bounds()[q];
+            if d.is_some_and(|d| d <= 2) && b.k < b.l + 3 {
+                by_bounds.entry((b.l, b.k)).or_default().push(q);
+            }
+        }
+        by_bounds
             .into_iter()
-            .enumerate()
-            .filter(|&(q, d)| {
-                let b = inst.all_bounds()[q];
-                d.is_some_and(|d| d <= 2) && b.k < b.l + 3
-            })
-            .map(|(q, _)| {
-                let b = inst.all_bounds()[q];
+            .map(|((l, k), who)| {
                 format!(
-                    "k − l must be ≥ 3 near member {} (the leader): member {q} has at least {} and at most {}",
+                    "{}, within two hops of member {} (the leader): at least {l} and at most {k} active around each, but the leader rules need at most − at least ≥ 3 there",
+                    member_list(&who),
                     ldr.index(),
-                    b.l,
-                    b.k
                 )
             })
             .collect()
@@ -871,12 +1272,16 @@ fn lkcs_problems(inst: &Instance, leader: Option<usize>) -> Vec<Problem> {
 /// The engine side of a quota, whatever the algorithm.
 trait QuotaEngine: Send + Sync {
     fn shutdown(&self);
+    fn close(&self);
     fn report(&self) -> RuntimeReport;
 }
 
 impl<A: CsObject> QuotaEngine for parking_lot::Mutex<Runtime<A>> {
     fn shutdown(&self) {
         self.lock().shutdown();
+    }
+    fn close(&self) {
+        self.lock().close();
     }
     fn report(&self) -> RuntimeReport {
         self.lock().report()
@@ -888,6 +1293,7 @@ struct Start {
     monitor: bool,
     stall_check: Duration,
     global: bool,
+    algorithm: Algorithm,
 }
 
 struct Started {
@@ -921,6 +1327,7 @@ impl SystemVisitor for Start {
             operating,
             global: self.global,
             inspector,
+            algorithm: self.algorithm,
         });
         let handles = rt
             .take_handles()

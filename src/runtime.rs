@@ -115,6 +115,9 @@ impl<A: CsObject, M: Mailbox> Runtime<A, M> {
     ) -> Result<Self, RuntimeError> {
         validate(&objects, config.monitor.as_ref())?;
         let n = objects.len();
+        // n process threads and the stall watchdog, checked before any is started: past the
+        // map limit a new thread aborts the whole program, which no spawn error can catch
+        check_thread_room(n + 1)?;
         let initial: Vec<CsState> = objects.iter().map(CsObject::state).collect();
         let shared = Arc::new(Shared {
             slots: initial.iter().map(|&s| Slot::new(s)).collect(),
@@ -143,7 +146,7 @@ impl<A: CsObject, M: Mailbox> Runtime<A, M> {
         for (obj, rx) in objects.into_iter().zip(receivers) {
             let name = format!("lkcs-{}", obj.id());
             let (peers, shared) = (peers.clone(), shared.clone());
-            match thread::spawn_named(name, move || process::run::<A, M>(obj, rx, peers, shared)) {
+            match spawn_process(name, move || process::run::<A, M>(obj, rx, peers, shared)) {
                 Ok(t) => rt.threads.push(t),
                 Err(e) => {
                     rt.shutdown();
@@ -237,6 +240,16 @@ impl<A: CsObject, M: Mailbox> Runtime<A, M> {
         }
     }
 
+    /// Closes the runtime: every entry from now on (and every call blocked entering now)
+    /// returns [`RuntimeError::Closed`], and an exit returns at once, releasing its client:
+    /// its process leaves the CS as soon as the algorithm lets it and never moves again.
+    /// The threads keep running until [`Runtime::shutdown`]. Idempotent.
+    pub fn close(&self) {
+        for slot in &self.shared.slots {
+            slot.mark(|st| st.closed = true);
+        }
+    }
+
     /// Stops and joins every process thread. Afterwards (and already for calls blocked at this
     /// moment) every handle call returns [`RuntimeError::Shutdown`]. Idempotent.
     pub fn shutdown(&mut self) {
@@ -262,6 +275,149 @@ impl<A: CsObject, M: Mailbox> Drop for Runtime<A, M> {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// The stack of a process thread: its handlers keep their state on the heap and do not
+/// recurse (tests/quota.rs, tests/runtime.rs and tests/thread_limit.rs pass with it; shuttle
+/// runs the same handlers on 256 KiB). Small stacks keep the address space of 10^4 threads
+/// small.
+pub const PROCESS_STACK: usize = 256 << 10;
+
+/// Memory maps one thread adds, measured on Linux: its stack and guard page, and the
+/// alternative signal stack and its guard page that Rust's runtime sets up in it.
+const MAPS_PER_THREAD: u64 = 4;
+
+/// Maps left free for everything else the program maps (allocator arenas, files, the
+/// application's own threads) when the room under `vm.max_map_count` is counted.
+const MAP_MARGIN: u64 = 1_024;
+
+/// Threads left free for the application's own under the thread and pid limits.
+const THREAD_MARGIN: u64 = 64;
+
+/// Spawns a process thread with a [`PROCESS_STACK`] stack (the model checkers' threads
+/// keep their own).
+fn spawn_process<F>(name: String, f: F) -> std::io::Result<thread::JoinHandle<()>>
+where
+    F: FnOnce() + Send + 'static,
+{
+    #[cfg(not(any(loom, shuttle)))]
+    {
+        std::thread::Builder::new()
+            .name(name)
+            .stack_size(PROCESS_STACK)
+            .spawn(f)
+    }
+    #[cfg(any(loom, shuttle))]
+    {
+        thread::spawn_named(name, f)
+    }
+}
+
+/// Refuses `asked` new threads when a system limit leaves room for fewer
+/// ([`thread_room`]).
+fn check_thread_room(asked: usize) -> Result<(), RuntimeError> {
+    match thread_room() {
+        Some((room, limit, value)) if (asked as u64) > room => Err(RuntimeError::TooManyThreads {
+            asked,
+            room: usize::try_from(room).unwrap_or(usize::MAX),
+            limit,
+            value,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// How many more threads this process may start, with the limit that binds and its value:
+/// the smallest room left by `vm.max_map_count` (maps not yet in use, less a margin of
+/// 1,024, over 4 maps a thread), `kernel.threads-max` and `kernel.pid_max` (less the
+/// threads of the whole system, and a margin of 64), the soft `RLIMIT_NPROC` (not for
+/// root; less this process's threads: the user's other processes count too, and a spawn
+/// that fails there is still caught) and the cgroup's `pids.max` (less `pids.current`).
+/// `None` where none can be read (not Linux, or no `/proc`).
+pub fn thread_room() -> Option<(u64, &'static str, u64)> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let read = |path: &str| std::fs::read_to_string(path).ok();
+    let number = |path: &str| read(path).and_then(|t| t.trim().parse::<u64>().ok());
+    let field = |text: &str, key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|rest| rest.split_whitespace().next().map(str::to_string))
+    };
+    let mut rooms: Vec<(u64, &'static str, u64)> = Vec::new();
+    if let (Some(max), Some(maps)) = (
+        number("/proc/sys/vm/max_map_count"),
+        read("/proc/self/maps"),
+    ) {
+        let used = maps.lines().count() as u64 + MAP_MARGIN;
+        rooms.push((
+            max.saturating_sub(used) / MAPS_PER_THREAD,
+            "vm.max_map_count",
+            max,
+        ));
+    }
+    // the fourth field of /proc/loadavg is "runnable/total" threads of the whole system
+    let tasks = read("/proc/loadavg").and_then(|t| {
+        let total = t.split_whitespace().nth(3)?.split('/').nth(1)?;
+        total.parse::<u64>().ok()
+    });
+    if let Some(tasks) = tasks {
+        for (path, name) in [
+            ("/proc/sys/kernel/threads-max", "kernel.threads-max"),
+            ("/proc/sys/kernel/pid_max", "kernel.pid_max"),
+        ] {
+            if let Some(max) = number(path) {
+                rooms.push((max.saturating_sub(tasks + THREAD_MARGIN), name, max));
+            }
+        }
+    }
+    let status = read("/proc/self/status").unwrap_or_default();
+    // the effective user id is the second field of "Uid:"; root is not held to RLIMIT_NPROC
+    let root = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|rest| rest.split_whitespace().nth(1).map(|u| u == "0"))
+        .unwrap_or(false);
+    let threads = field(&status, "Threads:").and_then(|t| t.parse::<u64>().ok());
+    let nproc = read("/proc/self/limits").and_then(|t| {
+        let line = t.lines().find(|l| l.starts_with("Max processes"))?;
+        line["Max processes".len()..]
+            .split_whitespace()
+            .next()?
+            .parse::<u64>()
+            .ok()
+    });
+    if let (false, Some(max), Some(threads)) = (root, nproc, threads) {
+        rooms.push((max.saturating_sub(threads), "RLIMIT_NPROC", max));
+    }
+    if let Some((max, current)) = cgroup_pids() {
+        rooms.push((max.saturating_sub(current), "pids.max", max));
+    }
+    rooms.into_iter().min_by_key(|r| r.0)
+}
+
+/// The `pids.max` and `pids.current` of this process's cgroup (v2, or v1's pids
+/// controller), where it sets a limit.
+fn cgroup_pids() -> Option<(u64, u64)> {
+    let groups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let dir = groups.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        match controllers {
+            "" => Some(format!("/sys/fs/cgroup{path}")),
+            c if c.split(',').any(|c| c == "pids") => Some(format!("/sys/fs/cgroup/pids{path}")),
+            _ => None,
+        }
+    })?;
+    let read = |name: &str| {
+        std::fs::read_to_string(format!("{dir}/{name}"))
+            .ok()?
+            .trim()
+            .parse::<u64>()
+            .ok()
+    };
+    Some((read("pids.max")?, read("pids.current")?))
 }
 
 fn validate<A: CsObject>(objects: &[A], monitor: Option<&Instance>) -> Result<(), RuntimeError> {

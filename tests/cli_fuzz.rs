@@ -7,7 +7,8 @@
 //! Every run is bounded by the tool's own budgets (`--max-events` for simulate, `--max-states`
 //! for check, drawn from the grammar too), so an invocation that outlives the time limit is a
 //! hang, not a long honest search. proptest shrinks a failure to a minimal argument vector and
-//! saves its seed under `proptest-regressions/`.
+//! prints it; nothing is persisted (a test writes no tracked file): a case found is kept as a
+//! named test below ([`found_no_arguments`], [`found_lkcs_on_star_20000`]).
 
 use proptest::prelude::*;
 use std::io::Read;
@@ -373,6 +374,7 @@ proptest! {
     #![proptest_config(ProptestConfig {
         cases: 256,
         max_shrink_iters: 64,
+        failure_persistence: None,
         ..ProptestConfig::default()
     })]
 
@@ -380,29 +382,80 @@ proptest! {
     /// panic or abort.
     #[test]
     fn every_invocation_exits_0_1_or_2_in_time(args in invocation(BOUNDS.paths())) {
-        let out = run(&args);
-        prop_assert!(
-            out.code.is_some(),
-            "still running after {:?}: lkcs {}", out.took, args.join(" ")
-        );
-        let code = out.code.unwrap_or_default();
-        prop_assert!(
-            matches!(code, 0..=2),
-            "exit {code}: lkcs {}\n{}", args.join(" "), out.stderr
-        );
-        prop_assert!(
-            !out.stderr.contains("panicked"),
-            "panic: lkcs {}\n{}", args.join(" "), out.stderr
-        );
-        if code == 2 {
-            let lines: Vec<&str> = out.stderr.lines().collect();
-            prop_assert!(!lines.is_empty(), "exit 2 without a word: lkcs {}", args.join(" "));
-            prop_assert!(
-                lines.iter().all(|l| l.starts_with("error: ")),
-                "exit 2 with more than error lines: lkcs {}\n{}", args.join(" "), out.stderr
-            );
+        if let Err(why) = contract(&args) {
+            return Err(TestCaseError::fail(why));
         }
     }
+}
+
+/// The contract of every invocation, or what broke it.
+fn contract(args: &[String]) -> Result<(), String> {
+    let out = run(args);
+    let line = args.join(" ");
+    let Some(code) = out.code else {
+        return Err(format!("still running after {:?}: lkcs {line}", out.took));
+    };
+    if !matches!(code, 0..=2) {
+        return Err(format!("exit {code}: lkcs {line}\n{}", out.stderr));
+    }
+    if out.stderr.contains("panicked") {
+        return Err(format!("panic: lkcs {line}\n{}", out.stderr));
+    }
+    if code == 2 {
+        let lines: Vec<&str> = out.stderr.lines().collect();
+        if lines.is_empty() {
+            return Err(format!("exit 2 without a word: lkcs {line}"));
+        }
+        if !lines.iter().all(|l| l.starts_with("error: ")) {
+            return Err(format!(
+                "exit 2 with more than error lines: lkcs {line}\n{}",
+                out.stderr
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+/// Found by the fuzz: no argument at all (usage, exit 2, only `error: ` lines).
+#[test]
+fn found_no_arguments() {
+    contract(&[]).unwrap();
+}
+
+/// Found by the fuzz: LKCS on a star of 20,000 processes, one event. Its setup was quadratic
+/// in n and outside `--max-events`; it now answers within the time limit.
+#[test]
+fn found_lkcs_on_star_20000() {
+    contract(&strings(&[
+        "simulate",
+        "--algorithm",
+        "lkcs",
+        "--topology",
+        "star:20000",
+        "--max-events",
+        "1",
+    ]))
+    .unwrap();
+}
+
+/// Found by the fuzz (the failing run): LKCS on a ring of 100,000 processes, one
+/// event (it took 231 s in setup).
+#[test]
+fn found_lkcs_on_ring_100000() {
+    contract(&strings(&[
+        "simulate",
+        "--algorithm",
+        "lkcs",
+        "--topology",
+        "ring:100000",
+        "--max-events",
+        "1",
+    ]))
+    .unwrap();
 }
 
 /// The bounds files, written on first use.

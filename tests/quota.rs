@@ -80,9 +80,10 @@ fn bad_input_lists_every_problem_and_never_panics() {
     assert!(problems(Quota::global(5).bounds(vec![0; 5], vec![1; 5]))
         .iter()
         .any(|s| s.contains("local quota")));
-    // a local bound above |N_i| + 1, for every member at once
+    // a local bound above |N_i| + 1, for every member at once: one line naming them all
     let p = problems(Quota::local(ring()).at_most(4));
-    assert_eq!(p.len(), 5, "{p:?}");
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(p[0].starts_with("members 0, 1, 2, 3, 4:"), "{p:?}");
     assert!(p[0].contains("holds only 3"), "{p:?}");
     // an unsafe start, unknown and repeated ids
     let p = problems(Quota::global(6).between(2, 4).initially_active([0]));
@@ -94,24 +95,26 @@ fn bad_input_lists_every_problem_and_never_panics() {
         p.len() >= 2 && p.iter().all(|s| s.contains("around member")),
         "{p:?}"
     );
-    // LKCS preconditions, in quota terms: neither the round trip (l_i+1 = k_i−1 would leave
-    // no room) nor the leader rules (no member with 4 neighbours) can run it
+    // LKCS preconditions, in quota terms: l_i+1 = k_i−1 would leave no room, and a ring
+    // cannot keep both bounds: the single bounds are offered instead
     let p = problems(Quota::local(ring()).between(1, 2));
-    assert!(p.iter().any(|s| s.contains("the round trip")), "{p:?}");
-    assert!(
-        p.iter().any(
-            |s| s.starts_with("the leader rules: ") && s.contains("no member has 4 neighbours")
-        ),
-        "{p:?}"
+    assert!(p[0].contains("leaves too little room"), "{p:?}");
+    assert_eq!(
+        p[1],
+        "accepted instead: only .at_most(2), or only .at_least(1)"
     );
     // with a leader named, the leader rules alone
     let p = problems(Quota::local(ring()).between(1, 2).leader(0));
     assert!(p.iter().all(|s| !s.contains("the round trip")), "{p:?}");
     assert!(p.iter().any(|s| s.contains("member 0 has 2")), "{p:?}");
-    let p = problems(Quota::local(Topology::complete(5).expect("k5")).between(1, 3));
+    let p = problems(
+        Quota::local(Topology::complete(5).expect("k5"))
+            .between(1, 3)
+            .leader(0),
+    );
     assert!(
         p.iter()
-            .any(|s| s.contains("k − l must be ≥ 3 near member")),
+            .any(|s| s.contains("the leader rules need at most − at least ≥ 3")),
         "{p:?}"
     );
     // an override that does not fit
@@ -640,5 +643,457 @@ fn round_trip_is_lkcs_only_and_has_no_leader() {
     );
     // bounds the round trip cannot tighten (l + 1 >= k − 1) are refused with the reason
     let p = problems(Quota::local(t()).between(1, 3).round_trip());
-    assert!(p.iter().any(|p| p.contains("L_i >= K_i")), "{p:?}");
+    assert!(p[0].contains("leaves too little room"), "{p:?}");
+}
+
+/// An algorithm named in the builder must keep exactly the bounds asked for: one that would
+/// drop, change or tighten them is refused, naming the algorithms that keep them.
+#[test]
+fn an_override_never_changes_the_bounds() {
+    let unsolved = |b: lkcs::QuotaBuilder| -> (String, Vec<String>, String) {
+        let e = b
+            .build()
+            .expect_err("the override does not keep these bounds");
+        assert_eq!(e.problems.len(), 1, "{e}");
+        match &e.problems[0] {
+            lkcs::Problem::Unsolved {
+                algorithm, solvers, ..
+            } => (algorithm.clone(), solvers.clone(), e.to_string()),
+            other => panic!("expected Problem::Unsolved, got {other:?}"),
+        }
+    };
+    let ring = || Topology::ring(6).expect("ring");
+    // each row of the table in the report: asked bounds, and the algorithm named
+    let rows: Vec<(lkcs::QuotaBuilder, &str, &str)> = vec![
+        (
+            Quota::global(8).at_most(1).algorithm(Algorithm::Mutin),
+            "mutin",
+            "cdc",
+        ),
+        (
+            Quota::global(8).at_most(1).algorithm(Algorithm::Lmutin),
+            "lmutin",
+            "maekawa",
+        ),
+        (
+            Quota::global(8).between(2, 5).algorithm(Algorithm::Mutin),
+            "mutin",
+            "gcs",
+        ),
+        (
+            Quota::global(8).at_least(2).algorithm(Algorithm::Kmex),
+            "kmex",
+            "mutin",
+        ),
+        (
+            Quota::global(8).at_most(3).algorithm(Algorithm::Cdc),
+            "cdc",
+            "kmex",
+        ),
+        (
+            Quota::local(ring()).at_most(1).algorithm(Algorithm::Lmutin),
+            "lmutin",
+            "lmutex",
+        ),
+    ];
+    for (builder, named, a_solver) in rows {
+        let (algorithm, solvers, text) = unsolved(builder);
+        assert_eq!(algorithm, named);
+        assert!(solvers.iter().any(|s| s == a_solver), "{text}");
+        assert!(!solvers.iter().any(|s| s == named), "{text}");
+        assert!(text.contains("would change the bounds"), "{text}");
+    }
+    // a global algorithm cannot keep per-neighbourhood bounds on a ring: none is offered
+    let (_, solvers, _) = unsolved(Quota::local(ring()).at_most(1).algorithm(Algorithm::Lmutin));
+    assert!(solvers
+        .iter()
+        .all(|s| ["lmutex", "lkcs"].contains(&s.as_str())));
+    // an override that keeps them runs them unchanged
+    let q = Quota::global(8)
+        .at_most(3)
+        .algorithm(Algorithm::Lmutex)
+        .build()
+        .expect("lmutex keeps at most 3 of 8 on a complete graph");
+    assert!(q.bounds().iter().all(|b| (b.l, b.k) == (0, 3)));
+    let q = Quota::global(8)
+        .at_most(1)
+        .algorithm(Algorithm::Maekawa)
+        .build()
+        .expect("maekawa is a mutual exclusion");
+    assert!(q.bounds().iter().all(|b| (b.l, b.k) == (0, 1)));
+}
+
+/// try_enter / try_exit make the move when no bound is in the way, and otherwise leave the
+/// member exactly as it was.
+#[test]
+fn try_moves_never_leave_a_member_moved_or_pending() {
+    let quota = Quota::global(3)
+        .at_most(1)
+        .monitor(true)
+        .build()
+        .expect("mutex");
+    let mut m = quota.members();
+    m[0].try_enter().expect("room: it enters");
+    assert_eq!(m[0].state(), MemberState::Active);
+    m[0].try_enter().expect("already active");
+    for _ in 0..50 {
+        assert_eq!(m[1].try_enter(), Err(QuotaError::WouldBlock));
+        assert_eq!(m[1].state(), MemberState::Inactive);
+    }
+    m[0].try_exit()
+        .expect("a mutual exclusion's exit waits on no bound");
+    // the refused member never entered on its own: the room is still there
+    m[2].try_enter().expect("room again");
+    assert_eq!(m[1].state(), MemberState::Inactive);
+    m[2].exit().expect("exit");
+    drop(m);
+    quota.shutdown();
+    assert_eq!(quota.report().violations, 0);
+
+    // a lower bound: at least 1 of 3, member 0 the only one active
+    let quota = Quota::global(3).at_least(1).build().expect("mutin");
+    let mut m = quota.members();
+    assert_eq!(m[0].try_exit(), Err(QuotaError::WouldBlock));
+    assert_eq!(m[0].state(), MemberState::Active);
+    m[1].try_enter().expect("an entry waits on no lower bound");
+    m[0].try_exit().expect("member 1 holds the bound now");
+    assert_eq!(m[0].state(), MemberState::Inactive);
+}
+
+/// Many members racing with try_enter on one slot: every refusal leaves its member
+/// inactive, and at the end nobody is pending.
+#[test]
+fn racing_try_moves_keep_the_bounds_and_leave_nothing_pending() {
+    let quota = Quota::global(6)
+        .at_most(2)
+        .monitor(true)
+        .build()
+        .expect("kmex");
+    let entered = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for mut m in quota.members() {
+            let entered = &entered;
+            s.spawn(move || {
+                for _ in 0..200 {
+                    match m.try_enter() {
+                        Ok(()) => {
+                            entered.fetch_add(1, Ordering::SeqCst);
+                            m.exit().expect("exit");
+                        }
+                        Err(QuotaError::WouldBlock) => {
+                            assert_eq!(m.state(), MemberState::Inactive)
+                        }
+                        Err(e) => panic!("member {}: {e}", m.id()),
+                    }
+                }
+                // whatever a withdrawn entry did inside, the member ends where it began
+                m.exit().expect("settled");
+                assert_eq!(m.state(), MemberState::Inactive);
+            });
+        }
+    });
+    assert!(entered.into_inner() > 0);
+    quota.shutdown();
+    assert_eq!(quota.report().violations, 0);
+}
+
+/// cancel() takes back a move left running by a timeout: the member is back where it
+/// started, the withdrawn entry never shows, and the quota keeps its bound.
+#[test]
+fn cancel_withdraws_a_pending_move() {
+    let quota = Quota::global(2)
+        .at_most(1)
+        .monitor(true)
+        .build()
+        .expect("mutex");
+    let mut m = quota.members();
+    m[1].cancel().expect("nothing pending: Ok");
+    m[0].enter().expect("free");
+    assert_eq!(
+        m[1].enter_timeout(Duration::from_millis(20)),
+        Err(QuotaError::Timeout)
+    );
+    assert_eq!(m[1].state(), MemberState::Entering);
+    m[1].cancel()
+        .expect("an entry that waits on the upper bound can be withdrawn");
+    assert_eq!(m[1].state(), MemberState::Inactive);
+    m[1].exit().expect("inactive already: Ok at once");
+    // the holder leaves; the withdrawn entry completes inside and is undone, and the
+    // slot comes back to whoever asks
+    m[0].exit().expect("exit");
+    m[0].enter_timeout(PATIENCE)
+        .expect("the withdrawn entry gave the slot back");
+    assert_eq!(m[1].state(), MemberState::Inactive);
+    m[0].exit().expect("exit");
+    m[1].enter_timeout(PATIENCE)
+        .expect("member 1 can enter again");
+    drop(m);
+    quota.shutdown();
+    assert_eq!(quota.report().violations, 0);
+
+    // a move that waits on no bound cannot be withdrawn: it completes on its own
+    let quota = Quota::global(3).at_least(1).build().expect("mutin");
+    let mut m = quota.members();
+    m[1].enter().expect("entry");
+    // an exit blocked on the lower bound can be withdrawn
+    assert_eq!(m[1].exit(), Ok(()));
+    assert_eq!(
+        m[0].exit_timeout(Duration::from_millis(20)),
+        Err(QuotaError::Timeout)
+    );
+    m[0].cancel()
+        .expect("mutin's exit waits on the lower bound");
+    assert_eq!(m[0].state(), MemberState::Active);
+
+    // the two-bound algorithms cannot withdraw, and say why
+    let quota = Quota::global(4).between(1, 2).build().expect("gcs");
+    let mut m = quota.members();
+    m[1].enter().expect("room for a second");
+    assert_eq!(
+        m[2].enter_timeout(Duration::from_millis(20)),
+        Err(QuotaError::Timeout)
+    );
+    match m[2].cancel() {
+        Err(QuotaError::CannotWithdraw(why)) => assert!(why.contains("gcs"), "{why}"),
+        other => panic!("expected CannotWithdraw, got {other:?}"),
+    }
+    assert_eq!(
+        m[2].state(),
+        MemberState::Entering,
+        "the move keeps running"
+    );
+}
+
+/// enter_guard keeps the member active; dropping the guard starts the exit.
+#[test]
+fn an_enter_guard_starts_the_exit_when_dropped() {
+    let quota = Quota::global(2).at_most(1).build().expect("mutex");
+    let mut m = quota.members();
+    {
+        let guard = m[0].enter_guard().expect("free");
+        assert_eq!(guard.id(), 0);
+    }
+    // the exit was started by the drop; member 1's entry needs it to complete
+    m[1].enter_timeout(PATIENCE)
+        .expect("the guard's exit completed");
+    m[1].enter_guard()
+        .expect("active")
+        .exit()
+        .expect("explicit exit");
+    assert_eq!(m[1].state(), MemberState::Inactive);
+    m[0].exit().expect("resolved");
+    assert_eq!(m[0].state(), MemberState::Inactive);
+}
+
+/// close(): entries fail with Closed (blocked ones too), exits succeed at once.
+#[test]
+fn close_refuses_entries_and_releases_every_exit() {
+    // a blocked entry is woken with Closed
+    let quota = Quota::global(2).at_most(1).build().expect("mutex");
+    let mut m = quota.members();
+    m[0].enter().expect("free");
+    let (a, b) = m.split_at_mut(1);
+    std::thread::scope(|s| {
+        let blocked = s.spawn(|| b[0].enter_timeout(PATIENCE));
+        std::thread::sleep(Duration::from_millis(50));
+        quota.close();
+        let e = blocked.join().expect("no panic").expect_err("closed");
+        assert!(e.is_closed(), "{e}");
+        a[0].exit().expect("exits succeed after close");
+        let e = a[0].enter().expect_err("no entry after close");
+        assert!(e.is_closed(), "{e}");
+    });
+    assert!(quota.is_closed());
+    // a blocked exit (the lower bound) returns Ok once closed
+    let quota = Quota::global(3).between(2, 3).build().expect("mutin");
+    let mut m = quota.members();
+    assert!(m[0].is_active() && m[1].is_active());
+    let m0 = &mut m[0];
+    std::thread::scope(|s| {
+        let blocked = s.spawn(|| m0.exit_timeout(PATIENCE));
+        std::thread::sleep(Duration::from_millis(50));
+        quota.close();
+        blocked.join().expect("no panic").expect("released");
+    });
+    assert_eq!(m[0].state(), MemberState::Inactive);
+    m[1].exit().expect("released at once");
+    assert_eq!(m[1].state(), MemberState::Inactive);
+}
+
+/// Workers that finish at different times: each keeps cycling (without work) once its own
+/// rounds are done, so the busy ones can always move; the last to finish closes the quota;
+/// every exit returns Ok and each worker's loop ends on the entry that reports Closed.
+#[test]
+fn workers_that_finish_at_different_times_end_with_every_call_ok() {
+    let ring = |n| Topology::ring(n).expect("ring");
+    let cases: Vec<(&str, lkcs::QuotaBuilder)> = vec![
+        ("gcs 2..=5 of 8", Quota::global(8).between(2, 5)),
+        ("mutin at least 3 of 6", Quota::global(6).at_least(3)),
+        ("kmex at most 2 of 5", Quota::global(5).at_most(2)),
+        ("cdc at most 1 of 4", Quota::global(4).at_most(1)),
+        ("lmutex ring", Quota::local(ring(8)).at_most(1)),
+        ("lmutin ring", Quota::local(ring(8)).at_least(1)),
+    ];
+    for (name, builder) in cases {
+        let quota = builder.monitor(true).build().expect(name);
+        let busy = AtomicUsize::new(quota.len());
+        let work_done = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for mut m in quota.members() {
+                let (quota, busy, work_done) = (&quota, &busy, &work_done);
+                s.spawn(move || {
+                    let rounds = 3 + 7 * m.id();
+                    let mut done = 0;
+                    loop {
+                        match m.enter_timeout(PATIENCE) {
+                            Err(e) if e.is_closed() => break,
+                            r => r.unwrap_or_else(|e| panic!("{name}: member {}: {e}", m.id())),
+                        }
+                        if done < rounds {
+                            work_done.fetch_add(1, Ordering::SeqCst);
+                            done += 1;
+                            if done == rounds && busy.fetch_sub(1, Ordering::SeqCst) == 1 {
+                                quota.close(); // the last one: everybody may leave now
+                            }
+                        }
+                        m.exit_timeout(PATIENCE)
+                            .unwrap_or_else(|e| panic!("{name}: member {}: {e}", m.id()));
+                    }
+                    assert_eq!(done, rounds, "{name}");
+                    assert_eq!(m.state(), MemberState::Inactive, "{name}");
+                });
+            }
+        });
+        assert!(quota.is_closed(), "{name}");
+        let n = quota.len();
+        assert_eq!(
+            work_done.into_inner(),
+            (0..n).map(|i| 3 + 7 * i).sum::<usize>()
+        );
+        quota.shutdown();
+        assert_eq!(quota.report().violations, 0, "{name}");
+    }
+}
+
+/// The smaller problems of the quota's first-use report.
+#[test]
+fn config_errors_list_every_problem_once_in_quota_words() {
+    // the bounds and the start list, together
+    let p = problems(Quota::global(8).between(6, 3).initially_active([9, 9]));
+    assert_eq!(p.len(), 3, "{p:?}");
+    assert!(
+        p.iter().any(|s| s.contains("below the upper bound")),
+        "{p:?}"
+    );
+    assert!(
+        p.iter()
+            .any(|s| s.contains("member 9, but members are 0..8")),
+        "{p:?}"
+    );
+    assert!(
+        p.iter().any(|s| s.contains("member 9 more than once")),
+        "{p:?}"
+    );
+    // no upper bound was given: none is spoken of
+    let p = problems(Quota::global(8).at_least(9));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(!p[0].contains("upper"), "{p:?}");
+    assert!(p[0].contains("number of members"), "{p:?}");
+    // one line for one cause, naming every member it concerns
+    let p = problems(Quota::local(Topology::ring(6).expect("ring")).at_least(4));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(p[0].starts_with("members 0, 1, 2, 3, 4, 5:"), "{p:?}");
+    assert!(!p[0].contains("upper"), "{p:?}");
+}
+
+#[test]
+fn a_large_quota_debugs_in_a_line_and_hands_its_members_out_once() {
+    let quota = Quota::global(1000).at_most(10).build().expect("kmex");
+    let text = format!("{quota:?}");
+    assert!(text.len() < 200, "{} bytes: {text}", text.len());
+    assert!(text.contains("at_most: 10"), "{text}");
+    assert_eq!(quota.take_members().map(|m| m.len()), Ok(1000));
+    assert_eq!(
+        quota.take_members().map(|m| m.len()),
+        Err(QuotaError::MembersTaken)
+    );
+    assert!(quota.members().is_empty());
+}
+
+#[test]
+fn nobody_waits_on_a_quota_that_has_shut_down() {
+    let quota = Quota::global(2).at_most(1).build().expect("mutex");
+    let mut m = quota.members();
+    m[0].enter().expect("free");
+    assert_eq!(
+        m[1].enter_timeout(Duration::from_millis(20)),
+        Err(QuotaError::Timeout)
+    );
+    assert_eq!(quota.waiting().waiting.len(), 1);
+    quota.shutdown();
+    assert!(quota.waiting().waiting.is_empty());
+    assert_eq!(m[1].enter(), Err(QuotaError::Shutdown));
+}
+
+/// A holder whose worker panicked is reported as such, not only as dropped.
+#[test]
+fn a_panicked_holder_is_reported_as_panicked() {
+    let quota = Quota::global(3).at_least(1).build().expect("mutin");
+    let mut m = quota.members();
+    let holder = m.remove(0);
+    assert!(holder.is_active());
+    let joined = std::thread::spawn(move || {
+        let _holder = holder;
+        panic!("the worker fails while active");
+    })
+    .join();
+    assert!(joined.is_err());
+    let waits = quota.waiting();
+    assert_eq!(waits.dropped, [0]);
+    assert_eq!(waits.panicked, [0]);
+    // a member dropped without a panic is dropped, not panicked
+    drop(m.remove(0));
+    let waits = quota.waiting();
+    assert_eq!(waits.dropped, [0, 1]);
+    assert_eq!(waits.panicked, [0]);
+    assert!(waits.to_string().contains("panicking"), "{waits}");
+}
+
+/// A refused local quota says why in quota words, once per cause, and what would be accepted.
+#[test]
+fn a_refused_local_quota_says_what_would_be_accepted() {
+    let torus = || Topology::torus(6, 6).expect("torus");
+    let p = problems(Quota::local(torus()).between(1, 3));
+    assert_eq!(p.len(), 2, "{p:?}");
+    assert!(
+        p[0].starts_with("every member: at least 1 and at most 3"),
+        "{p:?}"
+    );
+    assert!(p[0].contains("at most − at least ≥ 3"), "{p:?}");
+    for internal in ["P0", "L_i", "leader", "round trip"] {
+        assert!(!p.iter().any(|s| s.contains(internal)), "{internal}: {p:?}");
+    }
+    assert!(
+        p[1].starts_with("accepted instead: .between(1, 4)"),
+        "{p:?}"
+    );
+    assert!(p[1].contains("only .at_most(3)") && p[1].contains("only .at_least(1)"));
+    // what it offers is accepted
+    Quota::local(torus())
+        .between(1, 4)
+        .build()
+        .expect("offered");
+    // a ring cannot keep both bounds: only one of them is offered
+    let p = problems(Quota::local(Topology::ring(6).expect("ring")).between(1, 2));
+    assert_eq!(
+        p[1], "accepted instead: only .at_most(2), or only .at_least(1)",
+        "{p:?}"
+    );
+    // a named leader: one line per cause, naming every member it concerns
+    let p = problems(Quota::local(torus()).between(1, 3).leader(0));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(
+        p[0].contains("within two hops of member 0 (the leader)"),
+        "{p:?}"
+    );
 }

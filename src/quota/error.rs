@@ -34,6 +34,21 @@ pub enum QuotaError {
     /// is lost). The move keeps running, as after a timeout: the next call resolves it if
     /// the peer comes back.
     PeerUnreachable(usize),
+    /// [`Member::try_enter`](super::Member::try_enter) or
+    /// [`Member::try_exit`](super::Member::try_exit): the move would wait on a bound, so it
+    /// was not made; the member is exactly as it was.
+    WouldBlock,
+    /// [`Quota::close`](super::Quota::close) was called: no more entries. (Exits still
+    /// succeed: they release the member.)
+    Closed,
+    /// [`Member::cancel`](super::Member::cancel): the move in progress cannot be withdrawn,
+    /// for the reason given; it keeps running.
+    CannotWithdraw(String),
+    /// [`Quota::take_members`](super::Quota::take_members) was called before: the members
+    /// were handed out already.
+    MembersTaken,
+    /// The call is not available on this kind of member, for the reason given.
+    Unsupported(String),
 }
 
 impl QuotaError {
@@ -59,6 +74,17 @@ impl QuotaError {
     pub fn is_shutdown(&self) -> bool {
         matches!(self, QuotaError::Shutdown)
     }
+
+    /// Whether this is [`QuotaError::Closed`]: the quota was closed, as a worker's loop
+    /// ends.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, QuotaError::Closed)
+    }
+
+    /// Whether this is [`QuotaError::WouldBlock`].
+    pub fn is_would_block(&self) -> bool {
+        matches!(self, QuotaError::WouldBlock)
+    }
 }
 
 impl fmt::Display for QuotaError {
@@ -74,6 +100,17 @@ impl fmt::Display for QuotaError {
                 f,
                 "member {p} is unreachable (silent beyond the peer timeout); the move keeps running and the next call resolves it"
             ),
+            QuotaError::WouldBlock => {
+                f.write_str("the move would wait on a bound; the member is as it was")
+            }
+            QuotaError::Closed => f.write_str("the quota is closed: no more entries"),
+            QuotaError::CannotWithdraw(why) => {
+                write!(f, "the move in progress cannot be withdrawn: {why}")
+            }
+            QuotaError::MembersTaken => {
+                f.write_str("the quota's members were taken already (one Member per worker)")
+            }
+            QuotaError::Unsupported(why) => write!(f, "not supported: {why}"),
         }
     }
 }
@@ -89,6 +126,8 @@ pub struct Stall {
     pub blocked: Vec<Blocked>,
     /// The members that were dropped (or whose worker panicked): they never move again.
     pub dropped: Vec<usize>,
+    /// Those of [`Stall::dropped`] that were dropped by a panicking worker.
+    pub panicked: Vec<usize>,
     /// The members active at the stall, by id.
     pub active: Vec<usize>,
 }
@@ -106,6 +145,8 @@ pub struct Waits {
     pub active: Vec<usize>,
     /// The members that were dropped (or whose worker panicked).
     pub dropped: Vec<usize>,
+    /// Those of [`Waits::dropped`] that were dropped by a panicking worker.
+    pub panicked: Vec<usize>,
     /// Whether a message was in flight when the picture was taken: then it may mix moments,
     /// and a second look may differ.
     pub in_flight: bool,
@@ -145,8 +186,9 @@ pub struct Limit {
     pub active: usize,
     /// The bound: at least `bound` (for an exit) or at most `bound` (for an entry).
     pub bound: usize,
-    /// Whether the algorithm keeps this bound tighter than the quota's own (LKCS keeps
-    /// (l + 1, k − 1) near its leader).
+    /// Whether the algorithm keeps this bound tighter than the quota's own: LKCS keeps
+    /// (l + 1, k − 1) where a move can break a bound (the round trip), or within two hops of
+    /// its leader (the leader rules).
     pub tightened: bool,
 }
 
@@ -242,6 +284,7 @@ impl Context<'_> {
         Stall {
             blocked,
             dropped: s.dropped.iter().map(|p| p.index()).collect(),
+            panicked: s.panicked.iter().map(|p| p.index()).collect(),
             active: active(&s.states),
         }
     }
@@ -259,6 +302,7 @@ impl Context<'_> {
             waiting,
             active: active(&s.states),
             dropped: s.dropped.iter().map(|p| p.index()).collect(),
+            panicked: s.panicked.iter().map(|p| p.index()).collect(),
             in_flight: look.in_flight,
         }
     }
@@ -281,14 +325,24 @@ fn ids(f: &mut fmt::Formatter<'_>, ids: &[usize]) -> fmt::Result {
     Ok(())
 }
 
+/// Members named in a message: "member 3" or "members 3, 4" (at most eight ids, then how
+/// many more).
+pub(crate) struct MemberList<'a>(pub(crate) &'a [usize]);
+
+impl fmt::Display for MemberList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.len() == 1 {
+            "member "
+        } else {
+            "members "
+        })?;
+        ids(f, self.0)
+    }
+}
+
 /// "member 3" or "members 3, 4".
 fn members(f: &mut fmt::Formatter<'_>, list: &[usize]) -> fmt::Result {
-    f.write_str(if list.len() == 1 {
-        "member "
-    } else {
-        "members "
-    })?;
-    ids(f, list)
+    write!(f, "{}", MemberList(list))
 }
 
 impl fmt::Display for Blocked {
@@ -338,7 +392,12 @@ impl fmt::Display for Blocked {
     }
 }
 
-fn clauses(f: &mut fmt::Formatter<'_>, blocked: &[Blocked], dropped: &[usize]) -> fmt::Result {
+fn clauses(
+    f: &mut fmt::Formatter<'_>,
+    blocked: &[Blocked],
+    dropped: &[usize],
+    panicked: &[usize],
+) -> fmt::Result {
     for b in blocked {
         write!(f, "; {b}")?;
     }
@@ -346,13 +405,17 @@ fn clauses(f: &mut fmt::Formatter<'_>, blocked: &[Blocked], dropped: &[usize]) -
         f.write_str("; dropped (never move again): ")?;
         members(f, dropped)?;
     }
+    if !panicked.is_empty() {
+        f.write_str("; of them, dropped by a panicking worker: ")?;
+        members(f, panicked)?;
+    }
     Ok(())
 }
 
 impl fmt::Display for Stall {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("the quota is stalled (nothing in flight, every live member blocked)")?;
-        clauses(f, &self.blocked, &self.dropped)
+        clauses(f, &self.blocked, &self.dropped, &self.panicked)
     }
 }
 
@@ -367,7 +430,7 @@ impl fmt::Display for Waits {
             f.write_str("; active: ")?;
             ids(f, &self.active)?;
         }
-        clauses(f, &self.waiting, &self.dropped)?;
+        clauses(f, &self.waiting, &self.dropped, &self.panicked)?;
         if self.in_flight {
             f.write_str(" (messages were in flight: a second look may differ)")?;
         }

@@ -34,7 +34,29 @@ pub(crate) trait MemberEngine: Send + Sync {
     fn poll_reach(&self, target: CsState, waker: &Waker) -> Poll<Result<(), QuotaError>>;
     fn cancel_poll(&self);
     fn retire(&self);
+    /// Moves to `target` if that waits on no bound; otherwise leaves the member as it was.
+    fn try_reach(&self, target: CsState) -> Result<(), QuotaError> {
+        let _ = target;
+        Err(QuotaError::Unsupported(
+            "try_enter and try_exit run on a quota of threads only".into(),
+        ))
+    }
+    /// Withdraws the move in progress, back to where it started.
+    fn withdraw(&self) -> Result<(), QuotaError> {
+        Err(QuotaError::Unsupported(
+            "cancel runs on a quota of threads only".into(),
+        ))
+    }
+    /// Starts the move toward `target` without waiting (a guard's drop).
+    fn begin_toward(&self, target: CsState) {
+        let _ = target;
+    }
 }
+
+/// How long a `try_` call waits for its move between two looks at the bounds. Only the
+/// algorithm's messages are awaited: a move that waits on a bound is withdrawn at the next
+/// look.
+const TRY_LOOK: Duration = Duration::from_micros(200);
 
 /// A member on the thread runtime: its process's handle, and what explains a stall.
 pub(crate) struct ThreadMember<A: CsObject> {
@@ -61,6 +83,61 @@ impl<A: CsObject> MemberEngine for ThreadMember<A> {
     }
     fn retire(&self) {
         self.handle.retire()
+    }
+    fn try_reach(&self, target: CsState) -> Result<(), QuotaError> {
+        let me = self.handle.id();
+        let (state, pending) = self.handle.progress();
+        let seq = Sequence::leaving(state);
+        match pending {
+            None if state == target => return Ok(()),
+            None => {}
+            // a move left running: only if it already goes where asked
+            Some(s) if s == Sequence::leaving(!target) => {}
+            Some(_) => return Err(QuotaError::WouldBlock),
+        }
+        if !self.shared.may_wait(seq) {
+            // this move waits on no bound with this algorithm: only on messages
+            return self.reach(target, None);
+        }
+        let published = |q| self.handle.published(q);
+        if self.shared.would_break(me, seq, &published) {
+            if pending.is_some() {
+                // a move left running that waits on a bound: withdraw it, as asked
+                return self.withdraw().and(Err(QuotaError::WouldBlock));
+            }
+            return Err(QuotaError::WouldBlock);
+        }
+        loop {
+            match self.reach(target, Instant::now().checked_add(TRY_LOOK)) {
+                Err(QuotaError::Timeout) => {}
+                other => return other,
+            }
+            if self.shared.would_break(me, seq, &published) {
+                return match self.withdraw() {
+                    Ok(()) => Err(QuotaError::WouldBlock),
+                    // the algorithm cannot withdraw it: wait for it, as the docs say
+                    Err(QuotaError::CannotWithdraw(_)) => self.reach(target, None),
+                    Err(e) => Err(e),
+                };
+            }
+        }
+    }
+    fn withdraw(&self) -> Result<(), QuotaError> {
+        let (state, pending) = self.handle.progress();
+        let Some(seq) = pending else {
+            return Ok(());
+        };
+        if let Some(why) = self.shared.cannot_withdraw(seq) {
+            return Err(QuotaError::CannotWithdraw(why));
+        }
+        debug_assert_eq!(Sequence::leaving(state), seq);
+        self.handle
+            .withdraw()
+            .map(|_| ())
+            .map_err(|e| self.shared.error(e))
+    }
+    fn begin_toward(&self, target: CsState) {
+        self.handle.begin_toward(target)
     }
 }
 
@@ -172,8 +249,113 @@ impl Member {
         Move::new(self, CsState::OutCs)
     }
 
+    /// Makes the member active if that waits on no bound, and otherwise leaves it exactly
+    /// as it was ([`Member::state`] unchanged) with [`QuotaError::WouldBlock`]. `Ok` at once
+    /// if it is active.
+    ///
+    /// The decision is the bounds' alone: where the quota's current configuration leaves
+    /// room, the entry is made and the call waits for the algorithm's messages (a few round
+    /// trips between threads); where it does not, or another member takes the room first,
+    /// nothing is left behind. Where the algorithm cannot withdraw a request that a race made
+    /// wait (the two-bound algorithms: (l,k)-GCS and LKCS, see [`Member::cancel`]), the call
+    /// then waits for its entry instead.
+    ///
+    /// ```
+    /// let quota = lkcs::Quota::global(2).at_most(1).build()?;
+    /// let mut members = quota.members();
+    /// members[0].try_enter()?; // room: it enters
+    /// let busy = members[1].try_enter().unwrap_err();
+    /// assert!(busy.is_would_block()); // no room: member 1 is as it was
+    /// assert_eq!(members[1].state(), lkcs::MemberState::Inactive);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_enter(&mut self) -> Result<(), QuotaError> {
+        self.engine.try_reach(CsState::InCs)
+    }
+
+    /// Makes the member inactive if that waits on no bound, and otherwise leaves it exactly
+    /// as it was with [`QuotaError::WouldBlock`]; the counterpart of [`Member::try_enter`].
+    pub fn try_exit(&mut self) -> Result<(), QuotaError> {
+        self.engine.try_reach(CsState::OutCs)
+    }
+
+    /// Withdraws the move a timed-out or cancelled call left running
+    /// ([`MemberState::Entering`] or [`MemberState::Exiting`]): the member is back where the
+    /// move started ([`MemberState::Inactive`] or [`MemberState::Active`]) when this
+    /// returns `Ok`. `Ok` at once with no move in progress.
+    ///
+    /// Inside the algorithm a request cannot be taken back, so a withdrawn move completes
+    /// when its bound lets it and is reversed at once; until then a call the other way
+    /// waits. That is safe for the quota's bounds only where the reverse waits on no bound
+    /// and the member counts on no other bound's side meanwhile, which holds for the
+    /// algorithms that keep one kind of bound (mutual exclusion, at most k, at least l, and
+    /// their local forms), for the move that waits on that bound. Otherwise this returns
+    /// [`QuotaError::CannotWithdraw`] saying why, and the move keeps running: a move that
+    /// waits on no bound (it completes on its own), or any move of (l,k)-GCS or LKCS.
+    pub fn cancel(&mut self) -> Result<(), QuotaError> {
+        self.engine.withdraw()
+    }
+
+    /// Enters ([`Member::enter`]) and returns a guard that keeps the member active: dropping
+    /// it starts the exit without waiting for it (the member is then
+    /// [`MemberState::Exiting`] until the bounds let it leave, and the next call resolves
+    /// it, as after a timeout); [`Active::exit`] leaves and waits.
+    ///
+    /// ```
+    /// let quota = lkcs::Quota::global(3).at_most(1).build()?;
+    /// let mut members = quota.members();
+    /// {
+    ///     let _active = members[0].enter_guard()?;
+    ///     // ... work while counted as active ...
+    /// } // the exit starts here
+    /// members[0].exit()?; // and completes here
+    /// assert!(!members[0].is_active());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn enter_guard(&mut self) -> Result<Active<'_>, QuotaError> {
+        self.enter()?;
+        Ok(Active { member: Some(self) })
+    }
+
     fn reach(&mut self, target: CsState, deadline: Option<Instant>) -> Result<(), QuotaError> {
         self.engine.reach(target, deadline)
+    }
+}
+
+/// A member kept active, from [`Member::enter_guard`]: dropping it starts the exit.
+#[must_use = "dropping the guard starts the exit at once"]
+pub struct Active<'a> {
+    member: Option<&'a mut Member>,
+}
+
+impl std::fmt::Debug for Active<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Active")
+            .field("member", &self.member.as_ref().map(|m| m.id))
+            .finish()
+    }
+}
+
+impl Active<'_> {
+    /// The member kept active.
+    pub fn id(&self) -> usize {
+        self.member.as_ref().map_or(usize::MAX, |m| m.id)
+    }
+
+    /// Leaves, waiting while leaving would break a lower bound ([`Member::exit`]).
+    pub fn exit(mut self) -> Result<(), QuotaError> {
+        match self.member.take() {
+            Some(m) => m.exit(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Active<'_> {
+    fn drop(&mut self) {
+        if let Some(m) = self.member.take() {
+            m.engine.begin_toward(CsState::OutCs);
+        }
     }
 }
 
@@ -241,6 +423,7 @@ impl Shared {
                 let views = self.inspector.look(INSPECT_PATIENCE).views;
                 QuotaError::Stalled(self.context().stall(&s, &views))
             }
+            RuntimeError::Closed => QuotaError::Closed,
             other => QuotaError::Internal(other.to_string()),
         }
     }

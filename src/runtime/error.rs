@@ -1,7 +1,7 @@
 //! The runtime's error type.
 
 use super::stall::StallSnapshot;
-use crate::error::{CallError, ConfigError};
+use crate::error::{CallError, ConfigError, Problem};
 use crate::id::ProcessId;
 use std::fmt;
 use std::sync::Arc;
@@ -29,6 +29,42 @@ pub enum RuntimeError {
     Config(ConfigError),
     /// A thread could not be spawned (the operating system's message).
     Spawn(String),
+    /// [`Runtime::close`](super::Runtime::close) was called: no more entries.
+    Closed,
+    /// The runtime would start more threads than a limit of the operating system leaves
+    /// room for (checked before any is started; see [`Problem::TooManyThreads`]).
+    TooManyThreads {
+        /// The threads the runtime would start.
+        asked: usize,
+        /// How many more threads the binding limit leaves room for.
+        room: usize,
+        /// The limit that binds.
+        limit: &'static str,
+        /// That limit's value.
+        value: u64,
+    },
+}
+
+impl From<RuntimeError> for ConfigError {
+    /// A runtime that could not start, as a configuration error: its own problems, the
+    /// thread limit as [`Problem::TooManyThreads`], anything else in one line.
+    fn from(e: RuntimeError) -> ConfigError {
+        match e {
+            RuntimeError::Config(c) => c,
+            RuntimeError::TooManyThreads {
+                asked,
+                room,
+                limit,
+                value,
+            } => ConfigError::one(Problem::TooManyThreads {
+                asked,
+                room,
+                limit,
+                value,
+            }),
+            other => ConfigError::one(Problem::Invalid(other.to_string())),
+        }
+    }
 }
 
 impl fmt::Display for RuntimeError {
@@ -41,6 +77,22 @@ impl fmt::Display for RuntimeError {
             RuntimeError::ProcessDied(p) => write!(f, "the thread of {p} died"),
             RuntimeError::Config(e) => write!(f, "{e}"),
             RuntimeError::Spawn(e) => write!(f, "could not spawn a process thread: {e}"),
+            RuntimeError::Closed => f.write_str("the runtime is closed: no more entries"),
+            RuntimeError::TooManyThreads {
+                asked,
+                room,
+                limit,
+                value,
+            } => write!(
+                f,
+                "{}",
+                Problem::TooManyThreads {
+                    asked: *asked,
+                    room: *room,
+                    limit,
+                    value: *value,
+                }
+            ),
         }
     }
 }

@@ -48,6 +48,17 @@ pub(crate) struct SlotState {
     pub(crate) stalled: Option<std::sync::Arc<StallSnapshot>>,
     /// The handle was dropped: its process never moves again on a client's behalf.
     pub(crate) dropped: bool,
+    /// The handle was dropped while its thread was panicking.
+    pub(crate) panicked: bool,
+    /// The client withdrew the pending sequence, which started from this state: the process
+    /// completes it and runs its reverse, and clears this once back. Until then the client
+    /// sees this state with nothing pending, and a call the other way waits.
+    pub(crate) withdrawn: Option<CsState>,
+    /// The runtime is closed: entries are refused, and an exit releases the client.
+    pub(crate) closed: bool,
+    /// The client was released by an exit after the runtime closed: its process retired, and
+    /// the client sees it out of the CS.
+    pub(crate) released: bool,
 }
 
 /// One process's slot: its published state and the condition variable its client waits on.
@@ -72,6 +83,10 @@ impl Slot {
                 waker: None,
                 stalled: None,
                 dropped: false,
+                panicked: false,
+                withdrawn: None,
+                closed: false,
+                released: false,
             }),
             changed: Condvar::new(),
         }
@@ -145,10 +160,61 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
         self.slot().inner.lock().state
     }
 
-    /// The published state and the sequence in progress, if any, read together.
+    /// The published state and the sequence in progress, if any, read together, as the
+    /// client sees them: a withdrawn sequence is not in progress (the process is where the
+    /// sequence started), and a client released after [`Runtime::close`] is out of the CS.
+    ///
+    /// [`Runtime::close`]: crate::runtime::Runtime::close
     pub fn progress(&self) -> (CsState, Option<Sequence>) {
         let st = self.slot().inner.lock();
-        (st.state, st.pending)
+        client_view(&st)
+    }
+
+    /// The state process `q` published last (for a client deciding whether a move would
+    /// wait on a bound).
+    pub(crate) fn published(&self, q: ProcessId) -> CsState {
+        self.shared.slots[q.index()].inner.lock().state
+    }
+
+    /// Withdraws the sequence in progress: the process completes it and at once runs its
+    /// reverse, and the client sees it where the sequence started. `Ok(false)` when nothing
+    /// was in progress. The caller makes sure the reverse waits on no bound.
+    pub(crate) fn withdraw(&self) -> Result<bool, RuntimeError> {
+        let mut st = self.slot().inner.lock();
+        flags(&mut st)?;
+        if st.in_call {
+            return Err(RuntimeError::Call(CallError::Busy));
+        }
+        if st.withdrawn.is_some() || st.released {
+            return Ok(true);
+        }
+        let Some(seq) = st.pending else {
+            return Ok(false);
+        };
+        let origin = match seq {
+            Sequence::Entry => CsState::OutCs,
+            Sequence::Exit => CsState::InCs,
+        };
+        st.withdrawn = Some(origin);
+        st.awaiting = None;
+        self.command(Envelope::Withdraw(origin));
+        Ok(true)
+    }
+
+    /// Starts the move toward `target` without waiting for it (nothing if the process is
+    /// there, or a sequence is in progress).
+    pub(crate) fn begin_toward(&self, target: CsState) {
+        let mut st = self.slot().inner.lock();
+        if flags(&mut st).is_err() || st.in_call || st.closed {
+            return;
+        }
+        if st.pending.is_none() && st.withdrawn.is_none() && st.state != target {
+            st.refused = None;
+            let seq = Sequence::leaving(st.state);
+            self.start(&mut st, seq);
+            // no call waits for it: the next call resolves it
+            st.awaiting = None;
+        }
     }
 
     /// Runs the Entry-Sequence and blocks until the process is in the CS.
@@ -281,9 +347,9 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
         let slot = self.slot();
         let mut st = slot.inner.lock();
         st.dropped = true;
+        st.panicked |= std::thread::panicking();
         if !st.shutdown {
-            self.shared.watch.begins.fetch_add(1, Ordering::SeqCst);
-            let _ = self.tx.send(Envelope::Retire);
+            self.command(Envelope::Retire);
         }
     }
 
@@ -316,6 +382,25 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
     /// One step toward `target`: `Ok(true)` when there, `Ok(false)` when a sequence runs.
     fn advance(&self, st: &mut SlotState, target: CsState) -> Result<bool, RuntimeError> {
         flags(st)?;
+        if st.closed {
+            // every call releases the client; an entry is refused
+            if !st.released {
+                // the bounds are lifted: the client leaves now, its process once it can
+                st.released = true;
+                st.awaiting = None;
+                if !st.dropped {
+                    self.command(Envelope::Retire);
+                }
+            }
+            return match target {
+                CsState::InCs => Err(RuntimeError::Closed),
+                CsState::OutCs => Ok(true),
+            };
+        }
+        if let Some(origin) = st.withdrawn {
+            // the client is at `origin`; a move away waits until the withdrawal is done
+            return Ok(target == origin);
+        }
         if st.pending.is_some() {
             return Ok(false);
         }
@@ -334,10 +419,15 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
     fn start(&self, st: &mut SlotState, seq: Sequence) {
         st.pending = Some(seq);
         st.awaiting = Some(seq);
+        self.command(Envelope::Begin(seq));
+    }
+
+    /// Queues a client command for the process thread.
+    fn command(&self, env: Envelope<A::Msg>) {
         // counted before it is queued, so the watchdog never sees it neither sent nor handled
         self.shared.watch.begins.fetch_add(1, Ordering::SeqCst);
         // A failed send means the process thread is gone: the flags say why.
-        let _ = self.tx.send(Envelope::Begin(seq));
+        let _ = self.tx.send(env);
     }
 
     /// Waits once for the slot to change; `Err(Timeout)` once `deadline` has passed.
@@ -373,6 +463,17 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
         }
         st.stalled = None;
     }
+}
+
+/// The state and the sequence in progress as the client sees them.
+pub(crate) fn client_view(st: &SlotState) -> (CsState, Option<Sequence>) {
+    if st.released {
+        return (CsState::OutCs, None);
+    }
+    if let Some(origin) = st.withdrawn {
+        return (origin, None);
+    }
+    (st.state, st.pending)
 }
 
 /// The runtime-wide conditions that end every call: shutdown, a dead process thread, and a

@@ -21,6 +21,9 @@ pub(crate) enum Envelope<M> {
     Begin(Sequence),
     /// The client is gone: leave the CS as soon as possible, then never move again.
     Retire,
+    /// The client withdrew the pending sequence, which started from this state: once it
+    /// completes, run its reverse at once, and clear the slot's `withdrawn` when back.
+    Withdraw(CsState),
     /// The runtime shuts down.
     Stop,
     /// Tell what the algorithm waits for (a diagnostic; not counted, changes nothing).
@@ -89,6 +92,8 @@ pub(crate) fn run<A: CsObject, M: Mailbox>(
     let mut last = obj.state();
     // the client is gone: the process leaves the CS once it can and never moves again
     let mut retired = false;
+    // a withdrawn sequence: the state to come back to
+    let mut undo: Option<CsState> = None;
     while let Some(env) = rx.recv() {
         let env = match env {
             Envelope::Inspect(reply) => {
@@ -114,10 +119,26 @@ pub(crate) fn run<A: CsObject, M: Mailbox>(
                 }
             }
             Envelope::Retire => retired = true,
+            Envelope::Withdraw(origin) => undo = Some(origin),
             Envelope::Stop => break,
             Envelope::Inspect(_) => continue, // answered above
         }
         publish(&obj, &mut out, &mut last, slot, counters, guard.shared);
+        if let Some(origin) = undo.filter(|_| obj.pending().is_none()) {
+            if obj.state() != origin {
+                // the withdrawn sequence completed: its reverse, which the client only asks
+                // for where it waits on no bound; the calling convention holds
+                let _ = obj.begin(Sequence::leaving(obj.state()), &mut out);
+                let pending = obj.pending();
+                slot.mark(|st| st.pending = pending);
+                publish(&obj, &mut out, &mut last, slot, counters, guard.shared);
+            }
+            if obj.pending().is_none() && obj.state() == origin {
+                // back where the withdrawn sequence started
+                undo = None;
+                slot.mark(|st| st.withdrawn = None);
+            }
+        }
         if retired && obj.state() == CsState::InCs && obj.pending().is_none() {
             // the calling convention holds (in the CS, nothing pending), so it cannot fail
             let _ = obj.begin_exit(&mut out);

@@ -35,6 +35,8 @@ pub struct StallSnapshot {
     pub blocked: Vec<ProcessId>,
     /// The processes whose handles were dropped, by id.
     pub dropped: Vec<ProcessId>,
+    /// Those of `dropped` whose handle was dropped while its thread was panicking.
+    pub panicked: Vec<ProcessId>,
 }
 
 impl fmt::Display for StallSnapshot {
@@ -193,6 +195,7 @@ struct SlotView {
     pending: Option<Sequence>,
     blocked: Option<u64>,
     dropped: bool,
+    panicked: bool,
 }
 
 /// One reading of the whole system.
@@ -225,6 +228,7 @@ impl Reading {
                     pending: st.pending,
                     blocked: st.blocked,
                     dropped: st.dropped,
+                    panicked: st.panicked,
                 }
             })
             .collect();
@@ -257,6 +261,7 @@ impl Reading {
             pending: self.slots.iter().map(|s| s.pending).collect(),
             blocked: ids(&|s| s.blocked.is_some() && !s.dropped),
             dropped: ids(&|s| s.dropped),
+            panicked: ids(&|s| s.panicked),
         }
     }
 }
