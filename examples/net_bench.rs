@@ -637,6 +637,44 @@ mod bench {
         token: Option<Phase>,
     }
 
+    /// The CPU time (µs) to seal one frame of `size` bytes and open it again on an
+    /// established session of the links' Noise protocol, both ends on this thread: what the
+    /// channel adds per message, beside the socket work that plain links did too.
+    fn channel_us_per_frame(size: usize) -> Result<f64, Error> {
+        use lkcs::net::channel::{NOISE_PARAMS, PROLOGUE};
+        let keys = |b: snow::Builder<'_>| b.generate_keypair();
+        let params: snow::params::NoiseParams = NOISE_PARAMS.parse()?;
+        let (ka, kb) = (
+            keys(snow::Builder::new(params.clone()))?,
+            keys(snow::Builder::new(params.clone()))?,
+        );
+        let mut a = snow::Builder::new(params.clone())
+            .local_private_key(&ka.private)?
+            .prologue(PROLOGUE)?
+            .build_initiator()?;
+        let mut b = snow::Builder::new(params)
+            .local_private_key(&kb.private)?
+            .prologue(PROLOGUE)?
+            .build_responder()?;
+        let (mut wire, mut plain) = (vec![0u8; 65_535], vec![0u8; 65_535]);
+        // XX: -> e; <- e, ee, s, es; -> s, se
+        let n = a.write_message(&[], &mut wire)?;
+        b.read_message(&wire[..n], &mut plain)?;
+        let n = b.write_message(&[], &mut wire)?;
+        a.read_message(&wire[..n], &mut plain)?;
+        let n = a.write_message(&[], &mut wire)?;
+        b.read_message(&wire[..n], &mut plain)?;
+        let (mut a, mut b) = (a.into_transport_mode()?, b.into_transport_mode()?);
+        let frame = vec![0x5a_u8; size];
+        let count = 200_000;
+        let start = Instant::now();
+        for _ in 0..count {
+            let n = a.write_message(&frame, &mut wire)?;
+            b.read_message(&wire[..n], &mut plain)?;
+        }
+        Ok(start.elapsed().as_secs_f64() * 1e6 / count as f64)
+    }
+
     pub fn main() -> Result<(), Error> {
         let cases = [
             Case {
@@ -746,6 +784,28 @@ mod bench {
             drop(nodes);
             quota.shutdown();
             results.push((case, remote, round_trips, done));
+        }
+        // a cluster frame: a 4-byte length, then a postcard `Data { seq, msg }` of about
+        // 10 to 30 bytes
+        let per_frame = channel_us_per_frame(FRAME)?;
+        println!();
+        println!(
+            "The channel: {per_frame:.3} us of CPU to seal and open one {FRAME}-byte frame \
+             (ChaCha20-Poly1305 and BLAKE2s nonce handling in snow, both ends on one thread)."
+        );
+        println!();
+        println!("| case               |  n | remote msgs/pair | channel us/pair | cluster us/pair (median) | channel share |");
+        println!("|--------------------|---:|-----------------:|----------------:|-------------------------:|--------------:|");
+        for (case, remote, _, done) in &results {
+            let (cluster_rate, _, _) = spread(done.iter().map(|r| r.cluster.rate()).collect());
+            let channel = per_frame * remote;
+            let pair_us = 1e6 / cluster_rate;
+            println!(
+                "| {:<18} | {:>2} | {remote:>16.2} | {channel:>15.2} | {pair_us:>24.1} | {:>12.1}% |",
+                case.label(),
+                case.n,
+                100.0 * channel / pair_us
+            );
         }
         println!();
         println!(

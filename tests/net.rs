@@ -149,6 +149,10 @@ enum Tamper {
     /// No man in the middle: 500 connections held from 127.0.0.2 to every member (reopened
     /// as they are closed), and every link reset every 2..20 kB meanwhile.
     Flood,
+    /// No man in the middle: 100 connections from 127.0.0.2 to every member, each sending
+    /// one byte every 100 ms (reopened as they are closed), and every link reset every
+    /// 2..20 kB meanwhile.
+    Slowloris,
 }
 
 /// Bytes past which a tampering proxy acts (the handshake's messages are done by then).
@@ -816,7 +820,7 @@ async fn run_cluster_with<A: CsObject>(
     for (i, j) in inst.topology().edges() {
         let (i, j) = (i.min(j), i.max(j));
         let addr = match &cluster.cut {
-            _ if matches!(attack, Some((Tamper::Flood, _))) => {
+            _ if matches!(attack, Some((Tamper::Flood | Tamper::Slowloris, _))) => {
                 let p = Proxy::start(addrs[j.index()], Some(2000..20000), u64::from(j.0)).await;
                 let a = p.addr;
                 proxies.push(p);
@@ -937,7 +941,14 @@ async fn run_cluster_with<A: CsObject>(
     let flooders: Vec<_> = match attack {
         Some((Tamper::Flood, _)) => addrs
             .iter()
-            .map(|&target| tokio::spawn(flood(target, 500, flooding.clone())))
+            .map(|&target| tokio::spawn(flood(target, flood_size(500), None, flooding.clone())))
+            .collect(),
+        Some((Tamper::Slowloris, _)) => addrs
+            .iter()
+            .map(|&target| {
+                let trickle = Some(Duration::from_millis(100));
+                tokio::spawn(flood(target, flood_size(100), trickle, flooding.clone()))
+            })
             .collect(),
         _ => Vec::new(),
     };
@@ -998,18 +1009,40 @@ async fn run_cluster_with<A: CsObject>(
     }
 }
 
+/// `wanted` connections per member, or fewer where the open-file limit is low: the flooder
+/// and the four nodes (which hold what they shed) share this process's descriptors.
+fn flood_size(wanted: usize) -> usize {
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("Max open files"))?;
+            line.split_whitespace().nth(3)?.parse::<usize>().ok()
+        })
+        .unwrap_or(1024);
+    wanted.min(soft / 16)
+}
+
 /// Holds up to `count` connections from 127.0.0.2 to `target`, reopening them as they are
-/// closed, while `on` holds.
-async fn flood(target: SocketAddr, count: usize, on: Arc<AtomicBool>) {
+/// closed, while `on` holds; with `trickle`, each sends one byte that often (slowloris).
+async fn flood(target: SocketAddr, count: usize, trickle: Option<Duration>, on: Arc<AtomicBool>) {
     let mut held: Vec<TcpStream> = Vec::new();
+    let mut trickled = std::time::Instant::now();
     while on.load(Ordering::SeqCst) {
+        let send = trickle.is_some_and(|t| trickled.elapsed() >= t);
+        if send {
+            trickled = std::time::Instant::now();
+        }
         // keep what is still open (a read would block); the node closed the rest
         held.retain(|s| {
             let mut b = [0u8; 1];
-            matches!(s.try_read(&mut b), Err(ref e) if e.kind() == std::io::ErrorKind::WouldBlock)
+            let open = matches!(s.try_read(&mut b), Err(ref e) if e.kind() == std::io::ErrorKind::WouldBlock);
+            open && (!send || s.try_write(&[0x00]).is_ok())
         });
         while held.len() < count {
-            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            // out of sockets (a low open-file limit): hold what is held
+            let Ok(socket) = tokio::net::TcpSocket::new_v4() else {
+                break;
+            };
             if socket.bind("127.0.0.2:0".parse().unwrap()).is_err() {
                 break;
             }
@@ -1060,6 +1093,30 @@ fn a_flood_from_another_address_is_shed_and_the_cluster_completes() {
         .build(Attacked {
             pairs: 150,
             tamper: Tamper::Flood,
+            attack: Duration::from_secs(60),
+        })
+        .unwrap();
+    assert_eq!(out.violations, Vec::<String>::new());
+    assert_eq!(out.moves, 4 * 300, "every move completes");
+    assert!(out.resets > 0, "no link was reset: {out:?}");
+    assert!(out.shed > 0, "nothing was shed: {out:?}");
+}
+
+/// 100 slowloris connections from 127.0.0.2 to every member (a byte every 100 ms each), and
+/// every link reset every 2..20 kB meanwhile: shed before any cryptography like the idle
+/// flood, the run completes, no bound breaks.
+#[test]
+fn a_slowloris_from_another_address_is_shed_and_the_cluster_completes() {
+    let s = spec(
+        Algorithm::Maekawa,
+        Topology::complete(4).unwrap(),
+        None,
+        Some(1),
+    );
+    let out = s
+        .build(Attacked {
+            pairs: 150,
+            tamper: Tamper::Slowloris,
             attack: Duration::from_secs(60),
         })
         .unwrap();

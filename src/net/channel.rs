@@ -5,11 +5,15 @@
 //! cluster file pins every member's public key. The XX handshake proves to each side that
 //! the other holds the private key of the public key it presents, and derives fresh session
 //! keys from both sides' ephemeral keys. After it every frame is sealed with
-//! ChaCha20-Poly1305 under a per-direction key and an implicit counter nonce: a frame whose
-//! bytes were flipped, one injected, replayed, dropped, reordered or spliced from another
-//! session fails to open, and the connection is closed ([`ChannelError`]); the link then
-//! resumes on a new connection with nothing lost (the link layer's sequence numbers are
-//! inside the channel, unchanged).
+//! ChaCha20-Poly1305 under a per-direction key and an implicit counter nonce, and so is its
+//! length: a frame is a sealed 2-byte length ([`SEALED_LENGTH`] bytes on the wire), then the
+//! sealed body, as BOLT 8 frames Noise over TCP. A frame whose bytes were flipped (its
+//! length included), one injected, replayed, dropped, reordered or spliced from another
+//! session fails to open as soon as its first 18 bytes are in, and the connection is closed
+//! ([`ChannelError`]); the link then resumes on a new connection with nothing lost (the link
+//! layer's sequence numbers are inside the channel, unchanged). A length in clear would let a
+//! flipped bit announce a longer frame, which the receiver would wait for until the peer
+//! timeout.
 //!
 //! The prologue binds the protocol version ([`PROLOGUE`]): members of another version fail
 //! the handshake instead of misreading each other.
@@ -29,6 +33,9 @@ pub const MAX_NOISE_MESSAGE: usize = 65_535;
 
 /// The authentication tag ChaCha20-Poly1305 adds to every frame.
 pub const TAG_LEN: usize = 16;
+
+/// A sealed frame length on the wire: 2 bytes and their tag.
+pub const SEALED_LENGTH: usize = 2 + TAG_LEN;
 
 /// A member's public key (X25519, 32 bytes), as the cluster file pins it (64 hex digits).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -151,12 +158,15 @@ fn io_error(e: ChannelError) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, e)
 }
 
-/// The codec of every connection: a 4-byte big-endian length and a body of at most
-/// [`MAX_NOISE_MESSAGE`] bytes; once the handshake is done, each body is a sealed frame
-/// (encrypted on the way out, opened and checked on the way in).
+/// The codec of every connection. During the handshake: a 4-byte big-endian length and a
+/// body of at most [`MAX_NOISE_MESSAGE`] bytes. Once the handshake is done: a sealed 2-byte
+/// length ([`SEALED_LENGTH`] bytes), then the sealed body of that length (encrypted on the
+/// way out, opened and checked on the way in).
 pub struct NoiseCodec {
     framing: LengthDelimitedCodec,
     transport: Option<Box<snow::TransportState>>,
+    /// The length of the sealed body awaited, once its sealed length has opened.
+    body: Option<usize>,
     scratch: Vec<u8>,
 }
 
@@ -183,6 +193,7 @@ impl NoiseCodec {
                 .max_frame_length(MAX_NOISE_MESSAGE)
                 .new_codec(),
             transport: None,
+            body: None,
             scratch: vec![0u8; MAX_NOISE_MESSAGE],
         }
     }
@@ -198,20 +209,46 @@ impl Decoder for NoiseCodec {
     type Error = std::io::Error;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<BytesMut>, std::io::Error> {
-        // the length-delimited codec keeps its own state (a header read, a body awaited)
-        let body = match self.framing.decode(src) {
-            Ok(Some(body)) => body,
-            Ok(None) => return Ok(None),
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                return Err(io_error(ChannelError::TooLong(e.to_string())))
-            }
-            Err(e) => return Err(e),
-        };
         let Some(transport) = self.transport.as_mut() else {
-            return Ok(Some(body));
+            // the handshake: the length-delimited codec keeps its own state
+            return match self.framing.decode(src) {
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    Err(io_error(ChannelError::TooLong(e.to_string())))
+                }
+                other => other,
+            };
         };
+        let len = match self.body {
+            Some(len) => len,
+            None => {
+                if src.len() < SEALED_LENGTH {
+                    src.reserve(SEALED_LENGTH - src.len());
+                    return Ok(None);
+                }
+                let sealed = src.split_to(SEALED_LENGTH);
+                let n = transport
+                    .read_message(&sealed, &mut self.scratch)
+                    .map_err(|_| io_error(ChannelError::Unauthentic))?;
+                let len = match self.scratch[..n] {
+                    [hi, lo] => usize::from(u16::from_be_bytes([hi, lo])),
+                    _ => return Err(io_error(ChannelError::Unauthentic)),
+                };
+                // a length that opened was sealed by the peer: a sealed body has its tag
+                if len < TAG_LEN {
+                    return Err(io_error(ChannelError::Unauthentic));
+                }
+                self.body = Some(len);
+                len
+            }
+        };
+        if src.len() < len {
+            src.reserve(len - src.len());
+            return Ok(None);
+        }
+        self.body = None;
+        let sealed = src.split_to(len);
         let n = transport
-            .read_message(&body, &mut self.scratch)
+            .read_message(&sealed, &mut self.scratch)
             .map_err(|_| io_error(ChannelError::Unauthentic))?;
         Ok(Some(BytesMut::from(&self.scratch[..n])))
     }
@@ -224,20 +261,129 @@ impl Encoder<Bytes> for NoiseCodec {
         let Some(transport) = self.transport.as_mut() else {
             return self.framing.encode(item, dst);
         };
-        if item.len() + TAG_LEN > MAX_NOISE_MESSAGE {
+        let sealed_len = item.len() + TAG_LEN;
+        let Ok(announced) = u16::try_from(sealed_len) else {
             return Err(io_error(ChannelError::Oversized(item.len())));
-        }
+        };
+        let mut length = [0u8; SEALED_LENGTH];
+        transport
+            .write_message(&announced.to_be_bytes(), &mut length)
+            .map_err(|_| io_error(ChannelError::Oversized(item.len())))?;
         let n = transport
             .write_message(item.chunk(), &mut self.scratch)
             .map_err(|_| io_error(ChannelError::Oversized(item.len())))?;
-        self.framing
-            .encode(Bytes::copy_from_slice(&self.scratch[..n]), dst)
+        dst.reserve(SEALED_LENGTH + n);
+        dst.extend_from_slice(&length);
+        dst.extend_from_slice(&self.scratch[..n]);
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two codecs sealed with the two ends of one session (an XX handshake in memory).
+    fn sealed_pair() -> (NoiseCodec, NoiseCodec) {
+        let params: snow::params::NoiseParams = NOISE_PARAMS.parse().unwrap();
+        let key = || {
+            snow::Builder::new(NOISE_PARAMS.parse().unwrap())
+                .generate_keypair()
+                .unwrap()
+        };
+        let (ka, kb) = (key(), key());
+        let mut a = snow::Builder::new(params.clone())
+            .local_private_key(&ka.private)
+            .and_then(|b| b.prologue(PROLOGUE))
+            .and_then(|b| b.build_initiator())
+            .unwrap();
+        let mut b = snow::Builder::new(params)
+            .local_private_key(&kb.private)
+            .and_then(|b| b.prologue(PROLOGUE))
+            .and_then(|b| b.build_responder())
+            .unwrap();
+        let (mut wire, mut plain) = (vec![0u8; 1024], vec![0u8; 1024]);
+        for step in 0..3 {
+            let (from, to) = match step {
+                1 => (&mut b, &mut a),
+                _ => (&mut a, &mut b),
+            };
+            let n = from.write_message(&[], &mut wire).unwrap();
+            to.read_message(&wire[..n], &mut plain).unwrap();
+        }
+        let (mut ca, mut cb) = (NoiseCodec::new(), NoiseCodec::new());
+        ca.seal(a.into_transport_mode().unwrap());
+        cb.seal(b.into_transport_mode().unwrap());
+        (ca, cb)
+    }
+
+    fn wire(codec: &mut NoiseCodec, frames: &[&[u8]]) -> BytesMut {
+        let mut out = BytesMut::new();
+        for f in frames {
+            codec.encode(Bytes::copy_from_slice(f), &mut out).unwrap();
+        }
+        out
+    }
+
+    fn unauthentic(r: Result<Option<BytesMut>, std::io::Error>) -> bool {
+        matches!(r, Err(ref e) if channel_error(e) == Some(&ChannelError::Unauthentic))
+    }
+
+    #[test]
+    fn sealed_frames_arrive_whole_and_in_order_byte_by_byte() {
+        let (mut a, mut b) = sealed_pair();
+        let frames: [&[u8]; 3] = [b"first", b"", &[7u8; 3000]];
+        let bytes = wire(&mut a, &frames);
+        assert_eq!(bytes.len(), 3 * (SEALED_LENGTH + TAG_LEN) + 5 + 3000);
+        let mut src = BytesMut::new();
+        let mut got = Vec::new();
+        for byte in bytes {
+            src.extend_from_slice(&[byte]);
+            while let Some(f) = b.decode(&mut src).unwrap() {
+                got.push(f.to_vec());
+            }
+        }
+        let want: Vec<Vec<u8>> = frames.iter().map(|f| f.to_vec()).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_flipped_length_fails_on_its_own_bytes_without_waiting_for_a_body() {
+        let (mut a, mut b) = sealed_pair();
+        for bit in 0..8 {
+            let (mut a2, mut b2) = sealed_pair();
+            let mut bytes = wire(&mut a2, &[b"a frame"]);
+            bytes[1] ^= 1 << bit;
+            // only the sealed length: a length in clear would wait here for more bytes
+            let mut src = BytesMut::from(&bytes[..SEALED_LENGTH]);
+            assert!(unauthentic(b2.decode(&mut src)), "bit {bit}");
+        }
+        // the untouched pair still works
+        let mut src = wire(&mut a, &[b"ok"]);
+        assert_eq!(b.decode(&mut src).unwrap().unwrap().as_ref(), b"ok");
+    }
+
+    #[test]
+    fn a_flipped_body_an_injected_byte_and_a_replayed_frame_fail() {
+        let (mut a, mut b) = sealed_pair();
+        let mut flipped = wire(&mut a, &[b"body"]);
+        let last = flipped.len() - 1;
+        flipped[last] ^= 0x80;
+        assert!(unauthentic(b.decode(&mut flipped)));
+
+        let (mut a, mut b) = sealed_pair();
+        let injected = wire(&mut a, &[b"body"]);
+        let mut src = BytesMut::from(&[0x42][..]);
+        src.extend_from_slice(&injected);
+        assert!(unauthentic(b.decode(&mut src)));
+
+        let (mut a, mut b) = sealed_pair();
+        let once = wire(&mut a, &[b"pay"]);
+        let mut src = once.clone();
+        assert_eq!(b.decode(&mut src).unwrap().unwrap().as_ref(), b"pay");
+        let mut replay = once;
+        assert!(unauthentic(b.decode(&mut replay)), "the nonce moved on");
+    }
 
     #[test]
     fn keys_round_trip_through_hex_and_pair_up() {

@@ -231,7 +231,12 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(2048))]
+        // nothing is written to the work tree: a failure prints its case to reproduce
+        #![proptest_config(ProptestConfig {
+            cases: 2048,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
 
         /// Whatever the bytes, decoding returns (no panic), and what decodes round-trips.
         #[test]

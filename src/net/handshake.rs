@@ -102,7 +102,8 @@ pub enum HandshakeError {
     Refused(Refusal),
     /// The handshake took too long.
     Timeout,
-    /// Closed before any cryptography (a flood defence): the reason.
+    /// Shed before any cryptography (a flood defence): closed, or held unread for a while
+    /// when it comes from an address that is no peer's host. The reason.
     Shed(&'static str),
     /// The link to this member is live: a second connection is refused (no takeover).
     LinkLive,
@@ -145,7 +146,7 @@ impl fmt::Display for HandshakeError {
             HandshakeError::Protocol(what) => write!(f, "protocol error: {what}"),
             HandshakeError::Refused(r) => write!(f, "refused by the other side: {r}"),
             HandshakeError::Timeout => f.write_str("handshake timed out"),
-            HandshakeError::Shed(why) => write!(f, "closed before any cryptography: {why}"),
+            HandshakeError::Shed(why) => write!(f, "shed before any cryptography: {why}"),
             HandshakeError::LinkLive => {
                 f.write_str("a second connection while the link is live: refused (no takeover)")
             }
