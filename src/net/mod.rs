@@ -28,8 +28,9 @@
 //!   application's side (`enter`, `exit`).
 //!
 //! # Floods
-//! The listener closes a connection from an address that is not the host of a peer before
-//! any cryptography, runs at most [`Timing::max_handshakes`] handshakes at once and at most
+//! The listener sheds a connection from an address that is not the host of a peer before
+//! any cryptography (it holds it unread for 30 s within a share of the open-file limit, so a
+//! flooder does not get to reopen it at once, then closes it), runs at most [`Timing::max_handshakes`] handshakes at once and at most
 //! [`Timing::max_handshakes_per_source`] from one address (each peer host has its own
 //! share, so one host cannot take every slot), and drops a connection that has not finished
 //! its handshake within [`Timing::handshake_timeout`]. Refusals are logged once per source
