@@ -6,8 +6,11 @@
 //! the other holds the private key of the public key it presents, and derives fresh session
 //! keys from both sides' ephemeral keys. After it every frame is sealed with
 //! ChaCha20-Poly1305 under a per-direction key and an implicit counter nonce, and so is its
-//! length: a frame is a sealed 2-byte length ([`SEALED_LENGTH`] bytes on the wire), then the
-//! sealed body, as BOLT 8 frames Noise over TCP. A frame whose bytes were flipped (its
+//! length: a Noise message on the wire is a sealed 2-byte length ([`SEALED_LENGTH`] bytes),
+//! then the sealed body, as BOLT 8 frames Noise over TCP. A body carries every frame of one
+//! write (a batch of up to 64, each behind its 4-byte length, [`INNER_LENGTH`]), split over
+//! as many messages as it takes, so the fixed cost of a seal is paid per write, not per
+//! frame. A frame whose bytes were flipped (its
 //! length included), one injected, replayed, dropped, reordered or spliced from another
 //! session fails to open as soon as its first 18 bytes are in, and the connection is closed
 //! ([`ChannelError`]); the link then resumes on a new connection with nothing lost (the link
@@ -36,6 +39,12 @@ pub const TAG_LEN: usize = 16;
 
 /// A sealed frame length on the wire: 2 bytes and their tag.
 pub const SEALED_LENGTH: usize = 2 + TAG_LEN;
+
+/// Inside a sealed body, each frame's length (4 bytes, big-endian) before it.
+pub const INNER_LENGTH: usize = 4;
+
+/// The most plaintext one Noise message carries.
+const MAX_PLAIN: usize = MAX_NOISE_MESSAGE - TAG_LEN;
 
 /// A member's public key (X25519, 32 bytes), as the cluster file pins it (64 hex digits).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -130,6 +139,9 @@ pub enum ChannelError {
     TooLong(String),
     /// A frame to send is longer than a Noise message can carry.
     Oversized(usize),
+    /// A body that opened holds a frame length past its end: the peer holds its key but does
+    /// not frame as this version does.
+    Malformed,
 }
 
 impl fmt::Display for ChannelError {
@@ -143,6 +155,9 @@ impl fmt::Display for ChannelError {
                 "a frame length over {MAX_NOISE_MESSAGE} bytes ({e}): tampered framing"
             ),
             ChannelError::Oversized(n) => write!(f, "a frame of {n} bytes cannot be sealed"),
+            ChannelError::Malformed => {
+                f.write_str("a sealed message holds a frame length past its end")
+            }
         }
     }
 }
@@ -167,6 +182,10 @@ pub struct NoiseCodec {
     transport: Option<Box<snow::TransportState>>,
     /// The length of the sealed body awaited, once its sealed length has opened.
     body: Option<usize>,
+    /// Frames opened and not yet handed out (each behind its inner length).
+    opened: BytesMut,
+    /// Frames of the message being filled, each behind its inner length.
+    filling: Vec<u8>,
     scratch: Vec<u8>,
 }
 
@@ -194,6 +213,8 @@ impl NoiseCodec {
                 .new_codec(),
             transport: None,
             body: None,
+            opened: BytesMut::new(),
+            filling: Vec::new(),
             scratch: vec![0u8; MAX_NOISE_MESSAGE],
         }
     }
@@ -204,12 +225,59 @@ impl NoiseCodec {
     }
 }
 
+impl NoiseCodec {
+    /// The next frame of what was opened, if a whole one is there (a body holds whole frames
+    /// only).
+    fn next_opened(&mut self) -> Result<Option<BytesMut>, std::io::Error> {
+        if self.opened.is_empty() {
+            return Ok(None);
+        }
+        if self.opened.len() < INNER_LENGTH {
+            return Err(io_error(ChannelError::Malformed));
+        }
+        let mut len = [0u8; INNER_LENGTH];
+        len.copy_from_slice(&self.opened[..INNER_LENGTH]);
+        let len = u32::from_be_bytes(len) as usize;
+        if self.opened.len() - INNER_LENGTH < len {
+            return Err(io_error(ChannelError::Malformed));
+        }
+        self.opened.advance(INNER_LENGTH);
+        Ok(Some(self.opened.split_to(len)))
+    }
+
+    /// Seals what `filling` holds as one Noise message (its sealed length, then its sealed
+    /// body) onto `dst`.
+    fn seal_filled(&mut self, dst: &mut BytesMut) -> Result<(), std::io::Error> {
+        let Some(transport) = self.transport.as_mut() else {
+            return Ok(());
+        };
+        if self.filling.is_empty() {
+            return Ok(());
+        }
+        let sealed_len = self.filling.len() + TAG_LEN;
+        let announced = u16::try_from(sealed_len)
+            .map_err(|_| io_error(ChannelError::Oversized(self.filling.len())))?;
+        let mut length = [0u8; SEALED_LENGTH];
+        transport
+            .write_message(&announced.to_be_bytes(), &mut length)
+            .map_err(|_| io_error(ChannelError::Oversized(self.filling.len())))?;
+        let n = transport
+            .write_message(&self.filling, &mut self.scratch)
+            .map_err(|_| io_error(ChannelError::Oversized(self.filling.len())))?;
+        self.filling.clear();
+        dst.reserve(SEALED_LENGTH + n);
+        dst.extend_from_slice(&length);
+        dst.extend_from_slice(&self.scratch[..n]);
+        Ok(())
+    }
+}
+
 impl Decoder for NoiseCodec {
     type Item = BytesMut;
     type Error = std::io::Error;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<BytesMut>, std::io::Error> {
-        let Some(transport) = self.transport.as_mut() else {
+        if self.transport.is_none() {
             // the handshake: the length-delimited codec keeps its own state
             return match self.framing.decode(src) {
                 Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
@@ -217,40 +285,74 @@ impl Decoder for NoiseCodec {
                 }
                 other => other,
             };
-        };
-        let len = match self.body {
-            Some(len) => len,
-            None => {
-                if src.len() < SEALED_LENGTH {
-                    src.reserve(SEALED_LENGTH - src.len());
-                    return Ok(None);
-                }
-                let sealed = src.split_to(SEALED_LENGTH);
-                let n = transport
-                    .read_message(&sealed, &mut self.scratch)
-                    .map_err(|_| io_error(ChannelError::Unauthentic))?;
-                let len = match self.scratch[..n] {
-                    [hi, lo] => usize::from(u16::from_be_bytes([hi, lo])),
-                    _ => return Err(io_error(ChannelError::Unauthentic)),
-                };
-                // a length that opened was sealed by the peer: a sealed body has its tag
-                if len < TAG_LEN {
-                    return Err(io_error(ChannelError::Unauthentic));
-                }
-                self.body = Some(len);
-                len
-            }
-        };
-        if src.len() < len {
-            src.reserve(len - src.len());
-            return Ok(None);
         }
-        self.body = None;
-        let sealed = src.split_to(len);
-        let n = transport
-            .read_message(&sealed, &mut self.scratch)
-            .map_err(|_| io_error(ChannelError::Unauthentic))?;
-        Ok(Some(BytesMut::from(&self.scratch[..n])))
+        loop {
+            if let Some(frame) = self.next_opened()? {
+                return Ok(Some(frame));
+            }
+            let Some(transport) = self.transport.as_mut() else {
+                return Ok(None);
+            };
+            let len = match self.body {
+                Some(len) => len,
+                None => {
+                    if src.len() < SEALED_LENGTH {
+                        src.reserve(SEALED_LENGTH - src.len());
+                        return Ok(None);
+                    }
+                    let sealed = src.split_to(SEALED_LENGTH);
+                    let n = transport
+                        .read_message(&sealed, &mut self.scratch)
+                        .map_err(|_| io_error(ChannelError::Unauthentic))?;
+                    let len = match self.scratch[..n] {
+                        [hi, lo] => usize::from(u16::from_be_bytes([hi, lo])),
+                        _ => return Err(io_error(ChannelError::Unauthentic)),
+                    };
+                    // a length that opened was sealed by the peer: a sealed body has its tag
+                    if len < TAG_LEN {
+                        return Err(io_error(ChannelError::Unauthentic));
+                    }
+                    self.body = Some(len);
+                    len
+                }
+            };
+            if src.len() < len {
+                src.reserve(len - src.len());
+                return Ok(None);
+            }
+            self.body = None;
+            let sealed = src.split_to(len);
+            let n = transport
+                .read_message(&sealed, &mut self.scratch)
+                .map_err(|_| io_error(ChannelError::Unauthentic))?;
+            self.opened.extend_from_slice(&self.scratch[..n]);
+        }
+    }
+}
+
+impl Encoder<Vec<Bytes>> for NoiseCodec {
+    type Error = std::io::Error;
+
+    /// Seals a batch of frames: as few Noise messages as hold them, in order.
+    fn encode(&mut self, batch: Vec<Bytes>, dst: &mut BytesMut) -> Result<(), std::io::Error> {
+        if self.transport.is_none() {
+            for frame in batch {
+                self.framing.encode(frame, dst)?;
+            }
+            return Ok(());
+        }
+        for frame in batch {
+            if frame.len() + INNER_LENGTH > MAX_PLAIN {
+                return Err(io_error(ChannelError::Oversized(frame.len())));
+            }
+            if self.filling.len() + INNER_LENGTH + frame.len() > MAX_PLAIN {
+                self.seal_filled(dst)?;
+            }
+            self.filling
+                .extend_from_slice(&(frame.len() as u32).to_be_bytes());
+            self.filling.extend_from_slice(&frame);
+        }
+        self.seal_filled(dst)
     }
 }
 
@@ -258,24 +360,10 @@ impl Encoder<Bytes> for NoiseCodec {
     type Error = std::io::Error;
 
     fn encode(&mut self, item: Bytes, dst: &mut BytesMut) -> Result<(), std::io::Error> {
-        let Some(transport) = self.transport.as_mut() else {
-            return self.framing.encode(item, dst);
-        };
-        let sealed_len = item.len() + TAG_LEN;
-        let Ok(announced) = u16::try_from(sealed_len) else {
-            return Err(io_error(ChannelError::Oversized(item.len())));
-        };
-        let mut length = [0u8; SEALED_LENGTH];
-        transport
-            .write_message(&announced.to_be_bytes(), &mut length)
-            .map_err(|_| io_error(ChannelError::Oversized(item.len())))?;
-        let n = transport
-            .write_message(item.chunk(), &mut self.scratch)
-            .map_err(|_| io_error(ChannelError::Oversized(item.len())))?;
-        dst.reserve(SEALED_LENGTH + n);
-        dst.extend_from_slice(&length);
-        dst.extend_from_slice(&self.scratch[..n]);
-        Ok(())
+        match self.transport {
+            None => self.framing.encode(item, dst),
+            Some(_) => self.encode(vec![item], dst),
+        }
     }
 }
 
@@ -334,7 +422,10 @@ mod tests {
         let (mut a, mut b) = sealed_pair();
         let frames: [&[u8]; 3] = [b"first", b"", &[7u8; 3000]];
         let bytes = wire(&mut a, &frames);
-        assert_eq!(bytes.len(), 3 * (SEALED_LENGTH + TAG_LEN) + 5 + 3000);
+        assert_eq!(
+            bytes.len(),
+            3 * (SEALED_LENGTH + TAG_LEN + INNER_LENGTH) + 5 + 3000
+        );
         let mut src = BytesMut::new();
         let mut got = Vec::new();
         for byte in bytes {
@@ -345,6 +436,35 @@ mod tests {
         }
         let want: Vec<Vec<u8>> = frames.iter().map(|f| f.to_vec()).collect();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_batch_is_sealed_as_few_messages_and_opens_frame_by_frame() {
+        let (mut a, mut b) = sealed_pair();
+        let small: Vec<Bytes> = (0..64u8).map(|i| Bytes::from(vec![i; 20])).collect();
+        let mut bytes = BytesMut::new();
+        a.encode(small.clone(), &mut bytes).unwrap();
+        // one message: one sealed length, one tag
+        assert_eq!(
+            bytes.len(),
+            SEALED_LENGTH + TAG_LEN + 64 * (INNER_LENGTH + 20)
+        );
+        // frames too many for one message go over several, in order
+        let big: Vec<Bytes> = (0..5u8).map(|i| Bytes::from(vec![i; 30_000])).collect();
+        a.encode(big.clone(), &mut bytes).unwrap();
+        let mut got = Vec::new();
+        while let Some(f) = b.decode(&mut bytes).unwrap() {
+            got.push(f.freeze());
+        }
+        let want: Vec<Bytes> = small.into_iter().chain(big).collect();
+        assert_eq!(got, want);
+        assert!(bytes.is_empty());
+        let too_big = Bytes::from(vec![0u8; MAX_PLAIN]);
+        let err = a.encode(vec![too_big], &mut BytesMut::new()).unwrap_err();
+        assert_eq!(
+            channel_error(&err),
+            Some(&ChannelError::Oversized(MAX_PLAIN))
+        );
     }
 
     #[test]

@@ -9,10 +9,11 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// The largest frame body accepted or sent, in bytes: what a Noise message carries besides
-/// its authentication tag. The algorithms' messages are tens of bytes (the largest carry a
-/// list of process ids); a peer announcing a longer frame is hostile or broken, and its
-/// connection is closed.
-pub const MAX_FRAME_LEN: usize = super::channel::MAX_NOISE_MESSAGE - super::channel::TAG_LEN;
+/// its authentication tag and the frame's own 4-byte length inside it. The algorithms'
+/// messages are tens of bytes (the largest carry a list of process ids); a peer announcing a
+/// longer frame is hostile or broken, and its connection is closed.
+pub const MAX_FRAME_LEN: usize =
+    super::channel::MAX_NOISE_MESSAGE - super::channel::TAG_LEN - super::channel::INNER_LENGTH;
 
 /// The protocol version in [`Hello::version`] (and in the channel's prologue); peers of
 /// another version are refused. 3: the Noise channel and one key pair per member (2: a

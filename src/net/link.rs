@@ -842,7 +842,7 @@ where
         // data frames after the acknowledgements and heartbeats due) is one future polled
         // beside the reads. Two sides that both blocked in a write to a full socket buffer,
         // neither reading, would stop each other for good.
-        let (sink, mut stream) = conn.split();
+        let (sink, mut stream): (Sink, _) = conn.split();
         let mut writer = Writer::Idle(sink);
         // encoded control frames (acknowledgements, heartbeats) for the next write
         let mut control: Vec<Bytes> = Vec::new();
@@ -979,8 +979,9 @@ where
     }
 }
 
-/// The write half of a live connection.
-type Sink = futures_util::stream::SplitSink<Conn, Bytes>;
+/// The write half of a live connection: it takes a batch of frames at a time, sealed
+/// together.
+type Sink = futures_util::stream::SplitSink<Conn, Vec<Bytes>>;
 
 /// A write in progress: it owns the write half and gives it back when the batch is flushed.
 type Write =
@@ -996,19 +997,10 @@ enum Writer {
 }
 
 impl Writer {
-    /// Feeds every frame of the batch into the connection's buffer, then flushes once.
+    /// Seals the batch (as few Noise messages as hold it) and writes it with one flush.
     fn write(mut sink: Sink, batch: Vec<Bytes>) -> Writer {
         Writer::Writing(Box::pin(async move {
-            let mut result = Ok(());
-            for frame in batch {
-                if let Err(e) = sink.feed(frame).await {
-                    result = Err(e);
-                    break;
-                }
-            }
-            if result.is_ok() {
-                result = SinkExt::<Bytes>::flush(&mut sink).await;
-            }
+            let result = sink.send(batch).await;
             (sink, result)
         }))
     }
