@@ -1080,26 +1080,10 @@ fn attacked(tamper: Tamper) -> Outcome {
 
 /// 500 connections held from 127.0.0.2 to every member, and every link reset every 2..20 kB
 /// meanwhile: the flood is shed before any cryptography, the run completes, no bound
-/// breaks. (How fast, against no flood: examples/net_bench.rs, docs/measurements/net.md.)
+/// breaks. (How fast, against no flood: examples/flood_bench.rs, docs/measurements/net.md.)
 #[test]
 fn a_flood_from_another_address_is_shed_and_the_cluster_completes() {
-    let s = spec(
-        Algorithm::Maekawa,
-        Topology::complete(4).unwrap(),
-        None,
-        Some(1),
-    );
-    let out = s
-        .build(Attacked {
-            pairs: 150,
-            tamper: Tamper::Flood,
-            attack: Duration::from_secs(60),
-        })
-        .unwrap();
-    assert_eq!(out.violations, Vec::<String>::new());
-    assert_eq!(out.moves, 4 * 300, "every move completes");
-    assert!(out.resets > 0, "no link was reset: {out:?}");
-    assert!(out.shed > 0, "nothing was shed: {out:?}");
+    flooded(Tamper::Flood);
 }
 
 /// 100 slowloris connections from 127.0.0.2 to every member (a byte every 100 ms each), and
@@ -1107,6 +1091,12 @@ fn a_flood_from_another_address_is_shed_and_the_cluster_completes() {
 /// flood, the run completes, no bound breaks.
 #[test]
 fn a_slowloris_from_another_address_is_shed_and_the_cluster_completes() {
+    flooded(Tamper::Slowloris);
+}
+
+/// Maekawa on 4 nodes, 150 pairs each, flooded for the whole run with every link reset
+/// every 2..20 kB: no bound breaks, every move completes, the flood was shed.
+fn flooded(flood: Tamper) {
     let s = spec(
         Algorithm::Maekawa,
         Topology::complete(4).unwrap(),
@@ -1116,14 +1106,14 @@ fn a_slowloris_from_another_address_is_shed_and_the_cluster_completes() {
     let out = s
         .build(Attacked {
             pairs: 150,
-            tamper: Tamper::Slowloris,
+            tamper: flood,
             attack: Duration::from_secs(60),
         })
         .unwrap();
-    assert_eq!(out.violations, Vec::<String>::new());
-    assert_eq!(out.moves, 4 * 300, "every move completes");
-    assert!(out.resets > 0, "no link was reset: {out:?}");
-    assert!(out.shed > 0, "nothing was shed: {out:?}");
+    assert_eq!(out.violations, Vec::<String>::new(), "{flood:?}");
+    assert_eq!(out.moves, 4 * 300, "{flood:?}: every move completes");
+    assert!(out.resets > 0, "{flood:?}: no link was reset: {out:?}");
+    assert!(out.shed > 0, "{flood:?}: nothing was shed: {out:?}");
 }
 
 #[test]
