@@ -749,11 +749,7 @@ impl SystemVisitor for Attacked {
         initial: &[CsState],
         procs: Vec<A>,
     ) -> Outcome {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = two_workers();
         let cluster = Cluster {
             pairs: self.pairs,
             cut: None,
@@ -776,13 +772,18 @@ impl SystemVisitor for Cluster {
         initial: &[CsState],
         procs: Vec<A>,
     ) -> Outcome {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = two_workers();
         rt.block_on(run_cluster(self, instance.clone(), initial.to_vec(), procs))
     }
+}
+
+/// The runtime every in-process cluster of these tests runs on: two workers, as on CI.
+fn two_workers() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 struct Monitor {
@@ -1251,11 +1252,7 @@ fn unreachable_peers_fail_calls_and_restarted_members_are_refused() {
     impl SystemVisitor for Partition {
         type Output = ();
         fn visit<A: CsObject>(self, _: &Instance, _: &[CsState], procs: Vec<A>) {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
+            let rt = two_workers();
             rt.block_on(async { tokio::time::timeout(GUARD, partition(procs)).await })
                 .expect("hang guard");
         }
