@@ -241,6 +241,18 @@ pub trait CsObject: Clone + Debug + Eq + Hash + Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Withdraws the pending sequence before it changes the published state, where the
+    /// algorithm can: `true` when the object takes it back itself and returns to where the
+    /// sequence started without ever publishing the other state (the outbox then signals
+    /// completion once it is back, with [`CsObject::state`] unchanged). `false` (the default)
+    /// changes nothing: the sequence keeps running. Requests already sent cannot be recalled:
+    /// an object that accepts waits for their answers and gives back what they grant, so
+    /// [`CsObject::pending`] stays `Some` until then.
+    fn withdraw(&mut self, out: &mut Outbox<Self::Msg>) -> bool {
+        let _ = out;
+        false
+    }
+
     /// Starts the sequence that leaves the current state.
     fn begin(&mut self, seq: Sequence, out: &mut Outbox<Self::Msg>) -> Result<(), CallError> {
         match seq {

@@ -143,7 +143,8 @@ impl Shared {
 
     /// Why a move `seq` in progress cannot be withdrawn, if it cannot. A withdrawn move
     /// completes and is at once reversed; that is safe only where the reverse waits on no
-    /// bound and counts on no other bound's side: the algorithms with one kind of bound.
+    /// bound and counts on no other bound's side: the algorithms with one kind of bound, and
+    /// (l,k)-GCS, which undoes the move inside, before the member's state changes.
     pub(crate) fn cannot_withdraw(&self, seq: Sequence) -> Option<String> {
         let name = self.algorithm.name();
         let move_ = match seq {
@@ -155,11 +156,18 @@ impl Shared {
                 "with {name} an {move_} waits on no bound, only on the algorithm's messages: it cannot be withdrawn, and completes on its own"
             ));
         }
-        matches!(self.algorithm, Algorithm::Gcs | Algorithm::Lkcs).then(|| {
+        matches!(self.algorithm, Algorithm::Lkcs).then(|| {
             format!(
                 "{name} keeps a lower and an upper bound at once: a withdrawn {move_} would count the member on the other bound's side while it is undone, so {name} cannot withdraw a move"
             )
         })
+    }
+
+    /// Whether the algorithm takes a withdrawn move back itself, the member's state never
+    /// changing ((l,k)-GCS: [`CsObject::withdraw`](crate::cs::CsObject::withdraw)), rather
+    /// than completing and reversing it.
+    pub(crate) fn withdraws_inside(&self) -> bool {
+        matches!(self.algorithm, Algorithm::Gcs)
     }
 
     /// Whether member `p`'s move `seq` would break a bound the algorithm keeps, in the

@@ -40,6 +40,8 @@ mod stall;
 pub use cycle::cycle_pairs;
 pub use error::RuntimeError;
 pub use handle::Handle;
+#[cfg(not(loom))]
+pub(crate) use handle::Withdrawal;
 pub use mailbox::{
     CondvarMailbox, CondvarReceiver, CondvarSender, CrossbeamMailbox, MailReceiver, MailSender,
     Mailbox,

@@ -845,23 +845,135 @@ fn cancel_withdraws_a_pending_move() {
         .expect("mutin's exit waits on the lower bound");
     assert_eq!(m[0].state(), MemberState::Active);
 
-    // the two-bound algorithms cannot withdraw, and say why
-    let quota = Quota::global(4).between(1, 2).build().expect("gcs");
+    // LKCS cannot withdraw, and says why: the first exit that waits on a lower bound
+    let quota = Quota::local(Topology::complete(5).expect("complete"))
+        .between(1, 4)
+        .build()
+        .expect("lkcs");
+    assert_eq!(quota.algorithm(), Algorithm::Lkcs);
     let mut m = quota.members();
-    m[1].enter().expect("room for a second");
-    assert_eq!(
-        m[2].enter_timeout(Duration::from_millis(20)),
-        Err(QuotaError::Timeout)
-    );
-    match m[2].cancel() {
-        Err(QuotaError::CannotWithdraw(why)) => assert!(why.contains("gcs"), "{why}"),
+    let active: Vec<usize> = (0..5).filter(|&i| m[i].is_active()).collect();
+    let blocked = active
+        .into_iter()
+        .find(|&i| m[i].exit_timeout(Duration::from_millis(20)) == Err(QuotaError::Timeout))
+        .expect("the last active member's exit waits on the lower bound");
+    match m[blocked].cancel() {
+        Err(QuotaError::CannotWithdraw(why)) => assert!(why.contains("lkcs"), "{why}"),
         other => panic!("expected CannotWithdraw, got {other:?}"),
     }
     assert_eq!(
-        m[2].state(),
-        MemberState::Entering,
+        m[blocked].state(),
+        MemberState::Exiting,
         "the move keeps running"
     );
+}
+
+/// (l,k)-GCS withdraws a move inside, before the member's state changes: an entry that
+/// waits on the upper bound and an exit that waits on the lower one come back, the
+/// withdrawn entry never counts as active, and the bounds hold throughout.
+#[test]
+fn gcs_withdraws_a_move_before_its_state_changes() {
+    let quota = Quota::global(4)
+        .between(1, 2)
+        .monitor(true)
+        .build()
+        .expect("gcs");
+    assert_eq!(quota.algorithm(), Algorithm::Gcs);
+    let mut m = quota.members();
+    // fill the upper bound
+    for i in 0..4 {
+        if (0..4).filter(|&j| m[j].is_active()).count() < 2 {
+            m[i].enter().expect("room below the upper bound");
+        }
+    }
+    let active: Vec<usize> = (0..4).filter(|&i| m[i].is_active()).collect();
+    let idle: Vec<usize> = (0..4).filter(|&i| !m[i].is_active()).collect();
+    assert_eq!((active.len(), idle.len()), (2, 2));
+    let (x, y) = (idle[0], idle[1]);
+    assert_eq!(
+        m[x].enter_timeout(Duration::from_millis(20)),
+        Err(QuotaError::Timeout),
+        "the upper bound is full"
+    );
+    assert_eq!(m[x].state(), MemberState::Entering);
+    m[x].cancel()
+        .expect("a GCS entry waiting on the upper bound is withdrawn inside");
+    assert_eq!(m[x].state(), MemberState::Inactive);
+    // a holder leaves; the withdrawn entry gets its right inside and gives it back, so the
+    // room goes to whoever asks, and x never became active
+    m[active[0]].exit().expect("2 active, at least 1");
+    m[y].enter_timeout(PATIENCE)
+        .expect("the withdrawn entry gave its right back");
+    assert_eq!(m[x].state(), MemberState::Inactive);
+    m[y].exit().expect("2 active, at least 1");
+    m[x].enter_timeout(PATIENCE).expect("x can enter again");
+
+    // an exit waiting on the lower bound: the only other active member leaves first
+    let a = active[1];
+    m[a].exit().expect("2 active, at least 1");
+    assert_eq!(
+        m[x].exit_timeout(Duration::from_millis(20)),
+        Err(QuotaError::Timeout),
+        "x is the only active member"
+    );
+    assert_eq!(m[x].state(), MemberState::Exiting);
+    m[x].cancel()
+        .expect("a GCS exit waiting on the lower bound is withdrawn inside");
+    assert_eq!(m[x].state(), MemberState::Active);
+    m[a].enter_timeout(PATIENCE).expect("room");
+    m[x].exit_timeout(PATIENCE)
+        .expect("a holds the lower bound now");
+    drop(m);
+    quota.shutdown();
+    let report = quota.report();
+    assert_eq!(report.violations, 0, "{report:?}");
+}
+
+/// Members of a (l,k)-GCS racing with try moves: every refusal leaves its member where it
+/// was, nothing is left pending, and the monitor sees both bounds kept.
+#[test]
+fn racing_gcs_try_moves_keep_both_bounds() {
+    let quota = Quota::global(6)
+        .between(1, 3)
+        .monitor(true)
+        .build()
+        .expect("gcs");
+    let moved = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for mut m in quota.members() {
+            let moved = &moved;
+            s.spawn(move || {
+                for _ in 0..200 {
+                    let before = m.state();
+                    let tried = if m.is_active() {
+                        m.try_exit()
+                    } else {
+                        m.try_enter()
+                    };
+                    match tried {
+                        Ok(()) => {
+                            assert_ne!(m.state(), before, "member {}: Ok moved it", m.id());
+                            moved.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Err(QuotaError::WouldBlock) => {
+                            assert_eq!(m.state(), before, "member {}: refused in place", m.id())
+                        }
+                        Err(e) => panic!("member {}: {e}", m.id()),
+                    }
+                    assert!(
+                        matches!(m.state(), MemberState::Active | MemberState::Inactive),
+                        "member {}: a try move left {:?}",
+                        m.id(),
+                        m.state()
+                    );
+                }
+            });
+        }
+    });
+    assert!(moved.into_inner() > 0, "no try move ever succeeded");
+    quota.shutdown();
+    let report = quota.report();
+    assert_eq!(report.violations, 0, "{report:?}");
 }
 
 /// enter_guard keeps the member active; dropping the guard starts the exit.

@@ -19,6 +19,11 @@
 //! with nothing pending (Lemma 5); each solves its own problem (l-mutual inclusion,
 //! k-mutual exclusion) from that configuration.
 //!
+//! **Withdrawal** ([`CsObject::withdraw`]): a sequence whose first inner sequence still
+//! runs is taken back inside. That inner sequence completes when its object lets it and is
+//! reversed at once, the state never changing; the reverse is a second half, which never
+//! blocks. Lemma 8's invariants hold meanwhile (see [`Gcs`]'s `withdraw`).
+//!
 //! **Unexpected messages.** GCS adds no message of its own: each one goes to the inner
 //! object it names, whose rules decide (MUTIN's, Maekawa's: see their "Unexpected
 //! messages"). An inner object that completed a sequence GCS did not start would be
@@ -57,11 +62,20 @@ impl<LM: Message, KM: Message> Message for GcsMsg<LM, KM> {
 
 /// How far a pending sequence of [`Gcs`] got.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum GcsStage {
     /// The first inner sequence (`lmin.Exit` or `kmex.Entry`) is running.
     First,
     /// The state changed; the second inner sequence (`kmex.Exit` or `lmin.Entry`) is running.
     Second,
+    /// The sequence was withdrawn ([`CsObject::withdraw`]) while its first inner sequence ran,
+    /// which keeps running: once it completes, its reverse starts, and the state never
+    /// changes.
+    Withdrawn,
+    /// The first inner sequence of a withdrawn sequence completed; its reverse (`kmex.Exit`
+    /// or `lmin.Entry`, which never wait on a bound) is running. Back where the sequence
+    /// started once it completes.
+    Undoing,
 }
 
 /// (l,k)-GCS: the composition of an l-mutual-inclusion object `L` and a k-mutual-exclusion
@@ -190,6 +204,19 @@ impl<L: CsObject, K: CsObject> Gcs<L, K> {
         out.complete();
     }
 
+    /// The first inner sequence of a withdrawn `seq` completed: run its reverse, the state
+    /// unchanged.
+    fn undo(&mut self, seq: Sequence, out: &mut Outbox<GcsMsg<L::Msg, K::Msg>>) {
+        self.pending = Some((seq, GcsStage::Undoing));
+        let done = match seq {
+            Sequence::Exit => self.run_lmin(out, |l, o| l.begin_entry(o)),
+            Sequence::Entry => self.run_kmex(out, |k, o| k.begin_exit(o)),
+        };
+        if done {
+            self.second_done(out);
+        }
+    }
+
     /// An inner object completed a sequence: `from_lmin` says which one.
     fn inner_done(&mut self, from_lmin: bool, out: &mut Outbox<GcsMsg<L::Msg, K::Msg>>) {
         match (self.pending, from_lmin) {
@@ -199,6 +226,12 @@ impl<L: CsObject, K: CsObject> Gcs<L, K> {
             }
             (Some((Sequence::Exit, GcsStage::Second)), false)
             | (Some((Sequence::Entry, GcsStage::Second)), true) => self.second_done(out),
+            (Some((Sequence::Exit, GcsStage::Withdrawn)), true) => self.undo(Sequence::Exit, out),
+            (Some((Sequence::Entry, GcsStage::Withdrawn)), false) => {
+                self.undo(Sequence::Entry, out)
+            }
+            (Some((Sequence::Exit, GcsStage::Undoing)), true)
+            | (Some((Sequence::Entry, GcsStage::Undoing)), false) => self.second_done(out),
             _ => {
                 self.fault = Some(format!(
                     "{}: an inner object completed a sequence GCS did not start",
@@ -260,6 +293,24 @@ impl<L: CsObject, K: CsObject> CsObject for Gcs<L, K> {
                     self.inner_done(false, out);
                 }
             }
+        }
+    }
+
+    /// Withdraws a sequence whose first inner sequence is still running (the one that waits
+    /// on a bound: `kmex.Entry` on k, `lmin.Exit` on l). That inner sequence completes when
+    /// its object lets it and is reversed at once inside, the composite's state unchanged;
+    /// the reverse (`kmex.Exit`, `lmin.Entry`) never waits on a bound (Lemma 9). Lemma 8's
+    /// invariants hold throughout: a withdrawn entry holds a kmex right while out of the CS
+    /// (#G_i ≤ #K_i), a withdrawn exit is out of lmin while in the CS (#L_i ≤ #G_i). Past
+    /// the first inner sequence (the state changed) it is too late: `false`.
+    fn withdraw(&mut self, _out: &mut Outbox<Self::Msg>) -> bool {
+        match self.pending {
+            Some((seq, GcsStage::First)) => {
+                self.pending = Some((seq, GcsStage::Withdrawn));
+                true
+            }
+            Some((_, GcsStage::Withdrawn | GcsStage::Undoing)) => true,
+            _ => false,
         }
     }
 

@@ -3,7 +3,7 @@
 use super::error::QuotaError;
 use super::{Shared, INSPECT_PATIENCE};
 use crate::cs::{CsObject, CsState, Sequence};
-use crate::runtime::{Handle, RuntimeError};
+use crate::runtime::{Handle, RuntimeError, Withdrawal};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -131,6 +131,19 @@ impl<A: CsObject> MemberEngine for ThreadMember<A> {
             return Err(QuotaError::CannotWithdraw(why));
         }
         debug_assert_eq!(Sequence::leaving(state), seq);
+        if self.shared.withdraws_inside() {
+            return match self.handle.withdraw_exact() {
+                Ok(Withdrawal::Nothing | Withdrawal::Withdrawn) => Ok(()),
+                Ok(Withdrawal::Passed) => Err(QuotaError::CannotWithdraw(format!(
+                    "the {} had passed its bound already: it completes on its own",
+                    match seq {
+                        Sequence::Entry => "entry",
+                        Sequence::Exit => "exit",
+                    }
+                ))),
+                Err(e) => Err(self.shared.error(e)),
+            };
+        }
         self.handle
             .withdraw()
             .map(|_| ())
@@ -257,8 +270,7 @@ impl Member {
     /// room, the entry is made and the call waits for the algorithm's messages (a few round
     /// trips between threads); where it does not, or another member takes the room first,
     /// nothing is left behind. Where the algorithm cannot withdraw a request that a race made
-    /// wait (the two-bound algorithms: (l,k)-GCS and LKCS, see [`Member::cancel`]), the call
-    /// then waits for its entry instead.
+    /// wait (LKCS, see [`Member::cancel`]), the call then waits for its entry instead.
     ///
     /// ```
     /// let quota = lkcs::Quota::global(2).at_most(1).build()?;
@@ -284,14 +296,19 @@ impl Member {
     /// move started ([`MemberState::Inactive`] or [`MemberState::Active`]) when this
     /// returns `Ok`. `Ok` at once with no move in progress.
     ///
-    /// Inside the algorithm a request cannot be taken back, so a withdrawn move completes
-    /// when its bound lets it and is reversed at once; until then a call the other way
-    /// waits. That is safe for the quota's bounds only where the reverse waits on no bound
-    /// and the member counts on no other bound's side meanwhile, which holds for the
-    /// algorithms that keep one kind of bound (mutual exclusion, at most k, at least l, and
-    /// their local forms), for the move that waits on that bound. Otherwise this returns
-    /// [`QuotaError::CannotWithdraw`] saying why, and the move keeps running: a move that
-    /// waits on no bound (it completes on its own), or any move of (l,k)-GCS or LKCS.
+    /// Requests already sent to other members cannot be recalled, so a withdrawn move
+    /// completes inside when its bound lets it and is reversed at once; until then a call
+    /// the other way waits. That is safe for the quota's bounds only where the reverse
+    /// waits on no bound and the member counts on no other bound's side meanwhile:
+    /// - the algorithms that keep one kind of bound (mutual exclusion, at most k, at least
+    ///   l, and their local forms), for the move that waits on that bound;
+    /// - (l,k)-GCS, which undoes the half of the move that waits on a bound (the
+    ///   k-exclusion of an entry, the l-inclusion of an exit) before the member's state
+    ///   changes, so the member never counts on the other side.
+    ///
+    /// Otherwise this returns [`QuotaError::CannotWithdraw`] saying why, and the move keeps
+    /// running: a move that waits on no bound (it completes on its own), a GCS move that
+    /// passed its bound already (it completes without waiting), or any move of LKCS.
     pub fn cancel(&mut self) -> Result<(), QuotaError> {
         self.engine.withdraw()
     }

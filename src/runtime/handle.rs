@@ -201,6 +201,44 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
         Ok(true)
     }
 
+    /// Asks the algorithm to take the sequence in progress back itself
+    /// ([`CsObject::withdraw`](crate::cs::CsObject::withdraw)), waiting for its answer:
+    /// [`Withdrawal::Nothing`] when nothing was in progress, [`Withdrawal::Withdrawn`] when
+    /// the client now sees the process where the sequence started, [`Withdrawal::Passed`]
+    /// when the algorithm could not (the sequence changed the state already, or the
+    /// algorithm cannot withdraw): it keeps running.
+    pub(crate) fn withdraw_exact(&self) -> Result<Withdrawal, RuntimeError> {
+        let origin = {
+            let mut st = self.slot().inner.lock();
+            flags(&mut st)?;
+            if st.in_call {
+                return Err(RuntimeError::Call(CallError::Busy));
+            }
+            if st.withdrawn.is_some() || st.released {
+                return Ok(Withdrawal::Withdrawn);
+            }
+            let Some(seq) = st.pending else {
+                return Ok(Withdrawal::Nothing);
+            };
+            match seq {
+                Sequence::Entry => CsState::OutCs,
+                Sequence::Exit => CsState::InCs,
+            }
+        };
+        let (reply, answer) = crossbeam_channel::bounded(1);
+        self.command(Envelope::WithdrawExact(origin, reply));
+        match answer.recv() {
+            Ok(true) => Ok(Withdrawal::Withdrawn),
+            Ok(false) => Ok(Withdrawal::Passed),
+            // the process thread is gone without answering: the flags say why
+            Err(_) => {
+                let mut st = self.slot().inner.lock();
+                flags(&mut st)?;
+                Err(RuntimeError::Shutdown)
+            }
+        }
+    }
+
     /// Starts the move toward `target` without waiting for it (nothing if the process is
     /// there, or a sequence is in progress).
     pub(crate) fn begin_toward(&self, target: CsState) {
@@ -463,6 +501,17 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
         }
         st.stalled = None;
     }
+}
+
+/// What [`Handle::withdraw_exact`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Withdrawal {
+    /// Nothing was in progress.
+    Nothing,
+    /// The sequence is withdrawn: the client is where it started.
+    Withdrawn,
+    /// Too late, or not possible: the sequence keeps running.
+    Passed,
 }
 
 /// The state and the sequence in progress as the client sees them.

@@ -24,6 +24,10 @@ pub(crate) enum Envelope<M> {
     /// The client withdrew the pending sequence, which started from this state: once it
     /// completes, run its reverse at once, and clear the slot's `withdrawn` when back.
     Withdraw(CsState),
+    /// The client asks the algorithm to take the pending sequence, which started from this
+    /// state, back itself ([`CsObject::withdraw`]); the answer says whether it did. If it
+    /// did, the slot's `withdrawn` is set here and cleared once the object is back.
+    WithdrawExact(CsState, crossbeam_channel::Sender<bool>),
     /// The runtime shuts down.
     Stop,
     /// Tell what the algorithm waits for (a diagnostic; not counted, changes nothing).
@@ -120,6 +124,21 @@ pub(crate) fn run<A: CsObject, M: Mailbox>(
             }
             Envelope::Retire => retired = true,
             Envelope::Withdraw(origin) => undo = Some(origin),
+            Envelope::WithdrawExact(origin, reply) => {
+                let taken = obj.pending().is_some()
+                    && obj.state() == origin
+                    && undo.is_none()
+                    && obj.withdraw(&mut out);
+                if taken {
+                    undo = Some(origin);
+                    slot.mark(|st| {
+                        st.withdrawn = Some(origin);
+                        st.awaiting = None;
+                    });
+                }
+                // a client that stopped waiting for the answer has its slot to read
+                let _ = reply.send(taken);
+            }
             Envelope::Stop => break,
             Envelope::Inspect(_) => continue, // answered above
         }
