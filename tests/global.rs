@@ -484,3 +484,135 @@ fn gcs_withdrawals_never_change_the_state_and_keep_both_bounds() {
     }
     assert!(withdrawals > 100, "only {withdrawals} withdrawals drawn");
 }
+
+/// Drives `procs` through a seeded random schedule over FIFO links (deliver a message, or
+/// start the next sequence of an idle process), calling `check` after every event.
+fn random_schedule<A: CsObject>(
+    procs: &mut [A],
+    rng: &mut ChaCha8Rng,
+    steps: usize,
+    mut check: impl FnMut(&[A]),
+) {
+    use lkcs::Outbox;
+    use std::collections::VecDeque;
+    let n = procs.len();
+    let mut links: Vec<VecDeque<A::Msg>> = (0..n * n).map(|_| VecDeque::new()).collect();
+    let route = |from: usize, out: &mut Outbox<A::Msg>, links: &mut Vec<VecDeque<A::Msg>>| {
+        for (to, m) in out.drain() {
+            links[from * n + to.index()].push_back(m);
+        }
+    };
+    for _ in 0..steps {
+        let busy: Vec<usize> = (0..n * n).filter(|&i| !links[i].is_empty()).collect();
+        let p = rng.random_range(0..n);
+        let mut out = Outbox::new();
+        if !busy.is_empty() && rng.random_range(0..100) < 70 {
+            let i = busy[rng.random_range(0..busy.len())];
+            let m = links[i].pop_front().expect("busy");
+            procs[i % n].on_message(ProcessId::from(i / n), m, &mut out);
+            route(i % n, &mut out, &mut links);
+        } else if procs[p].pending().is_none() {
+            let seq = lkcs::Sequence::leaving(procs[p].state());
+            procs[p].begin(seq, &mut out).expect("calling convention");
+            route(p, &mut out, &mut links);
+        }
+        check(procs);
+    }
+}
+
+/// Whom a pending sequence waits on ([`CsObject::awaiting`]), which a cluster node uses to
+/// fail only the calls that wait on an unreachable peer: for MUTIN, (l,k)-GCS and CDC/DDC,
+/// after every event of random schedules, a pending sequence names someone (CDC's controller
+/// excepted, which waits on an unrecorded holder), only peers its quorums or its controller
+/// can answer from, and an idle process names nobody.
+#[test]
+fn a_pending_sequence_names_only_peers_it_can_wait_on() {
+    use lkcs::{Cdc, MigratingRules, MigrationCondition};
+    for seed in 0..60u64 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let n = rng.random_range(3..=7);
+        let l = rng.random_range(0..n);
+        let k = rng.random_range(l + 1..=n);
+        let coterie = Coterie::grid(n).expect("grid");
+        let quorums = quorums_of(&coterie);
+        let allowed = |p: usize| -> std::collections::BTreeSet<ProcessId> {
+            quorums[p].iter().copied().collect()
+        };
+        let names = |who: &str, p: usize, pending: bool, awaiting: Vec<ProcessId>| {
+            if !pending {
+                assert!(
+                    awaiting.is_empty(),
+                    "seed {seed}: idle {who} P{p} names {awaiting:?}"
+                );
+                return;
+            }
+            assert!(
+                !awaiting.is_empty(),
+                "seed {seed}: pending {who} P{p} names nobody"
+            );
+            let outside: Vec<_> = awaiting
+                .iter()
+                .filter(|q| !allowed(p).contains(q))
+                .collect();
+            assert!(
+                outside.is_empty(),
+                "seed {seed}: {who} P{p} names {outside:?}, outside its quorum"
+            );
+        };
+        let initial = random_initial(n, l, k, seed);
+        let (_, mut gcs) = gcs_system(
+            &Topology::complete(n).expect("complete"),
+            &quorums,
+            (l, k),
+            &initial,
+            (maekawa(&coterie), maekawa(&coterie)),
+            MutinRules::CORRECTED,
+        )
+        .expect("gcs");
+        random_schedule(&mut gcs, &mut rng, 300, |procs| {
+            for (p, g) in procs.iter().enumerate() {
+                names("GCS", p, g.pending().is_some(), g.awaiting());
+            }
+        });
+        let initial = random_initial(n, l, n, seed);
+        let (_, mut mutin) = Mutin::system(
+            &Topology::complete(n).expect("complete"),
+            &quorums,
+            l,
+            &initial,
+            maekawa(&coterie),
+            MutinRules::CORRECTED,
+        )
+        .expect("mutin");
+        random_schedule(&mut mutin, &mut rng, 300, |procs| {
+            for (p, m) in procs.iter().enumerate() {
+                names("MUTIN", p, m.pending().is_some(), m.awaiting());
+            }
+        });
+        let mut cdc = Cdc::processes(
+            n,
+            MigrationCondition::Counter { maxreq: 2 },
+            MigratingRules::CORRECTED,
+        );
+        random_schedule(&mut cdc, &mut rng, 300, |procs| {
+            for (p, c) in procs.iter().enumerate() {
+                let awaiting = c.awaiting();
+                if c.pending().is_some() {
+                    assert!(
+                        awaiting.len() <= 1,
+                        "seed {seed}: CDC P{p} names {awaiting:?}"
+                    );
+                    assert!(
+                        !awaiting.contains(&ProcessId::from(p)),
+                        "seed {seed}: CDC P{p} waits on itself"
+                    );
+                } else {
+                    assert!(
+                        awaiting.is_empty(),
+                        "seed {seed}: idle CDC P{p} names {awaiting:?}"
+                    );
+                }
+            }
+        });
+    }
+}

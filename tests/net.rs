@@ -1423,11 +1423,17 @@ fn cluster_file(quota: &str, ports: &[u16]) -> String {
 
 /// Members `0..n` of a cluster with this `[quota]` on free ports, started in this process.
 fn start_members(quota: &str, n: usize) -> Vec<lkcs::Member> {
+    start_members_logged(quota, n).0
+}
+
+/// [`start_members`], with the members' logs.
+fn start_members_logged(quota: &str, n: usize) -> (Vec<lkcs::Member>, Logs) {
     let cluster = lkcs::net::Cluster::parse(&cluster_file(quota, &free_ports(n))).unwrap();
     let logs = Logs::default();
-    (0..n)
+    let members = (0..n)
         .map(|i| cluster.member_with(i, None, logs.logger()).unwrap())
-        .collect()
+        .collect();
+    (members, logs)
 }
 
 /// Members of a cluster file started in this process behave as the members of a `Quota`:
@@ -1498,6 +1504,40 @@ fn cluster_members_name_an_unreachable_member() {
         "no call named member {controller}: {errors:?}"
     );
     assert!(errors.iter().all(|e| !e.is_timeout()), "{errors:?}");
+}
+
+/// A call that does not wait on a stopped member is not failed by it: in CDC, member 3
+/// stops, and once the others know it is unreachable, members 1 and 2 still enter and exit
+/// through the controller (member 0), every call `Ok`. The same holds for MUTIN and
+/// (l,k)-GCS, whose calls name the quorum members they wait on (`CsObject::awaiting`).
+#[test]
+fn a_call_that_does_not_need_a_stopped_member_is_not_failed_by_it() {
+    let (mut m, logs) = start_members_logged("algorithm = \"cdc\"\ntopology = \"complete:4\"", 4);
+    let stopped = 3;
+    drop(m.remove(stopped));
+    let known = |who: u32| {
+        logs.any(|p, e| {
+            p == ProcessId(who) && *e == LogEvent::Unreachable(ProcessId(stopped as u32))
+        })
+    };
+    let mut waited = Duration::ZERO;
+    while !(known(1) && known(2)) {
+        assert!(
+            waited < GUARD,
+            "members 1 and 2 never saw member 3 unreachable"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+        waited += Duration::from_millis(20);
+    }
+    for round in 0..20 {
+        for mm in m.iter_mut().skip(1) {
+            let id = mm.id();
+            mm.enter_timeout(GUARD)
+                .unwrap_or_else(|e| panic!("member {id}, round {round}: enter: {e}"));
+            mm.exit_timeout(GUARD)
+                .unwrap_or_else(|e| panic!("member {id}, round {round}: exit: {e}"));
+        }
+    }
 }
 
 /// Both sides of a link queue a backlog of several socket buffers before either reads: a

@@ -1094,6 +1094,17 @@ impl<R: RequestsInfo, G: MigrationInfo> CsObject for Migrating<R, G> {
         self.now = now;
     }
 
+    /// A pending entry waits for the controller's grant: the controller as known here, when
+    /// it is another server (a request it forwards on migrates with it). The controller's
+    /// own entry waits for whoever holds the CS, which it does not record: empty.
+    fn awaiting(&self) -> Vec<ProcessId> {
+        if self.pending == Some(Sequence::Entry) && !self.active && self.controller != self.id {
+            vec![self.controller]
+        } else {
+            Vec::new()
+        }
+    }
+
     fn check_invariants(&self) -> Result<(), String> {
         if self.active && self.controller != self.id {
             return Err(format!(

@@ -398,6 +398,28 @@ impl<M: CsObject> CsObject for Mutin<M> {
         Ok(())
     }
 
+    /// By phase: `mx`'s own wait; while querying, the quorum (a count short of l+1 can
+    /// grow through any of its members' responses); while acquiring, the quorum members whose
+    /// Ack has not come. An entry completes at once: nothing.
+    fn awaiting(&self) -> Vec<ProcessId> {
+        match self.phase {
+            None => Vec::new(),
+            Some(MutinPhase::MxEntry | MutinPhase::MxExit) => self.mx.awaiting(),
+            Some(MutinPhase::Querying) => self.quorum.clone(),
+            Some(MutinPhase::Acquiring) => self
+                .quorum
+                .iter()
+                .filter(|q| !self.ack_from.contains(q))
+                .copied()
+                .collect(),
+        }
+    }
+
+    /// What `mx` lent (MUTIN's own messages lend nothing).
+    fn lent_to(&self) -> Vec<ProcessId> {
+        self.mx.lent_to()
+    }
+
     fn on_message(&mut self, from: ProcessId, msg: Self::Msg, out: &mut Outbox<Self::Msg>) {
         let peer = match &msg {
             MutinMsg::Query { .. } | MutinMsg::Acquire | MutinMsg::Release => {

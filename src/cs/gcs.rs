@@ -314,6 +314,22 @@ impl<L: CsObject, K: CsObject> CsObject for Gcs<L, K> {
         }
     }
 
+    /// The inner object whose sequence runs (only that one has one pending).
+    fn awaiting(&self) -> Vec<ProcessId> {
+        let mut who = self.lmin.awaiting();
+        who.extend(self.kmex.awaiting());
+        who
+    }
+
+    /// What both inner objects lent.
+    fn lent_to(&self) -> Vec<ProcessId> {
+        let mut who = self.lmin.lent_to();
+        who.extend(self.kmex.lent_to());
+        who.sort_unstable();
+        who.dedup();
+        who
+    }
+
     fn set_time(&mut self, now: u64) {
         self.lmin.set_time(now);
         self.kmex.set_time(now);
