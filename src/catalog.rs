@@ -378,22 +378,6 @@ impl Algorithm {
         }
     }
 
-    /// Whether this version of the crate implements it.
-    pub fn is_supported(self) -> bool {
-        matches!(
-            self,
-            Algorithm::Lmutin
-                | Algorithm::Lmutex
-                | Algorithm::Lkcs
-                | Algorithm::Maekawa
-                | Algorithm::Mutin
-                | Algorithm::Kmex
-                | Algorithm::Gcs
-                | Algorithm::Cdc
-                | Algorithm::Ddc
-        )
-    }
-
     /// Whether the algorithm solves a global problem (bounds over all n processes), and so
     /// runs on `complete:N` only.
     pub fn is_global(self) -> bool {

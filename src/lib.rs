@@ -106,6 +106,7 @@ pub mod check;
 mod config;
 pub mod cs;
 mod error;
+mod fnv;
 mod id;
 mod metrics;
 #[cfg(feature = "net")]

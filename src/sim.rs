@@ -19,6 +19,7 @@ mod queue;
 use crate::config::{Instance, Observed};
 use crate::cs::{CsObject, CsState, Message, Outbox, Sequence};
 use crate::error::{ConfigError, Problem};
+use crate::fnv::Fnv;
 use crate::id::ProcessId;
 use crate::metrics::{PairRecord, Stats, Waiting};
 use crate::topology::Topology;
@@ -1249,11 +1250,6 @@ fn prefetch<T>(x: &T) {
     let _ = x;
 }
 
-/// FNV-1a, 64 bits: a hasher whose output is fixed by its definition (std's default hasher
-/// may change between releases).
-#[derive(Clone, Copy, Debug)]
-struct Fnv(u64);
-
 /// The link table's hasher: a multiply-rotate over the two process ids (the `rustc-hash`
 /// scheme), far cheaper than SipHash for keys no adversary chooses.
 #[derive(Default)]
@@ -1272,25 +1268,6 @@ impl Hasher for LinkHasher {
 
     fn write_u64(&mut self, i: u64) {
         self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-impl Default for Fnv {
-    fn default() -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Hasher for Fnv {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= u64::from(b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
     }
 
     fn finish(&self) -> u64 {

@@ -32,10 +32,12 @@ use super::link::{Net, NetEvent, NetSender};
 use super::{LogEvent, Logger};
 use crate::cs::{CsObject, CsState, Outbox, Sequence};
 use crate::error::CallError;
+use crate::fnv::Fnv;
 use crate::id::ProcessId;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
+use std::hash::Hasher;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{oneshot, watch};
 
@@ -70,48 +72,40 @@ impl Default for Tally {
     fn default() -> Self {
         Tally {
             count: 0,
-            hash: FNV_OFFSET,
+            hash: Fnv::default().finish(),
         }
     }
 }
-
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
 impl Tally {
     fn add<M: Serialize>(&mut self, msg: &M) {
         self.count += 1;
         // the encoding streams through the hash (no buffer), then its length
-        let mut sink = Fnv {
-            hash: self.hash,
+        let sink = Counted {
+            hash: Fnv::resume(self.hash),
             len: 0,
         };
-        sink = match postcard::to_extend(msg, sink) {
-            Ok(s) => s,
+        let mut sink = postcard::to_extend(msg, sink).unwrap_or(Counted {
             // as the hash of an empty encoding
-            Err(_) => Fnv {
-                hash: self.hash,
-                len: 0,
-            },
-        };
+            hash: Fnv::resume(self.hash),
+            len: 0,
+        });
         let len = sink.len;
-        sink.extend(len.to_le_bytes());
-        self.hash = sink.hash;
+        sink.hash.extend(len.to_le_bytes());
+        self.hash = sink.hash.finish();
     }
 }
 
-/// FNV-1a over the bytes it is extended with, counting them.
-struct Fnv {
-    hash: u64,
+/// A hash sink that counts the bytes it is extended with.
+struct Counted {
+    hash: Fnv,
     len: u64,
 }
 
-impl Extend<u8> for Fnv {
+impl Extend<u8> for Counted {
     fn extend<I: IntoIterator<Item = u8>>(&mut self, bytes: I) {
-        for b in bytes {
-            self.len += 1;
-            self.hash ^= u64::from(b);
-            self.hash = self.hash.wrapping_mul(0x0100_0000_01b3);
-        }
+        let len = &mut self.len;
+        self.hash.extend(bytes.into_iter().inspect(|_| *len += 1));
     }
 }
 
@@ -775,7 +769,7 @@ mod tests {
             Wire::Cs((0..200).collect()),
         ];
         let mut tally = Tally::default();
-        let mut expected = FNV_OFFSET;
+        let mut expected = 0xcbf2_9ce4_8422_2325;
         for m in &msgs {
             tally.add(m);
             expected = chained(expected, m);
