@@ -336,3 +336,34 @@ fn bad_grids_exit_2_with_one_line() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn seed_ranges_are_inclusive_up_to_u64_max() {
+    let max = u64::MAX;
+    let one = max.to_string();
+    let two = format!("{}..={max}", max - 1);
+    for (seeds, runs) in [(one.as_str(), 1), (two.as_str(), 2)] {
+        let out = lkcs(&[
+            "sweep",
+            "--algorithms",
+            "lmutex",
+            "--topologies",
+            "ring:3",
+            "--seeds",
+            seeds,
+        ]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "--seeds {seeds}: {err}");
+        assert!(!err.contains("the grid is empty"), "--seeds {seeds}: {err}");
+        assert!(
+            err.starts_with(&format!("sweep: {runs} runs, {runs} passed")),
+            "--seeds {seeds}: {err}"
+        );
+        let stdout = text(&out.stdout);
+        assert_eq!(stdout.lines().count(), 1 + runs, "{stdout}");
+        assert!(
+            stdout.contains(&format!("--seed {max}")),
+            "--seeds {seeds}: {stdout}"
+        );
+    }
+}
