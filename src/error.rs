@@ -72,6 +72,14 @@ pub enum Problem {
         /// The algorithms that keep exactly the bounds asked for.
         solvers: Vec<String>,
     },
+    /// A mutual-exclusion object (`--mx`, `mx`) that is not one of those MUTIN(l), kmex and
+    /// GCS can run inside.
+    UnknownMx {
+        /// The name as given.
+        given: String,
+        /// The names accepted.
+        accepted: Vec<String>,
+    },
     /// Any other invalid input, described in one line.
     Invalid(String),
     /// The thread runtime would need more threads (one per process, and a watchdog) than a
@@ -210,6 +218,11 @@ impl fmt::Display for Problem {
                     write!(f, "; algorithms that keep them: {}", solvers.join(", "))
                 }
             }
+            Problem::UnknownMx { given, accepted } => write!(
+                f,
+                "unknown or not yet supported --mx `{given}` (expected one of: {})",
+                accepted.join(", ")
+            ),
             Problem::Invalid(s) => f.write_str(s),
             Problem::TooManyThreads {
                 asked,

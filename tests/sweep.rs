@@ -367,3 +367,35 @@ fn seed_ranges_are_inclusive_up_to_u64_max() {
         );
     }
 }
+
+#[test]
+fn an_unknown_mx_in_a_grid_file_exits_2_naming_it_and_the_accepted_ones() {
+    let dir = scratch("mx");
+    let file = dir.join("grid.toml");
+    std::fs::write(
+        &file,
+        "algorithms = [\"gcs\"]\ntopologies = [\"complete:4\"]\nmx = [\"maekawa\", \"paxos\"]\n",
+    )
+    .unwrap();
+    let out = lkcs(&["sweep", "--file", file.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: mx: ")
+            && err.contains("`paxos`")
+            && err.contains("maekawa, lmutex, cdc, ddc"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    // the same check, typed, in the library
+    match lkcs::check_mx("paxos") {
+        Err(lkcs::Problem::UnknownMx { given, accepted }) => {
+            assert_eq!(given, "paxos");
+            assert_eq!(accepted, ["maekawa", "lmutex", "cdc", "ddc"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(lkcs::check_mx("cdc"), Ok(()));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -793,7 +793,18 @@ fn grid(args: &SweepArgs) -> Result<Grid, Vec<String>> {
     }
     let coteries =
         dedup(pick(&args.coterie, file.coterie.as_ref().map(Strings::items)).unwrap_or_default());
-    let mxs = dedup(pick(&args.mx, file.mx.as_ref().map(Strings::items)).unwrap_or_default());
+    let mxs: Vec<String> = dedup(
+        pick(&args.mx, file.mx.as_ref().map(Strings::items))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|m| m.trim().to_string())
+            .collect(),
+    );
+    for m in &mxs {
+        if let Err(p) = lkcs::check_mx(m) {
+            problems.push(format!("mx: {p}"));
+        }
+    }
     let think = args.think.or(file.think).unwrap_or(4);
     if think > MAX_DELAY {
         problems.push(format!("think must not exceed {MAX_DELAY}"));
