@@ -906,3 +906,35 @@ fn readable_keys_and_example_keys_are_refused_naming_the_file() {
         );
     }
 }
+
+/// One member with a bad address is one problem: its id is not reported missing, nor the
+/// member count short of the topology's.
+#[test]
+fn one_bad_member_address_is_one_error_line() {
+    let dir = scratch("bad-address");
+    let ports = free_ports(3);
+    let text = cluster_text(SECRET, "algorithm = \"gcs\"\nl = 1\nk = 2", &ports, 5000)
+        .replace(&format!("127.0.0.1:{}", ports[1]), "127.0.0.1:99999");
+    let e = Cluster::parse(&text).unwrap_err();
+    assert_eq!(e.problems.len(), 1, "{e}");
+    assert_eq!(
+        e.problems[0].to_string(),
+        "[members.1]: `127.0.0.1:99999` is not an address (host:port)"
+    );
+    let file = write(&dir, "bad.toml", &text);
+    let out = Command::new(BIN)
+        .arg("node")
+        .arg("--cluster")
+        .arg(&file)
+        .args(["--id", "0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("error: ")
+            && stderr.contains("[members.1]: `127.0.0.1:99999` is not an address"),
+        "{stderr}"
+    );
+}

@@ -556,16 +556,20 @@ fn members(
             )));
         }
         let private = m.private_key.as_ref().map(|p| base.join(p));
-        match m.address.to_socket_addrs().map(|mut a| a.next()) {
-            Ok(Some(a)) => {
-                if by_id.insert(id, (a, public, private)).is_some() {
-                    problems.push(invalid(format!("[members]: member {id} is listed twice")));
-                }
+        let address = match m.address.to_socket_addrs().map(|mut a| a.next()) {
+            Ok(Some(a)) => Some(a),
+            Ok(None) | Err(_) => {
+                problems.push(invalid(format!(
+                    "[members.{id}]: `{}` is not an address (host:port)",
+                    m.address
+                )));
+                None
             }
-            Ok(None) | Err(_) => problems.push(invalid(format!(
-                "[members.{id}]: `{}` is not an address (host:port)",
-                m.address
-            ))),
+        };
+        // a member with a bad address is still listed: its id is not missing, and the
+        // member count is not short by one
+        if by_id.insert(id, (address, public, private)).is_some() {
+            problems.push(invalid(format!("[members]: member {id} is listed twice")));
         }
     }
     let n = table.len();
@@ -578,10 +582,12 @@ fn members(
     let mut seen = BTreeMap::new();
     let mut seen_keys = BTreeMap::new();
     for (id, (a, k, _)) in &by_id {
-        if let Some(other) = seen.insert(*a, *id) {
-            problems.push(invalid(format!(
-                "[members]: members {other} and {id} share the address {a}"
-            )));
+        if let Some(a) = a {
+            if let Some(other) = seen.insert(*a, *id) {
+                problems.push(invalid(format!(
+                    "[members]: members {other} and {id} share the address {a}"
+                )));
+            }
         }
         if let Some(k) = k {
             if let Some(other) = seen_keys.insert(*k, *id) {
@@ -595,7 +601,8 @@ fn members(
     let mut keys = Vec::new();
     let mut privates = Vec::new();
     for (a, k, p) in by_id.into_values() {
-        addrs.push(a);
+        // a placeholder where a problem was reported (the cluster is not built then)
+        addrs.push(a.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))));
         keys.push(k.unwrap_or(PublicKey([0; 32])));
         privates.push(p);
     }
