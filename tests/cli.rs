@@ -1499,3 +1499,44 @@ fn plot_draws_a_csv_and_refuses_an_unknown_column() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no column `nope`"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An initial configuration naming many processes that do not exist is one line: how many,
+/// the first few and the valid range (it was one line per id).
+#[test]
+fn initial_ids_out_of_range_are_one_line() {
+    let ids: Vec<String> = (0..=20_000).map(|i| i.to_string()).collect();
+    let initial = format!("in:{}", ids.join(","));
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "lmutex",
+        "--topology",
+        "ring:5",
+        "--initial",
+        &initial,
+    ]);
+    let lines = stderr_lines(&out);
+    assert_eq!(out.status.code(), Some(2), "{lines:?}");
+    assert_eq!(
+        lines,
+        [
+            "error: initial configuration names 19996 processes that do not exist \
+          (P5, P6, P7, P8, P9 and 19991 more): processes are 0..5"
+        ]
+    );
+    // typed in the library; one id alone keeps its sentence
+    let e = lkcs::parse_initial(&initial, 5).unwrap_err();
+    assert_eq!(
+        e.problems,
+        [lkcs::Problem::InitialOutOfRange {
+            first: vec![5, 6, 7, 8, 9],
+            count: 19_996,
+            n: 5
+        }]
+    );
+    let e = lkcs::parse_initial("in:0,7", 5).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "initial configuration names P7, but processes are 0..5"
+    );
+}
