@@ -938,3 +938,45 @@ fn one_bad_member_address_is_one_error_line() {
         "{stderr}"
     );
 }
+
+/// A `--start-timeout` past the largest is called too large, naming the largest (it was
+/// called "not positive"); zero still is not positive.
+#[test]
+fn a_start_timeout_too_large_is_called_too_large() {
+    let dir = scratch("start-timeout");
+    let ports = free_ports(3);
+    let text = cluster_text(SECRET, "algorithm = \"gcs\"\nl = 1\nk = 2", &ports, 5000);
+    let file = write(&dir, "cluster.toml", &text);
+    for (timeout, expected) in [
+        (
+            "1e300",
+            "error: --start-timeout is too large: at most 1000000 seconds",
+        ),
+        (
+            "18446744073709552",
+            "error: --start-timeout is too large: at most 1000000 seconds",
+        ),
+        (
+            "0",
+            "error: --start-timeout must be a positive number of seconds",
+        ),
+    ] {
+        let out = Command::new(BIN)
+            .arg("node")
+            .arg("--cluster")
+            .arg(&file)
+            .args([
+                "--id",
+                "0",
+                "--workload",
+                "cycle",
+                "--start-timeout",
+                timeout,
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{timeout}: {stderr}");
+        assert_eq!(stderr.trim_end(), expected, "{timeout}");
+    }
+}

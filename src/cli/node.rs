@@ -13,6 +13,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 /// The most pairs `--pairs` takes.
 const MAX_PAIRS: usize = 1_000_000_000;
 
+/// The longest `--start-timeout`, in seconds (about 11.6 days).
+const MAX_START_TIMEOUT: f64 = 1e6;
+
 /// Options of `lkcs node`.
 #[derive(Args)]
 pub struct NodeArgs {
@@ -132,7 +135,11 @@ pub fn run(args: &NodeArgs) -> ExitCode {
     if args.pairs == 0 || args.pairs > MAX_PAIRS {
         problems.push(format!("--pairs must be in 1..={MAX_PAIRS}"));
     }
-    if !(args.start_timeout.is_finite() && args.start_timeout > 0.0 && args.start_timeout <= 1e6) {
+    if args.start_timeout > MAX_START_TIMEOUT {
+        problems.push(format!(
+            "--start-timeout is too large: at most {MAX_START_TIMEOUT} seconds"
+        ));
+    } else if args.start_timeout.is_nan() || args.start_timeout <= 0.0 {
         problems.push("--start-timeout must be a positive number of seconds".into());
     }
     if args.workload.is_none() && args.json {
