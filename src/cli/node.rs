@@ -231,10 +231,20 @@ fn monitor_observer(addr: std::net::SocketAddr) -> Result<Observer, String> {
 
 async fn node(cluster: &Cluster, args: &NodeArgs) -> ExitCode {
     let me = ProcessId(args.id as u32);
-    let addr = args
-        .bind
-        .unwrap_or_else(|| cluster.address(me).expect("id checked"));
-    let listener = match tokio::net::TcpListener::bind(addr).await {
+    let (addr, addrs) = match args.bind {
+        Some(a) => (a.to_string(), vec![a]),
+        None => {
+            let address = cluster.address(me).expect("id checked");
+            match address.lookup().await {
+                Ok(addrs) => (address.to_string(), addrs),
+                Err(e) => {
+                    warn!("error: {me} cannot listen: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    };
+    let listener = match tokio::net::TcpListener::bind(&addrs[..]).await {
         Ok(l) => l,
         Err(e) => {
             warn!("error: {me} cannot listen on {addr}: {e}");
