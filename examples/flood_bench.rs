@@ -304,7 +304,8 @@ mod bench {
                                 proxy.addr
                             } else {
                                 addrs[p.index()]
-                            },
+                            }
+                            .into(),
                         )
                     })
                     .collect();

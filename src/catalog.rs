@@ -498,14 +498,20 @@ impl Mx {
     }
 
     fn parse(s: &str) -> Result<Mx, Problem> {
-        Mx::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
-            let names: Vec<&str> = Mx::ALL.iter().map(|m| m.name()).collect();
-            Problem::Invalid(format!(
-                "unknown or not yet supported --mx `{s}` (expected one of: {})",
-                names.join(", ")
-            ))
-        })
+        Mx::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| Problem::UnknownMx {
+                given: s.to_string(),
+                accepted: Mx::ALL.iter().map(|m| m.name().to_string()).collect(),
+            })
     }
+}
+
+/// Checks the name of a mutual-exclusion object (`--mx`): `Ok` for one MUTIN(l), kmex and
+/// GCS can run inside, [`Problem::UnknownMx`] naming it and the accepted ones otherwise.
+pub fn check_mx(name: &str) -> Result<(), Problem> {
+    Mx::parse(name).map(|_| ())
 }
 
 /// What a global algorithm needs beyond the spec, validated.

@@ -903,6 +903,9 @@ impl Observed {
     }
 }
 
+/// How many of the processes that do not exist [`Problem::InitialOutOfRange`] names.
+const INITIAL_OUTSIDE_SHOWN: usize = 5;
+
 /// Parses `in:I,J,...` (the processes initially in the CS; `in:` alone means none).
 pub fn parse_initial(spec: &str, n: usize) -> Result<Vec<CsState>, ConfigError> {
     let list = spec.strip_prefix("in:").ok_or_else(|| {
@@ -915,6 +918,8 @@ pub fn parse_initial(spec: &str, n: usize) -> Result<Vec<CsState>, ConfigError> 
     if list.trim().is_empty() {
         return Ok(states);
     }
+    // the processes that do not exist are one problem, however many they are
+    let (mut outside, mut outside_count) = (Vec::new(), 0usize);
     for item in list.split(',').map(str::trim) {
         match item.parse::<usize>() {
             Ok(i) if i < n && states[i] == CsState::InCs => problems.push(Problem::Invalid(
@@ -924,13 +929,23 @@ pub fn parse_initial(spec: &str, n: usize) -> Result<Vec<CsState>, ConfigError> 
             Err(_) if item.is_empty() => problems.push(Problem::Invalid(format!(
                 "initial configuration `{spec}` has an empty entry (expected in:I,J,...)"
             ))),
-            Ok(i) => problems.push(Problem::Invalid(format!(
-                "initial configuration names P{i}, but processes are 0..{n}"
-            ))),
+            Ok(i) => {
+                outside_count += 1;
+                if outside.len() < INITIAL_OUTSIDE_SHOWN {
+                    outside.push(i);
+                }
+            }
             Err(_) => problems.push(Problem::Invalid(format!(
                 "initial configuration: `{item}` is not a process index"
             ))),
         }
+    }
+    if outside_count > 0 {
+        problems.push(Problem::InitialOutOfRange {
+            first: outside,
+            count: outside_count,
+            n,
+        });
     }
     ConfigError::check(problems)?;
     Ok(states)

@@ -56,6 +56,16 @@ pub enum Problem {
         /// Its upper bound.
         k: usize,
     },
+    /// The initial configuration names processes that do not exist (one problem for all of
+    /// them).
+    InitialOutOfRange {
+        /// The first few of them, in the order given.
+        first: Vec<usize>,
+        /// How many there are.
+        count: usize,
+        /// The number of processes.
+        n: usize,
+    },
     /// No initial configuration meets every bound.
     NoSafeInitial(String),
     /// A coterie (quorum system) breaks a rule.
@@ -71,6 +81,14 @@ pub enum Problem {
         asked: String,
         /// The algorithms that keep exactly the bounds asked for.
         solvers: Vec<String>,
+    },
+    /// A mutual-exclusion object (`--mx`, `mx`) that is not one of those MUTIN(l), kmex and
+    /// GCS can run inside.
+    UnknownMx {
+        /// The name as given.
+        given: String,
+        /// The names accepted.
+        accepted: Vec<String>,
     },
     /// Any other invalid input, described in one line.
     Invalid(String),
@@ -192,6 +210,29 @@ impl fmt::Display for Problem {
                 f,
                 "initial configuration is unsafe at {process}: {in_cs} in the CS in its closed neighbourhood, outside [{l}, {k}]"
             ),
+            Problem::InitialOutOfRange { first, count, n } => {
+                let ids: Vec<String> = first.iter().map(|i| format!("P{i}")).collect();
+                if *count == 1 {
+                    write!(
+                        f,
+                        "initial configuration names {}, but processes are 0..{n}",
+                        ids.join(", ")
+                    )
+                } else {
+                    let more = count.saturating_sub(first.len());
+                    let more = if more > 0 {
+                        format!(" and {more} more")
+                    } else {
+                        String::new()
+                    };
+                    write!(
+                        f,
+                        "initial configuration names {count} processes that do not exist \
+                         ({}{more}): processes are 0..{n}",
+                        ids.join(", ")
+                    )
+                }
+            }
             Problem::NoSafeInitial(why) => write!(f, "no safe initial configuration: {why}"),
             Problem::Coterie(c) => write!(f, "{c}"),
             Problem::Unsolved {
@@ -210,6 +251,11 @@ impl fmt::Display for Problem {
                     write!(f, "; algorithms that keep them: {}", solvers.join(", "))
                 }
             }
+            Problem::UnknownMx { given, accepted } => write!(
+                f,
+                "unknown or not yet supported --mx `{given}` (expected one of: {})",
+                accepted.join(", ")
+            ),
             Problem::Invalid(s) => f.write_str(s),
             Problem::TooManyThreads {
                 asked,

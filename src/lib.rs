@@ -128,8 +128,8 @@ pub mod topology;
 pub use quota::{Member, MemberState, Quota, QuotaBuilder, QuotaError};
 
 pub use catalog::{
-    Algorithm, BoundsFile, PrintedRule, PrintedRules, SystemSpec, SystemVisitor, DEFAULT_COTERIE,
-    DEFAULT_MX,
+    check_mx, Algorithm, BoundsFile, PrintedRule, PrintedRules, SystemSpec, SystemVisitor,
+    DEFAULT_COTERIE, DEFAULT_MX,
 };
 pub use config::{format_initial, parse_initial, Bounds, Instance, Observed};
 pub use error::{CallError, ConfigError, CoterieProblem, Problem};

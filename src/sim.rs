@@ -36,6 +36,10 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 const HELPER_MOVE_LIMIT: u64 = 1_000;
 /// How many configurations the sequential workload's helper search visits at most.
 const HELPER_SEARCH_LIMIT: usize = 50_000;
+/// How many configurations the sequential workload's helper searches visit at most in one
+/// run, all searches together ([`SimReport::helper_steps`]): their own budget, apart from
+/// [`SimConfig::max_events`]. Past it a run that needs one more search stalls.
+pub const HELPER_STEP_LIMIT: u64 = 20_000_000;
 /// Backtracking steps per process and starting state when the sequential workload checks
 /// that every process can move within the operating bounds ([`Instance::immovable`]).
 const IMMOVABLE_BUDGET: usize = 20_000;
@@ -186,8 +190,13 @@ pub struct SimReport {
     /// Pairs asked for: `processes × pairs`.
     pub pairs_requested: usize,
     /// Pairs completed (in the concurrent workload, processes that are done keep cycling
-    /// while others are not, so this can exceed `pairs_requested`).
+    /// while others are not, and in the sequential one helper moves make pairs too, so this
+    /// can exceed `pairs_requested`).
     pub pairs_completed: usize,
+    /// The pairs completed toward `pairs_requested`: each process's first `pairs` (extra
+    /// ones left out). It equals `pairs_requested` exactly when every process completed its
+    /// pairs, and then the run is never stalled.
+    pub requested_pairs_completed: usize,
     /// Number of broken bounds or invariants seen.
     pub safety_violations: usize,
     /// The first violations seen (at most 100).
@@ -222,8 +231,11 @@ pub struct SimReport {
     pub seed: u64,
     /// Simulated time at the end.
     pub end_time: u64,
-    /// Events handled.
+    /// Events handled (the helper search's work is not among them: `helper_steps`).
     pub events: u64,
+    /// Sequential workload: the configurations the helper search visited, all its searches
+    /// together (at most [`HELPER_STEP_LIMIT`]).
+    pub helper_steps: u64,
     /// Every completed pair.
     #[serde(skip)]
     pub pairs: Vec<PairRecord>,
@@ -244,7 +256,7 @@ impl SimReport {
         self.safety_violations == 0
             && !self.deadlock
             && self.stalled.is_none()
-            && self.pairs_completed >= self.pairs_requested
+            && self.requested_pairs_completed >= self.pairs_requested
     }
 
     /// A one-paragraph account of a failure: what broke, the seed, and the trace.
@@ -351,6 +363,7 @@ pub fn simulate<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &SimConfig
             processes: procs.len(),
             pairs_requested: procs.len() * cfg.pairs,
             pairs_completed: 0,
+            requested_pairs_completed: 0,
             safety_violations: 0,
             violations: Vec::new(),
             deadlock: false,
@@ -366,6 +379,7 @@ pub fn simulate<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &SimConfig
             seed: cfg.seed,
             end_time: 0,
             events: 0,
+            helper_steps: 0,
             pairs: Vec::new(),
             trace: Vec::new(),
             trace_hash: Fnv::default().finish(),
@@ -454,6 +468,10 @@ struct Sim<'a, A: CsObject> {
     trace_hash: Fnv,
     rr: usize,
     helper_moves: u64,
+    /// Configurations the helper searches visited ([`HELPER_STEP_LIMIT`]).
+    helper_steps: u64,
+    /// A helper search was needed and its budget was spent.
+    starved: bool,
     /// Helper moves still to make, found by the sequential workload's search.
     plan: VecDeque<usize>,
     /// Every object takes round trips ([`CsObject::takes_round_trips`]).
@@ -517,6 +535,8 @@ impl<'a, A: CsObject> Sim<'a, A> {
             trace_hash: Fnv::default(),
             rr: 0,
             helper_moves: 0,
+            helper_steps: 0,
+            starved: false,
             plan: VecDeque::new(),
             trips,
             returning: None,
@@ -638,7 +658,10 @@ impl<'a, A: CsObject> Sim<'a, A> {
         let mut stalled = self.frozen_in_schedule();
         while stalled.is_none() {
             if self.events >= self.cfg.max_events {
-                stalled = Some(format!("event limit {} reached", self.cfg.max_events));
+                // a run in which every process completed its pairs is done, not stalled
+                if !self.done {
+                    stalled = Some(format!("event limit {} reached", self.cfg.max_events));
+                }
                 break;
             }
             if self.cfg.workload == Workload::Sequential && self.queue.is_empty() {
@@ -656,7 +679,16 @@ impl<'a, A: CsObject> Sim<'a, A> {
                     ));
                     break;
                 }
-                match self.next_mover() {
+                let next = self.next_mover();
+                if self.starved {
+                    stalled = Some(format!(
+                        "sequential workload: the helper search spent its budget \
+                         ({HELPER_STEP_LIMIT} configurations visited) and some process with \
+                         pairs left still cannot move"
+                    ));
+                    break;
+                }
+                match next {
                     Some(p) => self.push(self.now, EventKind::Client(p)),
                     None if self.events >= self.cfg.max_events => continue,
                     None => {
@@ -837,11 +869,16 @@ impl<'a, A: CsObject> Sim<'a, A> {
     /// A shortest sequence of moves, each keeping every (schedule) bound, after which some
     /// process in `required` can move; empty when none is found within the search limit.
     fn helper_path(&mut self, start: &[CsState], required: &[bool]) -> VecDeque<usize> {
-        // the search's work counts against --max-events: one event per configuration visited
-        let budget = self.cfg.max_events.saturating_sub(self.events);
-        let limit = HELPER_SEARCH_LIMIT.min(usize::try_from(budget).unwrap_or(usize::MAX));
+        // the search's work has its own budget, one step per configuration visited, apart
+        // from the events (which it used to be charged as)
+        let left = HELPER_STEP_LIMIT.saturating_sub(self.helper_steps);
+        if left == 0 {
+            self.starved = true;
+            return VecDeque::new();
+        }
+        let limit = HELPER_SEARCH_LIMIT.min(usize::try_from(left).unwrap_or(usize::MAX));
         let (path, visited) = self.helper_search(start, required, limit);
-        self.events = self.events.saturating_add(visited as u64);
+        self.helper_steps = self.helper_steps.saturating_add(visited as u64);
         path
     }
 
@@ -1093,6 +1130,11 @@ impl<'a, A: CsObject> Sim<'a, A> {
             processes: self.procs.len(),
             pairs_requested: self.procs.len() * self.cfg.pairs,
             pairs_completed: pairs.len(),
+            requested_pairs_completed: self
+                .track
+                .iter()
+                .map(|t| (t.completed / 2).min(self.cfg.pairs))
+                .sum(),
             safety_violations: self.violation_count,
             violations: self.violations,
             deadlock,
@@ -1112,6 +1154,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
             max_overtaken,
             seed: self.cfg.seed,
             end_time: self.now,
+            helper_steps: self.helper_steps,
             events: self.events,
             pairs,
             trace,

@@ -1499,3 +1499,112 @@ fn plot_draws_a_csv_and_refuses_an_unknown_column() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no column `nope`"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An initial configuration naming many processes that do not exist is one line: how many,
+/// the first few and the valid range (it was one line per id).
+#[test]
+fn initial_ids_out_of_range_are_one_line() {
+    let ids: Vec<String> = (0..=20_000).map(|i| i.to_string()).collect();
+    let initial = format!("in:{}", ids.join(","));
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "lmutex",
+        "--topology",
+        "ring:5",
+        "--initial",
+        &initial,
+    ]);
+    let lines = stderr_lines(&out);
+    assert_eq!(out.status.code(), Some(2), "{lines:?}");
+    assert_eq!(
+        lines,
+        [
+            "error: initial configuration names 19996 processes that do not exist \
+          (P5, P6, P7, P8, P9 and 19991 more): processes are 0..5"
+        ]
+    );
+    // typed in the library; one id alone keeps its sentence
+    let e = lkcs::parse_initial(&initial, 5).unwrap_err();
+    assert_eq!(
+        e.problems,
+        [lkcs::Problem::InitialOutOfRange {
+            first: vec![5, 6, 7, 8, 9],
+            count: 19_996,
+            n: 5
+        }]
+    );
+    let e = lkcs::parse_initial("in:0,7", 5).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "initial configuration names P7, but processes are 0..5"
+    );
+}
+
+/// The sequential workload's helper search is counted apart from the events
+/// (`helper_steps`, on a budget of its own): on path:40 with k alternating 2, 1 it visited
+/// 950,000 configurations for 522 messages, charged as events, so a limit of 100,000 events
+/// stalled the run.
+#[test]
+fn the_helper_search_is_not_charged_as_events() {
+    let dir = std::env::temp_dir().join(format!("lkcs-cli-{}-helper", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bounds = dir.join("k.json");
+    let k: Vec<String> = (0..40)
+        .map(|i| if i % 2 == 0 { "2" } else { "1" }.to_string())
+        .collect();
+    std::fs::write(&bounds, format!("{{\"k\": [{}]}}", k.join(","))).unwrap();
+    let r = passed(&[
+        "simulate",
+        "--algorithm",
+        "lmutex",
+        "--topology",
+        "path:40",
+        "--bounds",
+        bounds.to_str().unwrap(),
+        "--workload",
+        "sequential",
+        "--max-events",
+        "100000",
+        "--json",
+    ]);
+    assert_eq!(r["stalled"], serde_json::Value::Null, "{r}");
+    assert_eq!(r["requested_pairs_completed"], r["pairs_requested"], "{r}");
+    let (events, messages) = (
+        r["events"].as_u64().unwrap(),
+        r["messages"].as_u64().unwrap(),
+    );
+    // a delivery per message, a begin per sequence
+    assert!(
+        events <= messages + 4 * 40 * 2,
+        "{events} events, {messages} messages"
+    );
+    assert!(r["helper_steps"].as_u64().unwrap() > 100_000, "{r}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A run in which every process completed its pairs is not stalled for reaching the event
+/// limit on its last event (it was: "stalled (event limit N reached)", exit 1).
+#[test]
+fn a_finished_run_at_the_event_limit_is_not_stalled() {
+    for workload in ["sequential", "concurrent"] {
+        let args = [
+            "simulate",
+            "--algorithm",
+            "lmutex",
+            "--topology",
+            "ring:5",
+            "--workload",
+            workload,
+            "--pairs",
+            "2",
+            "--json",
+        ];
+        let events = passed(&args)["events"].as_u64().unwrap().to_string();
+        let mut limited = args.to_vec();
+        limited.extend(["--max-events", &events]);
+        let r = passed(&limited);
+        assert_eq!(r["stalled"], serde_json::Value::Null, "{workload}: {r}");
+        assert_eq!(r["requested_pairs_completed"], 10, "{workload}: {r}");
+    }
+}

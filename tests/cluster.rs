@@ -906,3 +906,131 @@ fn readable_keys_and_example_keys_are_refused_naming_the_file() {
         );
     }
 }
+
+/// One member with a bad address is one problem: its id is not reported missing, nor the
+/// member count short of the topology's.
+#[test]
+fn one_bad_member_address_is_one_error_line() {
+    let dir = scratch("bad-address");
+    let ports = free_ports(3);
+    let text = cluster_text(SECRET, "algorithm = \"gcs\"\nl = 1\nk = 2", &ports, 5000)
+        .replace(&format!("127.0.0.1:{}", ports[1]), "127.0.0.1:99999");
+    let e = Cluster::parse(&text).unwrap_err();
+    assert_eq!(e.problems.len(), 1, "{e}");
+    assert_eq!(
+        e.problems[0].to_string(),
+        "[members.1]: `127.0.0.1:99999` is not an address (host:port)"
+    );
+    let file = write(&dir, "bad.toml", &text);
+    let out = Command::new(BIN)
+        .arg("node")
+        .arg("--cluster")
+        .arg(&file)
+        .args(["--id", "0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("error: ")
+            && stderr.contains("[members.1]: `127.0.0.1:99999` is not an address"),
+        "{stderr}"
+    );
+}
+
+/// A `--start-timeout` past the largest is called too large, naming the largest (it was
+/// called "not positive"); zero still is not positive.
+#[test]
+fn a_start_timeout_too_large_is_called_too_large() {
+    let dir = scratch("start-timeout");
+    let ports = free_ports(3);
+    let text = cluster_text(SECRET, "algorithm = \"gcs\"\nl = 1\nk = 2", &ports, 5000);
+    let file = write(&dir, "cluster.toml", &text);
+    for (timeout, expected) in [
+        (
+            "1e300",
+            "error: --start-timeout is too large: at most 1000000 seconds",
+        ),
+        (
+            "18446744073709552",
+            "error: --start-timeout is too large: at most 1000000 seconds",
+        ),
+        (
+            "0",
+            "error: --start-timeout must be a positive number of seconds",
+        ),
+    ] {
+        let out = Command::new(BIN)
+            .arg("node")
+            .arg("--cluster")
+            .arg(&file)
+            .args([
+                "--id",
+                "0",
+                "--workload",
+                "cycle",
+                "--start-timeout",
+                timeout,
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{timeout}: {stderr}");
+        assert_eq!(stderr.trim_end(), expected, "{timeout}");
+    }
+}
+
+/// Members given by host name: the file is read without looking a name up (one that does
+/// not resolve was refused as "not an address"), a node whose own name does not resolve
+/// stops naming it (exit 1), and a cluster at `localhost:PORT` runs (each member binds,
+/// dials and admits its peers' connections by the names' addresses).
+#[test]
+fn members_given_by_host_name_are_looked_up_when_used() {
+    use lkcs::net::{MemberAddress, NetError};
+    let dir = scratch("host-names");
+    let quota = "algorithm = \"gcs\"\nl = 1\nk = 2";
+    let ports = free_ports(3);
+    let unresolved = cluster_text(SECRET, quota, &ports, 5000)
+        .replace(&format!("127.0.0.1:{}", ports[2]), "node-a.example:7001");
+    let cluster = Cluster::parse(&unresolved).unwrap();
+    let name = cluster.address(ProcessId(2)).unwrap();
+    assert_eq!(
+        name,
+        MemberAddress::Name {
+            host: "node-a.example".into(),
+            port: 7001
+        }
+    );
+    match name.resolve() {
+        Err(NetError::Unresolved { address, .. }) => assert_eq!(address, "node-a.example:7001"),
+        other => panic!("{other:?}"),
+    }
+    // IP addresses stay as they are
+    assert_eq!(
+        cluster.address(ProcessId(0)),
+        Some(MemberAddress::Ip(([127, 0, 0, 1], ports[0]).into()))
+    );
+    let file = write(&dir, "unresolved.toml", &unresolved);
+    let started = Instant::now();
+    let ended = finish(
+        spawn_node(&file, 2, &["--workload", "cycle", "--start-timeout", "5"]),
+        started,
+    );
+    assert_eq!(ended.code, Some(1), "{}", ended.stderr);
+    assert!(
+        ended
+            .stderr
+            .contains("error: P2 cannot listen: cannot resolve node-a.example:7001"),
+        "{}",
+        ended.stderr
+    );
+    // a whole cluster by name
+    let text = cluster_text(SECRET, quota, &ports, 5000).replace("127.0.0.1:", "localhost:");
+    let (ended, monitor, cluster) = run_cycle(&dir, &text, 5);
+    assert!(matches!(
+        cluster.address(ProcessId(1)),
+        Some(MemberAddress::Name { .. })
+    ));
+    assert_clean_run(&ended, &monitor, 5);
+}

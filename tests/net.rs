@@ -6,8 +6,8 @@ mod ports;
 
 use lkcs::net::frame::Refusal;
 use lkcs::net::{
-    HandshakeError, Identity, LogEvent, Logger, Net, NetConfig, NetEvent, Node, NodeError,
-    NodeHandle, Observer, SecretKey, Timing, Trust,
+    HandshakeError, Identity, LogEvent, Logger, MemberAddress, Net, NetConfig, NetEvent, Node,
+    NodeError, NodeHandle, Observer, SecretKey, Timing, Trust,
 };
 use lkcs::{
     Algorithm, CsObject, CsState, Instance, Observed, ProcessId, Sequence, SystemSpec,
@@ -109,7 +109,10 @@ fn identity(id: u32, spec: &str, epoch: u64) -> Identity {
 fn config(identity: Identity, peers: &[(u32, SocketAddr)], logs: &Logs) -> NetConfig {
     NetConfig {
         identity,
-        peers: peers.iter().map(|&(p, a)| (ProcessId(p), a)).collect(),
+        peers: peers
+            .iter()
+            .map(|&(p, a)| (ProcessId(p), a.into()))
+            .collect(),
         keys: trust(),
         timing: fast_timing(),
         log: logs.logger(),
@@ -882,7 +885,7 @@ async fn run_cluster_with<A: CsObject>(
                 } else {
                     addrs[j.index()]
                 };
-                (j, addr)
+                (j, addr.into())
             })
             .collect();
         let cfg = NetConfig {
@@ -1279,7 +1282,7 @@ async fn partition<A: CsObject>(procs: Vec<A>) {
     }
     let addrs: Vec<SocketAddr> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
     let proxy = Proxy::start(addrs[2], None, 0).await;
-    let peers_of = |me: usize| -> BTreeMap<ProcessId, SocketAddr> {
+    let peers_of = |me: usize| -> BTreeMap<ProcessId, MemberAddress> {
         (0..3)
             .filter(|&j| j != me)
             .map(|j| {
@@ -1288,7 +1291,7 @@ async fn partition<A: CsObject>(procs: Vec<A>) {
                 } else {
                     addrs[j]
                 };
-                (ProcessId(j as u32), a)
+                (ProcessId(j as u32), a.into())
             })
             .collect()
     };
@@ -1626,10 +1629,10 @@ impl CsObject for Faulty {
 /// Two nodes running [`Faulty`]: P1 starts in the CS.
 async fn faulty_pair(logs: &Logs, timing: Timing) -> (NodeHandle, NodeHandle) {
     let spec = lkcs::net::spec_hash("faulty complete:2");
-    let start = |me: u32, listener, peer_addr| {
+    let start = |me: u32, listener, peer_addr: SocketAddr| {
         let cfg = NetConfig {
             identity: Identity::new(ProcessId(me), key(me), spec, 1),
-            peers: BTreeMap::from([(ProcessId(1 - me), peer_addr)]),
+            peers: BTreeMap::from([(ProcessId(1 - me), peer_addr.into())]),
             keys: trust(),
             timing,
             log: logs.logger(),

@@ -336,3 +336,66 @@ fn bad_grids_exit_2_with_one_line() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn seed_ranges_are_inclusive_up_to_u64_max() {
+    let max = u64::MAX;
+    let one = max.to_string();
+    let two = format!("{}..={max}", max - 1);
+    for (seeds, runs) in [(one.as_str(), 1), (two.as_str(), 2)] {
+        let out = lkcs(&[
+            "sweep",
+            "--algorithms",
+            "lmutex",
+            "--topologies",
+            "ring:3",
+            "--seeds",
+            seeds,
+        ]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "--seeds {seeds}: {err}");
+        assert!(!err.contains("the grid is empty"), "--seeds {seeds}: {err}");
+        assert!(
+            err.starts_with(&format!("sweep: {runs} runs, {runs} passed")),
+            "--seeds {seeds}: {err}"
+        );
+        let stdout = text(&out.stdout);
+        assert_eq!(stdout.lines().count(), 1 + runs, "{stdout}");
+        assert!(
+            stdout.contains(&format!("--seed {max}")),
+            "--seeds {seeds}: {stdout}"
+        );
+    }
+}
+
+#[test]
+fn an_unknown_mx_in_a_grid_file_exits_2_naming_it_and_the_accepted_ones() {
+    let dir = scratch("mx");
+    let file = dir.join("grid.toml");
+    std::fs::write(
+        &file,
+        "algorithms = [\"gcs\"]\ntopologies = [\"complete:4\"]\nmx = [\"maekawa\", \"paxos\"]\n",
+    )
+    .unwrap();
+    let out = lkcs(&["sweep", "--file", file.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: mx: ")
+            && err.contains("`paxos`")
+            && err.contains("maekawa, lmutex, cdc, ddc"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    // the same check, typed, in the library
+    match lkcs::check_mx("paxos") {
+        Err(lkcs::Problem::UnknownMx { given, accepted }) => {
+            assert_eq!(given, "paxos");
+            assert_eq!(accepted, ["maekawa", "lmutex", "cdc", "ddc"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(lkcs::check_mx("cdc"), Ok(()));
+    std::fs::remove_dir_all(&dir).ok();
+}

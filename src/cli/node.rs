@@ -13,6 +13,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 /// The most pairs `--pairs` takes.
 const MAX_PAIRS: usize = 1_000_000_000;
 
+/// The longest `--start-timeout`, in seconds (about 11.6 days).
+const MAX_START_TIMEOUT: f64 = 1e6;
+
 /// Options of `lkcs node`.
 #[derive(Args)]
 pub struct NodeArgs {
@@ -132,7 +135,11 @@ pub fn run(args: &NodeArgs) -> ExitCode {
     if args.pairs == 0 || args.pairs > MAX_PAIRS {
         problems.push(format!("--pairs must be in 1..={MAX_PAIRS}"));
     }
-    if !(args.start_timeout.is_finite() && args.start_timeout > 0.0 && args.start_timeout <= 1e6) {
+    if args.start_timeout > MAX_START_TIMEOUT {
+        problems.push(format!(
+            "--start-timeout is too large: at most {MAX_START_TIMEOUT} seconds"
+        ));
+    } else if args.start_timeout.is_nan() || args.start_timeout <= 0.0 {
         problems.push("--start-timeout must be a positive number of seconds".into());
     }
     if args.workload.is_none() && args.json {
@@ -224,10 +231,20 @@ fn monitor_observer(addr: std::net::SocketAddr) -> Result<Observer, String> {
 
 async fn node(cluster: &Cluster, args: &NodeArgs) -> ExitCode {
     let me = ProcessId(args.id as u32);
-    let addr = args
-        .bind
-        .unwrap_or_else(|| cluster.address(me).expect("id checked"));
-    let listener = match tokio::net::TcpListener::bind(addr).await {
+    let (addr, addrs) = match args.bind {
+        Some(a) => (a.to_string(), vec![a]),
+        None => {
+            let address = cluster.address(me).expect("id checked");
+            match address.lookup().await {
+                Ok(addrs) => (address.to_string(), addrs),
+                Err(e) => {
+                    warn!("error: {me} cannot listen: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    };
+    let listener = match tokio::net::TcpListener::bind(&addrs[..]).await {
         Ok(l) => l,
         Err(e) => {
             warn!("error: {me} cannot listen on {addr}: {e}");

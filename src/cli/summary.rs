@@ -123,10 +123,11 @@ pub(crate) fn failure_reasons(r: &lkcs::sim::SimReport) -> String {
     if let Some(s) = &r.stalled {
         why.push(format!("stalled ({s})"));
     }
-    if r.pairs_completed < r.pairs_requested {
+    // the pairs owed: extra ones (helper moves, cycling) do not make up for a missing one
+    if r.requested_pairs_completed < r.pairs_requested {
         why.push(format!(
             "only {} of {} pairs completed",
-            r.pairs_completed, r.pairs_requested
+            r.requested_pairs_completed, r.pairs_requested
         ));
     }
     why.join(", ")
@@ -190,8 +191,16 @@ pub(crate) fn print(run: &SimRun) {
              can move without breaking a bound"
         }
     };
+    let short = if r.requested_pairs_completed < r.pairs_requested {
+        format!(
+            "; only {} of the requested ones by the processes that owed them",
+            r.requested_pairs_completed
+        )
+    } else {
+        String::new()
+    };
     say!(
-        "  exit/entry pairs      completed {} ({} requested: {per} per process{extra})",
+        "  exit/entry pairs      completed {} ({} requested: {per} per process{extra}{short})",
         r.pairs_completed,
         r.pairs_requested
     );
@@ -260,5 +269,12 @@ pub(crate) fn print(run: &SimRun) {
         r.end_time,
         r.events
     );
+    if r.helper_steps > 0 {
+        say!(
+            "  helper search         {} configurations visited (not events; at most {})",
+            r.helper_steps,
+            lkcs::sim::HELPER_STEP_LIMIT
+        );
+    }
     say!("  time unit             {}", describe_time(cfg.delay));
 }

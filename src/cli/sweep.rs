@@ -575,27 +575,30 @@ fn parse_ints(items: &[String], what: &str, problems: &mut Vec<String>) -> Vec<u
     let mut out = Vec::new();
     for item in items {
         let item = item.trim();
+        // each item as an inclusive range `first..=last`, so that u64::MAX needs no bound
+        // past it
         let parsed = if let Some((a, b)) = item.split_once("..=") {
             a.trim()
                 .parse::<u64>()
                 .ok()
                 .zip(b.trim().parse::<u64>().ok())
                 .filter(|(a, b)| a <= b)
-                .map(|(a, b)| (a, b.saturating_add(1)))
         } else if let Some((a, b)) = item.split_once("..") {
             a.trim()
                 .parse::<u64>()
                 .ok()
                 .zip(b.trim().parse::<u64>().ok())
                 .filter(|(a, b)| a < b)
+                .map(|(a, b)| (a, b - 1))
         } else {
-            item.parse::<u64>().ok().map(|a| (a, a + 1))
+            item.parse::<u64>().ok().map(|a| (a, a))
         };
         match parsed {
-            Some((a, b)) if b - a > MAX_RUNS as u64 => {
+            // last - first + 1 values
+            Some((a, b)) if b - a >= MAX_RUNS as u64 => {
                 problems.push(format!("{what} `{item}`: more than {MAX_RUNS} values"))
             }
-            Some((a, b)) => out.extend(a..b),
+            Some((a, b)) => out.extend(a..=b),
             None => problems.push(format!(
                 "{what} `{item}`: expected an integer or a range A..=B / A..B (A <= B)"
             )),
@@ -790,7 +793,18 @@ fn grid(args: &SweepArgs) -> Result<Grid, Vec<String>> {
     }
     let coteries =
         dedup(pick(&args.coterie, file.coterie.as_ref().map(Strings::items)).unwrap_or_default());
-    let mxs = dedup(pick(&args.mx, file.mx.as_ref().map(Strings::items)).unwrap_or_default());
+    let mxs: Vec<String> = dedup(
+        pick(&args.mx, file.mx.as_ref().map(Strings::items))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|m| m.trim().to_string())
+            .collect(),
+    );
+    for m in &mxs {
+        if let Err(p) = lkcs::check_mx(m) {
+            problems.push(format!("mx: {p}"));
+        }
+    }
     let think = args.think.or(file.think).unwrap_or(4);
     if think > MAX_DELAY {
         problems.push(format!("think must not exceed {MAX_DELAY}"));
@@ -1289,5 +1303,14 @@ mod tests {
         assert_eq!(v, vec![1, 2, 3, 7, 9, 10]);
         parse_ints(&["3..=1".into()], "seeds", &mut p);
         assert_eq!(p.len(), 1);
+        // inclusive up to u64::MAX, with no bound past it
+        let max = u64::MAX;
+        let v = parse_ints(&[max.to_string()], "seeds", &mut p);
+        assert_eq!(v, vec![max]);
+        let v = parse_ints(&[format!("{}..={max}", max - 1)], "seeds", &mut p);
+        assert_eq!(v, vec![max - 1, max]);
+        let v = parse_ints(&[format!("{}..{max}", max - 1)], "seeds", &mut p);
+        assert_eq!(v, vec![max - 1]);
+        assert_eq!(p.len(), 1, "{p:?}");
     }
 }

@@ -11,7 +11,7 @@
 //! k = 2
 //!
 //! [members.0]                    # member ids 0..N-1, each once
-//! address = "127.0.0.1:7411"
+//! address = "127.0.0.1:7411"      # IP:PORT, or HOST:PORT (looked up when used)
 //! public_key = "64 hex digits"   # pinned: the channel authenticates member 0 by it
 //! private_key = "keys/0.key"     # relative to this file; only member 0's host needs it
 //! # [members.1], [members.2] alike
@@ -36,7 +36,7 @@
 //! to `lkcs cluster init`.
 
 use super::channel::{PublicKey, SecretKey};
-use super::{Identity, NetConfig, NetError, Timing};
+use super::{Identity, MemberAddress, NetConfig, NetError, Timing};
 use crate::{
     format_initial, parse_initial, BoundsFile, ConfigError, CsObject, CsState, Instance, Problem,
     ProcessId, SystemSpec, SystemVisitor, Topology, Variant,
@@ -44,7 +44,6 @@ use crate::{
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -126,7 +125,7 @@ struct TimingTable {
 #[derive(Clone)]
 pub struct Cluster {
     spec: SystemSpec,
-    members: Vec<SocketAddr>,
+    members: Vec<MemberAddress>,
     keys: Vec<PublicKey>,
     /// Each member's private key file, resolved against the cluster file's folder.
     private_keys: Vec<Option<PathBuf>>,
@@ -188,8 +187,8 @@ impl Cluster {
     }
 
     /// Checks the text of a cluster file (see the module doc), its private key paths relative
-    /// to the current folder. Member addresses are resolved here (`host:port` is looked up
-    /// once).
+    /// to the current folder. A member address is `IP:PORT` or `HOST:PORT`; host names are
+    /// not looked up here, but when they are used ([`MemberAddress`]).
     pub fn parse(text: &str) -> Result<Cluster, ConfigError> {
         Cluster::parse_in(text, Path::new(""))
     }
@@ -306,9 +305,10 @@ impl Cluster {
         self.members.is_empty()
     }
 
-    /// The member's address.
-    pub fn address(&self, id: ProcessId) -> Option<SocketAddr> {
-        self.members.get(id.index()).copied()
+    /// The member's address, as the cluster file gives it (a host name is not looked up:
+    /// see [`MemberAddress::resolve`]; `std::net::TcpListener::bind` takes it as it is).
+    pub fn address(&self, id: ProcessId) -> Option<MemberAddress> {
+        self.members.get(id.index()).cloned()
     }
 
     /// The public key pinned for the member.
@@ -431,7 +431,7 @@ impl Cluster {
             .topology
             .neighbors(id)
             .iter()
-            .map(|&p| (p, self.members[p.index()]))
+            .map(|&p| (p, self.members[p.index()].clone()))
             .collect();
         Ok(NetConfig {
             identity: Identity::new(id, self.member_key(id)?, self.spec_hash(), self.epoch),
@@ -531,12 +531,13 @@ pub fn write_key(path: &Path, id: usize, key: &SecretKey) -> std::io::Result<()>
     f.sync_all()
 }
 
-/// Member ids 0..N-1, each once, with resolvable addresses and their keys.
+/// Member ids 0..N-1, each once, with their addresses (`IP:PORT` or `HOST:PORT`, not looked
+/// up) and their keys.
 fn members(
     table: &BTreeMap<String, MemberTable>,
     base: &Path,
     problems: &mut Vec<Problem>,
-) -> (Vec<SocketAddr>, Vec<PublicKey>, Vec<Option<PathBuf>>) {
+) -> (Vec<MemberAddress>, Vec<PublicKey>, Vec<Option<PathBuf>>) {
     if table.is_empty() {
         problems.push(invalid("[members]: no member"));
         return (Vec::new(), Vec::new(), Vec::new());
@@ -556,16 +557,17 @@ fn members(
             )));
         }
         let private = m.private_key.as_ref().map(|p| base.join(p));
-        match m.address.to_socket_addrs().map(|mut a| a.next()) {
-            Ok(Some(a)) => {
-                if by_id.insert(id, (a, public, private)).is_some() {
-                    problems.push(invalid(format!("[members]: member {id} is listed twice")));
-                }
-            }
-            Ok(None) | Err(_) => problems.push(invalid(format!(
+        let address = MemberAddress::parse(m.address.trim());
+        if address.is_none() {
+            problems.push(invalid(format!(
                 "[members.{id}]: `{}` is not an address (host:port)",
                 m.address
-            ))),
+            )));
+        }
+        // a member with a bad address is still listed: its id is not missing, and the
+        // member count is not short by one
+        if by_id.insert(id, (address, public, private)).is_some() {
+            problems.push(invalid(format!("[members]: member {id} is listed twice")));
         }
     }
     let n = table.len();
@@ -578,10 +580,12 @@ fn members(
     let mut seen = BTreeMap::new();
     let mut seen_keys = BTreeMap::new();
     for (id, (a, k, _)) in &by_id {
-        if let Some(other) = seen.insert(*a, *id) {
-            problems.push(invalid(format!(
-                "[members]: members {other} and {id} share the address {a}"
-            )));
+        if let Some(a) = a {
+            if let Some(other) = seen.insert(a.clone(), *id) {
+                problems.push(invalid(format!(
+                    "[members]: members {other} and {id} share the address {a}"
+                )));
+            }
         }
         if let Some(k) = k {
             if let Some(other) = seen_keys.insert(*k, *id) {
@@ -595,7 +599,8 @@ fn members(
     let mut keys = Vec::new();
     let mut privates = Vec::new();
     for (a, k, p) in by_id.into_values() {
-        addrs.push(a);
+        // a placeholder where a problem was reported (the cluster is not built then)
+        addrs.push(a.unwrap_or(MemberAddress::Ip(([0, 0, 0, 0], 0).into())));
         keys.push(k.unwrap_or(PublicKey([0; 32])));
         privates.push(p);
     }

@@ -17,12 +17,12 @@
 
 use super::frame::{Frame, Refusal};
 use super::handshake::{self, Conn, HandshakeError, PeerHello, Trust};
-use super::{Identity, LogEvent, Logger, NetConfig, NetError, Timing};
+use super::{Identity, LogEvent, Logger, MemberAddress, NetConfig, NetError, Timing};
 use crate::id::ProcessId;
 use futures_util::{SinkExt, StreamExt};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use tokio::net::{TcpListener, TcpStream};
@@ -217,19 +217,34 @@ where
         }
         // each peer's host has its own share of the handshake slots; any other address is
         // shed before any cryptography
-        let sources = config
-            .peers
-            .values()
-            .map(|a| {
-                let gate = Arc::new(Semaphore::new(config.timing.max_handshakes_per_source));
-                (a.ip().to_canonical(), gate)
-            })
-            .collect();
+        let sources = Arc::new(Mutex::new(Sources::new(
+            &config.peers,
+            config.timing.max_handshakes_per_source,
+        )));
         let (events_tx, events) = mpsc::unbounded_channel();
         let mut links = BTreeMap::new();
         let mut accepted = BTreeMap::new();
         let mut tasks = Vec::new();
-        for (&peer, &addr) in &config.peers {
+        let named: Vec<(ProcessId, MemberAddress)> = config
+            .peers
+            .iter()
+            .filter(|(_, a)| matches!(a, MemberAddress::Name { .. }))
+            .map(|(&p, a)| (p, a.clone()))
+            .collect();
+        // the acceptor admits no connection before the names' first lookup (connections
+        // wait in the listen backlog meanwhile)
+        let (looked_up, ready) = tokio::sync::watch::channel(named.is_empty());
+        if !named.is_empty() {
+            tasks.push(tokio::spawn(Sources::refresh(
+                sources.clone(),
+                named,
+                looked_up,
+                config.timing,
+                me,
+                config.log.clone(),
+            )));
+        }
+        for (&peer, addr) in &config.peers {
             let (tx, rx) = mpsc::unbounded_channel();
             let (conn_tx, conn_rx) = mpsc::channel(4);
             links.insert(peer, tx);
@@ -238,7 +253,7 @@ where
                 me: identity.clone(),
                 trust: trust.clone(),
                 peer,
-                dial: (me < peer).then_some(addr),
+                dial: (me < peer).then(|| addr.clone()),
                 timing: config.timing,
                 log: config.log.clone(),
                 out: Outgoing::default(),
@@ -259,6 +274,7 @@ where
             accepted,
             gate: Arc::new(Semaphore::new(config.timing.max_handshakes)),
             sources,
+            ready,
             refusals: Mutex::new(BTreeMap::new()),
         };
         tasks.push(tokio::spawn(acceptor.run::<M>(listener)));
@@ -339,10 +355,110 @@ struct Acceptor {
     /// Every handshake in progress holds a permit.
     gate: Arc<Semaphore>,
     /// The peers' hosts, each with its own permits: no other address gets a handshake.
-    sources: BTreeMap<IpAddr, Arc<Semaphore>>,
+    sources: Arc<Mutex<Sources>>,
+    /// True once the peers given by host name were looked up a first time.
+    ready: tokio::sync::watch::Receiver<bool>,
     /// Per source: when its last refusal was logged, how many were not logged since, and
     /// the last reason.
     refusals: Mutex<BTreeMap<IpAddr, (Instant, u64, String)>>,
+}
+
+/// How often the peers given by host name are looked up again to admit their connections
+/// (a name that did not resolve is tried again after [`Timing::backoff_max`]).
+const RESOLVE_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The addresses the peers' connections may come from, each with its handshake permits:
+/// the IP addresses of the peers given by address, and those the host names of the others
+/// had at their latest lookup.
+struct Sources {
+    /// The IP addresses given as such.
+    fixed: BTreeSet<IpAddr>,
+    /// Each peer given by name: its addresses at the latest lookup that found any.
+    named: BTreeMap<ProcessId, BTreeSet<IpAddr>>,
+    gates: BTreeMap<IpAddr, Arc<Semaphore>>,
+    per_source: usize,
+}
+
+impl Sources {
+    fn new(peers: &BTreeMap<ProcessId, MemberAddress>, per_source: usize) -> Sources {
+        let fixed = peers
+            .values()
+            .filter_map(|a| match a {
+                MemberAddress::Ip(a) => Some(a.ip().to_canonical()),
+                MemberAddress::Name { .. } => None,
+            })
+            .collect();
+        let mut s = Sources {
+            fixed,
+            named: BTreeMap::new(),
+            gates: BTreeMap::new(),
+            per_source,
+        };
+        s.rebuild();
+        s
+    }
+
+    /// The permits of `source`, when it is a peer's host.
+    fn gate(&self, source: IpAddr) -> Option<Arc<Semaphore>> {
+        self.gates.get(&source).cloned()
+    }
+
+    /// Keeps the permits of the addresses still in use, gives new addresses theirs, drops
+    /// the others.
+    fn rebuild(&mut self) {
+        let now: BTreeSet<IpAddr> = self
+            .fixed
+            .iter()
+            .chain(self.named.values().flatten())
+            .copied()
+            .collect();
+        self.gates.retain(|ip, _| now.contains(ip));
+        for ip in now {
+            self.gates
+                .entry(ip)
+                .or_insert_with(|| Arc::new(Semaphore::new(self.per_source)));
+        }
+    }
+
+    /// Looks up the peers given by host name, now (then says so on `looked_up`) and then
+    /// every [`RESOLVE_EVERY`] (after [`Timing::backoff_max`] while one does not resolve),
+    /// logging a name that does not resolve ([`LogEvent::Unresolved`]); a name keeps its
+    /// last addresses until a lookup finds others.
+    async fn refresh(
+        sources: Arc<Mutex<Sources>>,
+        named: Vec<(ProcessId, MemberAddress)>,
+        looked_up: tokio::sync::watch::Sender<bool>,
+        timing: Timing,
+        me: ProcessId,
+        log: Logger,
+    ) {
+        loop {
+            let mut all = true;
+            for (peer, address) in &named {
+                match address.lookup().await {
+                    Ok(addrs) => {
+                        let ips = addrs.iter().map(|a| a.ip().to_canonical()).collect();
+                        let mut s = sources.lock().unwrap_or_else(|p| p.into_inner());
+                        if s.named.get(peer) != Some(&ips) {
+                            s.named.insert(*peer, ips);
+                            s.rebuild();
+                        }
+                    }
+                    Err(error) => {
+                        all = false;
+                        log(me, &LogEvent::Unresolved { peer: *peer, error });
+                    }
+                }
+            }
+            looked_up.send_replace(true);
+            tokio::time::sleep(if all {
+                RESOLVE_EVERY
+            } else {
+                timing.backoff_max
+            })
+            .await;
+        }
+    }
 }
 
 /// At most this many sources are remembered for the refusal log (then it starts afresh).
@@ -481,6 +597,7 @@ impl Acceptor {
     ) {
         let this = Arc::new(self);
         let mut held = Held::new();
+        let _ = this.ready.clone().wait_for(|&ready| ready).await;
         loop {
             let (stream, addr) = match listener.accept().await {
                 Ok(s) => s,
@@ -491,7 +608,12 @@ impl Acceptor {
                 }
             };
             // shed before any cryptography: not a peer's host, or its share is taken
-            let Some(source) = this.sources.get(&addr.ip().to_canonical()) else {
+            let gate = this
+                .sources
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .gate(addr.ip().to_canonical());
+            let Some(source) = gate else {
                 held.hold(addr.ip().to_canonical(), stream, Instant::now());
                 this.refused(addr, None, HandshakeError::Shed("not the host of a peer"));
                 continue;
@@ -557,7 +679,7 @@ struct Link<M> {
     me: Arc<Identity>,
     trust: Arc<Trust>,
     peer: ProcessId,
-    dial: Option<SocketAddr>,
+    dial: Option<MemberAddress>,
     timing: Timing,
     log: Logger,
     /// The unacknowledged messages, each kept as its encoded `Frame::Data` (its sequence
@@ -642,17 +764,16 @@ where
                 _ = sleep_until(last_heard + self.timing.peer_timeout), if !self.unreachable => {
                     self.mark_unreachable();
                 }
-                _ = dial_due => if let Some(addr) = self.dial {
-                    match self.connect(addr).await {
-                        Ok((c, hello)) => {
+                _ = dial_due => if let Some(address) = self.dial.clone() {
+                    match self.dial_peer(&address).await {
+                        Some((c, hello)) => {
                             backoff = self.timing.backoff_min;
                             conn = self.resume(c, hello, &mut last_heard).await;
                             if conn.is_none() {
                                 next_dial = Instant::now() + backoff;
                             }
                         }
-                        Err(error) => {
-                            self.log(LogEvent::Refused { addr, peer: Some(self.peer), error });
+                        None => {
                             backoff = (backoff * 2).min(self.timing.backoff_max);
                             next_dial = Instant::now() + backoff;
                         }
@@ -719,6 +840,32 @@ where
             Err(e) => Err(format!("a message that cannot be sent: {e}")),
             Ok(bytes) => Ok(self.out.push(Bytes::from(bytes))),
         }
+    }
+
+    /// Dials the peer at `address` (a host name is looked up now), each of its socket
+    /// addresses in turn until a handshake passes; logs each failure.
+    async fn dial_peer(&self, address: &MemberAddress) -> Option<(Conn, PeerHello)> {
+        let addrs = match address.lookup().await {
+            Ok(addrs) => addrs,
+            Err(error) => {
+                self.log(LogEvent::Unresolved {
+                    peer: self.peer,
+                    error,
+                });
+                return None;
+            }
+        };
+        for addr in addrs {
+            match self.connect(addr).await {
+                Ok(done) => return Some(done),
+                Err(error) => self.log(LogEvent::Refused {
+                    addr,
+                    peer: Some(self.peer),
+                    error,
+                }),
+            }
+        }
+        None
     }
 
     async fn connect(&self, addr: SocketAddr) -> Result<(Conn, PeerHello), HandshakeError> {

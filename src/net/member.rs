@@ -126,7 +126,9 @@ impl Cluster {
         self.member_with(id, None, super::stderr_logger())
     }
 
-    /// [`Cluster::member`] listening at `bind` (when given) and logging to `log`.
+    /// [`Cluster::member`] listening at `bind` (when given) and logging to `log`. Without
+    /// `bind`, a host name in the member's address is looked up now: one that does not
+    /// resolve is [`NetError::Unresolved`].
     pub fn member_with(
         &self,
         id: usize,
@@ -143,7 +145,10 @@ impl Cluster {
                     self.len()
                 ))
             })?;
-        let addr = bind.or(self.address(me)).expect("id checked");
+        let addrs = match bind {
+            Some(a) => vec![a],
+            None => self.address(me).expect("id checked").resolve()?,
+        };
         // one thread runs every task of the node (links, acceptor, the object): a
         // current-thread runtime, with no work-stealing scheduler to keep informed
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -152,10 +157,16 @@ impl Cluster {
             .map_err(|e| NetError::Io(format!("cannot start the node's runtime: {e}")))?;
         let node = {
             let _in = runtime.enter();
-            let listener = std::net::TcpListener::bind(addr)
+            let listener = std::net::TcpListener::bind(&addrs[..])
                 .and_then(|l| l.set_nonblocking(true).map(|()| l))
                 .and_then(tokio::net::TcpListener::from_std)
-                .map_err(|e| NetError::Io(format!("{me} cannot listen on {addr}: {e}")))?;
+                .map_err(|e| {
+                    let at = bind.map_or_else(
+                        || self.address(me).expect("id checked").to_string(),
+                        |a| a.to_string(),
+                    );
+                    NetError::Io(format!("{me} cannot listen on {at}: {e}"))
+                })?;
             self.spawn(me, listener, None, log)?
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -65,6 +65,7 @@
 //! incarnation, and the peers that knew the old one refuse it ([`frame::Refusal::Restarted`]);
 //! the cluster is restarted as a whole under a new epoch.
 
+mod address;
 pub mod channel;
 pub mod cluster;
 pub mod frame;
@@ -73,6 +74,7 @@ pub mod link;
 mod member;
 pub mod node;
 
+pub use address::MemberAddress;
 pub use channel::{PublicKey, SecretKey};
 pub use cluster::Cluster;
 pub use handshake::{HandshakeError, Trust};
@@ -244,6 +246,14 @@ pub enum LogEvent {
     },
     /// Accepting a connection failed.
     AcceptFailed(String),
+    /// A peer's host name did not resolve: the link dials it again after a backoff (or,
+    /// for admitting its connections, it is looked up again later).
+    Unresolved {
+        /// The peer.
+        peer: ProcessId,
+        /// The lookup's error, naming the address.
+        error: NetError,
+    },
     /// A link (re)connected and resent its unacknowledged messages.
     Connected {
         /// The peer.
@@ -307,6 +317,7 @@ impl fmt::Display for LogEvent {
                 "tampering on the link to {peer} at {addr}: {reason}; connection closed"
             ),
             LogEvent::AcceptFailed(e) => write!(f, "accept failed: {e}"),
+            LogEvent::Unresolved { peer, error } => write!(f, "{peer}: {error}"),
             LogEvent::Connected { peer, resent } => {
                 write!(f, "link to {peer} up ({resent} messages resent)")
             }
@@ -373,8 +384,9 @@ pub fn stderr_logger() -> Logger {
 pub struct NetConfig {
     /// Who this member is.
     pub identity: Identity,
-    /// The neighbours and their addresses.
-    pub peers: BTreeMap<ProcessId, SocketAddr>,
+    /// The neighbours and their addresses (a host name is looked up at each dial, and
+    /// regularly to admit the peer's connections).
+    pub peers: BTreeMap<ProcessId, MemberAddress>,
     /// The pinned public key of every member (at least of every neighbour).
     pub keys: Trust,
     /// The timers.
@@ -396,7 +408,7 @@ impl fmt::Debug for NetConfig {
 
 impl NetConfig {
     /// A configuration with the default timing and the tracing logger.
-    pub fn new(identity: Identity, peers: BTreeMap<ProcessId, SocketAddr>, keys: Trust) -> Self {
+    pub fn new(identity: Identity, peers: BTreeMap<ProcessId, MemberAddress>, keys: Trust) -> Self {
         NetConfig {
             identity,
             peers,
@@ -421,6 +433,13 @@ pub enum NetError {
     /// Key material or a cluster file that may not be used (readable by others, an example
     /// key, a key that is not the one pinned): names the file.
     Credentials(String),
+    /// A member's host name that does not resolve (or resolves to no address).
+    Unresolved {
+        /// The address, `host:port`.
+        address: String,
+        /// Why, as the lookup tells.
+        reason: String,
+    },
 }
 
 impl fmt::Display for NetError {
@@ -431,6 +450,9 @@ impl fmt::Display for NetError {
             NetError::NotAPeer(p) => write!(f, "{p} is not a neighbour"),
             NetError::Lost(p) => write!(f, "the link to {p} is lost"),
             NetError::Credentials(e) => write!(f, "{e}"),
+            NetError::Unresolved { address, reason } => {
+                write!(f, "cannot resolve {address}: {reason}")
+            }
         }
     }
 }
