@@ -100,10 +100,17 @@ impl<A: CsObject> MemberEngine for ThreadMember<A> {
             return self.reach(target, None);
         }
         let published = |q| self.handle.published(q);
+        // withdraws the move in progress; one that cannot be withdrawn (it waits on no
+        // bound, passed its bound, or completed meanwhile) is waited for, as the docs say
+        let withdraw_or_finish = || match self.withdraw() {
+            Ok(()) => Err(QuotaError::WouldBlock),
+            Err(QuotaError::CannotWithdraw(_)) => self.reach(target, None),
+            Err(e) => Err(e),
+        };
         if self.shared.would_break(me, seq, &published) {
             if pending.is_some() {
                 // a move left running that waits on a bound: withdraw it, as asked
-                return self.withdraw().and(Err(QuotaError::WouldBlock));
+                return withdraw_or_finish();
             }
             return Err(QuotaError::WouldBlock);
         }
@@ -113,12 +120,7 @@ impl<A: CsObject> MemberEngine for ThreadMember<A> {
                 other => return other,
             }
             if self.shared.would_break(me, seq, &published) {
-                return match self.withdraw() {
-                    Ok(()) => Err(QuotaError::WouldBlock),
-                    // the algorithm cannot withdraw it: wait for it, as the docs say
-                    Err(QuotaError::CannotWithdraw(_)) => self.reach(target, None),
-                    Err(e) => Err(e),
-                };
+                return withdraw_or_finish();
             }
         }
     }
@@ -131,23 +133,32 @@ impl<A: CsObject> MemberEngine for ThreadMember<A> {
             return Err(QuotaError::CannotWithdraw(why));
         }
         debug_assert_eq!(Sequence::leaving(state), seq);
+        let move_ = match seq {
+            Sequence::Entry => "entry",
+            Sequence::Exit => "exit",
+        };
+        // the move may complete between the look above and the process thread's turn: then
+        // there is nothing to withdraw, and the member is where the move went, not back
+        let completed = || {
+            QuotaError::CannotWithdraw(format!(
+                "the {move_} completed before it could be withdrawn"
+            ))
+        };
         if self.shared.withdraws_inside() {
             return match self.handle.withdraw_exact() {
-                Ok(Withdrawal::Nothing | Withdrawal::Withdrawn) => Ok(()),
+                Ok(Withdrawal::Withdrawn) => Ok(()),
+                Ok(Withdrawal::Nothing) => Err(completed()),
                 Ok(Withdrawal::Passed) => Err(QuotaError::CannotWithdraw(format!(
-                    "the {} had passed its bound already: it completes on its own",
-                    match seq {
-                        Sequence::Entry => "entry",
-                        Sequence::Exit => "exit",
-                    }
+                    "the {move_} had passed its bound already: it completes on its own"
                 ))),
                 Err(e) => Err(self.shared.error(e)),
             };
         }
-        self.handle
-            .withdraw()
-            .map(|_| ())
-            .map_err(|e| self.shared.error(e))
+        match self.handle.withdraw() {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(completed()),
+            Err(e) => Err(self.shared.error(e)),
+        }
     }
     fn begin_toward(&self, target: CsState) {
         self.handle.begin_toward(target)
@@ -308,7 +319,9 @@ impl Member {
     ///
     /// Otherwise this returns [`QuotaError::CannotWithdraw`] saying why, and the move keeps
     /// running: a move that waits on no bound (it completes on its own), a GCS move that
-    /// passed its bound already (it completes without waiting), or any move of LKCS.
+    /// passed its bound already (it completes without waiting), or any move of LKCS. A move
+    /// that completes before the withdrawal reaches it is not undone either:
+    /// [`QuotaError::CannotWithdraw`] says so, and the member is where the move went.
     pub fn cancel(&mut self) -> Result<(), QuotaError> {
         self.engine.withdraw()
     }

@@ -86,6 +86,9 @@ pub(crate) fn run<A: CsObject, M: Mailbox>(
     shared: Arc<Shared>,
 ) {
     let id = obj.id();
+    // a withdrawal's answer, held here so that a handler that panics drops it only after the
+    // guard marked the death: the waiting client then reads why, not a plain shutdown
+    let mut answer: Option<crossbeam_channel::Sender<bool>>;
     let guard = DeathGuard {
         id,
         shared: &shared,
@@ -125,6 +128,7 @@ pub(crate) fn run<A: CsObject, M: Mailbox>(
             Envelope::Retire => retired = true,
             Envelope::Withdraw(origin) => undo = Some(origin),
             Envelope::WithdrawExact(origin, reply) => {
+                answer = Some(reply);
                 let taken = obj.pending().is_some()
                     && obj.state() == origin
                     && undo.is_none()
@@ -136,8 +140,10 @@ pub(crate) fn run<A: CsObject, M: Mailbox>(
                         st.awaiting = None;
                     });
                 }
-                // a client that stopped waiting for the answer has its slot to read
-                let _ = reply.send(taken);
+                if let Some(reply) = answer.take() {
+                    // a client that stopped waiting for the answer has its slot to read
+                    let _ = reply.send(taken);
+                }
             }
             Envelope::Stop => break,
             Envelope::Inspect(_) => continue, // answered above
