@@ -181,19 +181,9 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
     /// was in progress. The caller makes sure the reverse waits on no bound.
     pub(crate) fn withdraw(&self) -> Result<bool, RuntimeError> {
         let mut st = self.slot().inner.lock();
-        flags(&mut st)?;
-        if st.in_call {
-            return Err(RuntimeError::Call(CallError::Busy));
-        }
-        if st.withdrawn.is_some() || st.released {
-            return Ok(true);
-        }
-        let Some(seq) = st.pending else {
-            return Ok(false);
-        };
-        let origin = match seq {
-            Sequence::Entry => CsState::OutCs,
-            Sequence::Exit => CsState::InCs,
+        let origin = match withdrawal_origin(&mut st)? {
+            Ok(origin) => origin,
+            Err(answer) => return Ok(answer == Withdrawal::Withdrawn),
         };
         st.withdrawn = Some(origin);
         st.awaiting = None;
@@ -208,22 +198,9 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
     /// when the algorithm could not (the sequence changed the state already, or the
     /// algorithm cannot withdraw): it keeps running.
     pub(crate) fn withdraw_exact(&self) -> Result<Withdrawal, RuntimeError> {
-        let origin = {
-            let mut st = self.slot().inner.lock();
-            flags(&mut st)?;
-            if st.in_call {
-                return Err(RuntimeError::Call(CallError::Busy));
-            }
-            if st.withdrawn.is_some() || st.released {
-                return Ok(Withdrawal::Withdrawn);
-            }
-            let Some(seq) = st.pending else {
-                return Ok(Withdrawal::Nothing);
-            };
-            match seq {
-                Sequence::Entry => CsState::OutCs,
-                Sequence::Exit => CsState::InCs,
-            }
+        let origin = match withdrawal_origin(&mut self.slot().inner.lock())? {
+            Ok(origin) => origin,
+            Err(answer) => return Ok(answer),
         };
         let (reply, answer) = crossbeam_channel::bounded(1);
         self.command(Envelope::WithdrawExact(origin, reply));
@@ -512,6 +489,24 @@ pub(crate) enum Withdrawal {
     Withdrawn,
     /// Too late, or not possible: the sequence keeps running.
     Passed,
+}
+
+/// Where a withdrawal of the client's sequence in progress would return it (`Ok`), or the
+/// answer already known (`Err`): [`Withdrawal::Withdrawn`] when it is withdrawn already or
+/// the client was released, [`Withdrawal::Nothing`] when nothing is in progress.
+fn withdrawal_origin(st: &mut SlotState) -> Result<Result<CsState, Withdrawal>, RuntimeError> {
+    flags(st)?;
+    if st.in_call {
+        return Err(RuntimeError::Call(CallError::Busy));
+    }
+    if st.withdrawn.is_some() || st.released {
+        return Ok(Err(Withdrawal::Withdrawn));
+    }
+    Ok(match st.pending {
+        None => Err(Withdrawal::Nothing),
+        Some(Sequence::Entry) => Ok(CsState::OutCs),
+        Some(Sequence::Exit) => Ok(CsState::InCs),
+    })
 }
 
 /// The state and the sequence in progress as the client sees them.
