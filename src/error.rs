@@ -90,6 +90,15 @@ pub enum Problem {
         /// The names accepted.
         accepted: Vec<String>,
     },
+    /// A view (a set of members of a cluster) names a process the cluster does not have.
+    UnknownMember {
+        /// The process named.
+        member: ProcessId,
+        /// The number of processes of the cluster.
+        n: usize,
+    },
+    /// A view lists a member twice.
+    MemberTwice(ProcessId),
     /// Any other invalid input, described in one line.
     Invalid(String),
     /// The thread runtime would need more threads (one per process, and a watchdog) than a
@@ -193,6 +202,12 @@ impl fmt::Display for Problem {
                 edge.0, edge.1
             ),
             Problem::SelfLoop(p) => write!(f, "edge ({p}, {p}) is a self-loop"),
+            Problem::UnknownMember { member, n } => write!(
+                f,
+                "{member} is not a member: the cluster has {n} processes (P0..P{})",
+                n.saturating_sub(1)
+            ),
+            Problem::MemberTwice(p) => write!(f, "{p} is listed twice among a view's members"),
             Problem::Disconnected { unreachable } => {
                 write!(f, "the graph is not connected: {unreachable} cannot be reached from P0")
             }

@@ -120,6 +120,7 @@ pub mod sim;
 mod small_set;
 mod sync;
 pub mod topology;
+pub mod view_system;
 
 // The crate root shows the quota and the types the public modules share; every other item
 // lives in its module (`lkcs::sim::simulate`, `lkcs::runtime::Runtime`, ...). The flat paths

@@ -1,8 +1,9 @@
 //! Communication graphs: generators, parsing of `kind:args` specifications, validation and
 //! hop distances.
 //!
-//! Every graph is simple, undirected and connected; neighbour lists are sorted by id, so
-//! iteration order is deterministic.
+//! Every graph is simple and undirected, and connected unless it is a view's graph
+//! ([`Topology::induced`]: the members that remain of a connected graph); neighbour lists are
+//! sorted by id, so iteration order is deterministic.
 
 use crate::error::{ConfigError, Problem};
 use crate::id::ProcessId;
@@ -25,7 +26,8 @@ pub const MAX_PROCESSES: usize = 1_000_000;
 /// [`Topology::complete`] takes any `n` up to [`MAX_PROCESSES`]).
 pub const MAX_EDGES: usize = 10_000_000;
 
-/// An undirected, connected, simple communication graph over processes `0..n`.
+/// An undirected, simple communication graph over processes `0..n`, connected unless built by
+/// [`Topology::induced`].
 ///
 /// Memory is O(n + edges): neighbour lists are one flat array indexed by per-process offsets.
 /// The complete graph is implicit: one table of 2n ids, whatever n, so the global algorithms
@@ -81,24 +83,7 @@ impl Topology {
             }
         }
         ConfigError::check(problems)?;
-        arcs.sort_unstable();
-        arcs.dedup();
-        let mut offsets = vec![0; n + 1];
-        for &(a, _) in &arcs {
-            offsets[a as usize + 1] += 1;
-        }
-        for i in 0..n {
-            offsets[i + 1] += offsets[i];
-        }
-        let complete = arcs.len() == n * (n - 1);
-        let topo = Topology {
-            name: name.into(),
-            graph: Graph::Lists {
-                offsets,
-                targets: arcs.into_iter().map(|(_, b)| ProcessId(b)).collect(),
-                complete,
-            },
-        };
+        let topo = Topology::from_arcs(name.into(), n, arcs);
         if let Some(p) = topo
             .distances(ProcessId(0))
             .iter()
@@ -109,6 +94,71 @@ impl Topology {
             }));
         }
         Ok(topo)
+    }
+
+    /// The graph of directed arcs `arcs` (each edge in both directions) over `0..n`, `n ≥ 1`,
+    /// with no self-loop: sorted and deduplicated into neighbour lists. Does not check
+    /// connectivity.
+    fn from_arcs(name: String, n: usize, mut arcs: Vec<(u32, u32)>) -> Topology {
+        arcs.sort_unstable();
+        arcs.dedup();
+        let mut offsets = vec![0; n + 1];
+        for &(a, _) in &arcs {
+            offsets[a as usize + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let complete = arcs.len() == n * (n - 1);
+        Topology {
+            name,
+            graph: Graph::Lists {
+                offsets,
+                targets: arcs.into_iter().map(|(_, b)| ProcessId(b)).collect(),
+                complete,
+            },
+        }
+    }
+
+    /// The subgraph induced by `members` (distinct ids of this graph, in the order given),
+    /// renumbered: member `members[i]` becomes process `i`, and two members are neighbours
+    /// when they were. This is a view's graph: the cluster's graph without the members the
+    /// view evicted. It may be disconnected (a ring without two members that are not
+    /// neighbours is two paths), which the local algorithms allow: each bound is about one
+    /// closed neighbourhood. The complete graph stays complete (and implicit).
+    ///
+    /// Refuses an empty member list ([`Problem::ZeroProcesses`]), an id outside the graph
+    /// ([`Problem::UnknownMember`]) and an id given twice ([`Problem::MemberTwice`]).
+    pub fn induced(&self, members: &[ProcessId]) -> Result<Topology, ConfigError> {
+        let n = self.len();
+        if members.is_empty() {
+            return Err(ConfigError::one(Problem::ZeroProcesses));
+        }
+        let mut dense = std::collections::HashMap::with_capacity(members.len());
+        for (i, &p) in members.iter().enumerate() {
+            if p.index() >= n {
+                return Err(ConfigError::one(Problem::UnknownMember { member: p, n }));
+            }
+            if dense.insert(p, i as u32).is_some() {
+                return Err(ConfigError::one(Problem::MemberTwice(p)));
+            }
+        }
+        let name = format!("{}[{} of {n}]", self.name, members.len());
+        if self.is_complete() {
+            let mut t = Topology::complete(members.len())?;
+            t.name = name;
+            return Ok(t);
+        }
+        let mut arcs = Vec::new();
+        for (i, &p) in members.iter().enumerate() {
+            for q in self.neighbors(p) {
+                if let Some(&j) = dense.get(q) {
+                    // i fits in u32: members are distinct processes, at most MAX_PROCESSES
+                    arcs.push((i as u32, j));
+                }
+            }
+        }
+        Ok(Topology::from_arcs(name, members.len(), arcs))
     }
 
     /// The complete graph on `n` processes, implicit: O(n) memory.

@@ -1,0 +1,276 @@
+//! A view's system: the cluster's problem restricted to the members of a view.
+//!
+//! A cluster of [`lkcs::net`](crate::net) members runs in numbered views
+//! (`docs/fault-tolerance.md`): each view is a set of members and the configuration it starts
+//! from. At a view change every member restarts its CS object from the view's start, built as
+//! at a cluster's first start but over the view's members only. [`ViewSystem::new`] is that
+//! build's input: the cluster's [`SystemSpec`] and [`Instance`] restricted to the members,
+//! renumbered densely (member `members[i]` is process `i` of the view's system), with bounds
+//! that the view can keep.
+//!
+//! **LKCS** builds its objects only from a start strictly inside the bounds it may break by
+//! a round trip or a sidetrack (`l_i + 1 ≤ |CS_i| ≤ k_i − 1` where it tightens them): a lower
+//! bound the start meets exactly is lowered by one more (a deficit view), and a start at an
+//! upper bound where LKCS tightens it is refused by [`SystemSpec::build`] (a view that would
+//! need its entries gated until the count falls: not built; `docs/fault-tolerance.md`).
+//!
+//! **Bounds.** Let `c_i` be the size of member `i`'s closed neighbourhood in the view (the
+//! view's size for a global quota). The bounds the view **asks** for are the cluster's,
+//! clamped to the neighbourhood: `k_i ← min(k_i, c_i)`, `l_i ← min(l_i, c_i)`. The upper bounds
+//! are built as asked: a neighbourhood of the view is a neighbourhood of the cluster without
+//! evicted members, which hold no slot (they fenced), so at most `k_i` members of the
+//! cluster's neighbourhood hold a slot. A lower bound is built **lowered** to what the start
+//! has and to what the algorithm accepts (`l_i < k_i`): `min(l_i, k_i − 1, active_i)`, where
+//! `active_i` counts the start's active members around `i`. A view that lowers a bound is a
+//! **deficit view** ([`ViewSystem::deficit`]): its members must not let an exit complete
+//! until a view with every bound restored (the "Starting below a lower bound" section of the
+//! design); entries go on.
+//!
+//! Messages of the view's objects name processes of the view's system: a node translates the
+//! destination with [`ViewSystem::cluster_id`] and the sender with [`ViewSystem::dense`] at
+//! its links, and every member of the view agrees on the numbering, since it depends only on
+//! the member set.
+
+use crate::catalog::{Algorithm, BoundsFile, SystemSpec};
+use crate::config::{Bounds, Instance};
+use crate::cs::CsState;
+use crate::error::{ConfigError, Problem};
+use crate::id::ProcessId;
+use crate::topology::Topology;
+use std::collections::BTreeMap;
+
+/// The cluster's problem restricted to a view's members: the spec to build every member's
+/// object from, the numbering, and the bounds asked and built (see the module doc).
+#[derive(Clone, Debug)]
+pub struct ViewSystem {
+    spec: SystemSpec,
+    members: Vec<ProcessId>,
+    asked: Vec<Bounds>,
+    built: Vec<Bounds>,
+}
+
+impl ViewSystem {
+    /// Restricts the cluster `spec` (whose resolved bounds are `instance`) to the members
+    /// of `start` (cluster ids), each starting in its state there.
+    ///
+    /// Refuses (naming the cause) a view with no member ([`Problem::ZeroProcesses`]), a
+    /// member the cluster does not have ([`Problem::UnknownMember`]), and a `spec` and
+    /// `instance` of different sizes ([`Problem::Invalid`]). The spec it gives is built by
+    /// [`SystemSpec::build`], which may still refuse it: LKCS, for one, refuses some bounds
+    /// near small neighbourhoods.
+    pub fn new(
+        spec: &SystemSpec,
+        instance: &Instance,
+        start: &BTreeMap<ProcessId, CsState>,
+    ) -> Result<ViewSystem, ConfigError> {
+        let n = spec.topology.len();
+        if instance.len() != n {
+            return Err(ConfigError::one(Problem::Invalid(format!(
+                "the spec has {n} processes and its instance {}",
+                instance.len()
+            ))));
+        }
+        let members: Vec<ProcessId> = start.keys().copied().collect();
+        let topology = spec.topology.induced(&members)?;
+        let states: Vec<CsState> = start.values().copied().collect();
+        let mut asked = Vec::with_capacity(members.len());
+        let mut built = Vec::with_capacity(members.len());
+        for (i, &p) in members.iter().enumerate() {
+            let closed = topology.closed(ProcessId::from(i));
+            let c = closed.len();
+            let active = closed
+                .iter()
+                .filter(|q| states[q.index()] == CsState::InCs)
+                .count();
+            let cluster = instance.bounds(p);
+            let ask = Bounds {
+                l: cluster.l.min(c),
+                k: cluster.k.min(c),
+            };
+            let mut l = ask.l.min(ask.k.saturating_sub(1)).min(active);
+            if spec.algorithm == Algorithm::Lkcs && l > 0 && l == active {
+                // LKCS starts strictly inside a bound it may have to break by a round trip
+                // (l_i + 1 ≤ |CS_i|): a start at l_i is lowered one more
+                l -= 1;
+            }
+            asked.push(ask);
+            built.push(Bounds { l, k: ask.k });
+        }
+        let spec = restricted_spec(spec, topology, &members, &built, states);
+        Ok(ViewSystem {
+            spec,
+            members,
+            asked,
+            built,
+        })
+    }
+
+    /// The spec that builds the view's system (every member's object, over the view's
+    /// numbering, starting from the view's start).
+    pub fn spec(&self) -> &SystemSpec {
+        &self.spec
+    }
+
+    /// The view's members, as cluster ids: process `i` of the view's system is `members()[i]`.
+    pub fn members(&self) -> &[ProcessId] {
+        &self.members
+    }
+
+    /// The view's number for cluster member `p`, or `None` when `p` is not in the view.
+    pub fn dense(&self, p: ProcessId) -> Option<ProcessId> {
+        self.members.binary_search(&p).ok().map(ProcessId::from)
+    }
+
+    /// The cluster id of the view's process `d`, or `None` when the view has no such process.
+    pub fn cluster_id(&self, d: ProcessId) -> Option<ProcessId> {
+        self.members.get(d.index()).copied()
+    }
+
+    /// The bounds the view asks for around its process `d` (the cluster's, clamped to the
+    /// neighbourhood in the view), or `None` when the view has no such process.
+    pub fn asked(&self, d: ProcessId) -> Option<Bounds> {
+        self.asked.get(d.index()).copied()
+    }
+
+    /// The bounds the view's system is built with around its process `d`: as asked, with the
+    /// lower bound lowered to what the start has in a deficit view.
+    pub fn built(&self, d: ProcessId) -> Option<Bounds> {
+        self.built.get(d.index()).copied()
+    }
+
+    /// The members (cluster ids) around which a lower bound was lowered. Not empty exactly
+    /// in a deficit view, whose exits must wait for a view that restores the bounds.
+    pub fn deficit(&self) -> Vec<ProcessId> {
+        self.members
+            .iter()
+            .zip(self.asked.iter().zip(&self.built))
+            .filter(|(_, (a, b))| b.l < a.l)
+            .map(|(&p, _)| p)
+            .collect()
+    }
+}
+
+/// The cluster's spec over the view: its graph, its bounds, its start; the leader kept when
+/// it is a member (renumbered), chosen again otherwise.
+fn restricted_spec(
+    spec: &SystemSpec,
+    topology: Topology,
+    members: &[ProcessId],
+    built: &[Bounds],
+    states: Vec<CsState>,
+) -> SystemSpec {
+    let mut out = spec.clone();
+    out.topology = topology;
+    out.initial = Some(states);
+    out.l = None;
+    out.k = None;
+    out.bounds = None;
+    let ls = || built.iter().map(|b| b.l).collect::<Vec<_>>();
+    let ks = || built.iter().map(|b| b.k).collect::<Vec<_>>();
+    // a global quota's bounds are the same everywhere: any member's will do
+    let first = built.first().copied().unwrap_or(Bounds { l: 0, k: 1 });
+    match spec.algorithm {
+        Algorithm::Lmutin => {
+            out.bounds = Some(BoundsFile {
+                l: Some(ls()),
+                k: None,
+            })
+        }
+        Algorithm::Lmutex => {
+            out.bounds = Some(BoundsFile {
+                l: None,
+                k: Some(ks()),
+            })
+        }
+        Algorithm::Lkcs => {
+            out.bounds = Some(BoundsFile {
+                l: Some(ls()),
+                k: Some(ks()),
+            })
+        }
+        Algorithm::Mutin => out.l = Some(first.l),
+        Algorithm::Kmex => out.k = Some(first.k),
+        Algorithm::Gcs => {
+            out.l = Some(first.l);
+            out.k = Some(first.k);
+        }
+        Algorithm::Maekawa | Algorithm::Cdc | Algorithm::Ddc => {}
+    }
+    out.leader = spec
+        .leader
+        .as_ref()
+        .and_then(|leader| match leader.parse::<usize>() {
+            Ok(id) => members
+                .binary_search(&ProcessId::from(id))
+                .ok()
+                .map(|d| d.to_string()),
+            // `all`, `auto`: not a member's id
+            Err(_) => Some(leader.clone()),
+        });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cs::Variant;
+
+    fn spec(
+        algorithm: Algorithm,
+        topology: &str,
+        l: Option<usize>,
+        k: Option<usize>,
+    ) -> SystemSpec {
+        SystemSpec {
+            algorithm,
+            topology: Topology::parse(topology).expect("a valid topology"),
+            l,
+            k,
+            bounds: None,
+            initial: None,
+            variant: Variant::Corrected,
+            leader: None,
+            coterie: None,
+            mx: None,
+            maxreq: None,
+            migrate_after: None,
+        }
+    }
+
+    fn start(states: &[(usize, CsState)]) -> BTreeMap<ProcessId, CsState> {
+        states
+            .iter()
+            .map(|&(p, s)| (ProcessId::from(p), s))
+            .collect()
+    }
+
+    #[test]
+    fn a_leader_that_left_is_chosen_again_and_one_that_stayed_is_renumbered() {
+        let mut s = spec(Algorithm::Lkcs, "torus:4x4", Some(0), Some(4));
+        let inst = Instance::new(
+            s.topology.clone(),
+            vec![Bounds { l: 0, k: 4 }; s.topology.len()],
+        )
+        .expect("valid bounds");
+        let all_but = |gone: usize| {
+            start(
+                &(0..16)
+                    .filter(|&p| p != gone)
+                    .map(|p| (p, CsState::OutCs))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        s.leader = Some("5".into());
+        let v = ViewSystem::new(&s, &inst, &all_but(2)).expect("a view");
+        assert_eq!(
+            v.spec().leader.as_deref(),
+            Some("4"),
+            "P5 is the view's fifth member"
+        );
+        let v = ViewSystem::new(&s, &inst, &all_but(5)).expect("a view");
+        assert_eq!(v.spec().leader, None, "the leader left: chosen again");
+        s.leader = Some("all".into());
+        let v = ViewSystem::new(&s, &inst, &all_but(5)).expect("a view");
+        assert_eq!(v.spec().leader.as_deref(), Some("all"));
+    }
+}

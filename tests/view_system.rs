@@ -1,0 +1,264 @@
+//! A view's system (`lkcs::view_system`): every algorithm, restricted to random majorities of
+//! its members from random safe configurations, builds a system whose bounds imply the
+//! cluster's (upper bounds as asked, lower bounds lowered only in a deficit view, which the
+//! view says), whose numbering is a renumbering of the cluster's graph, and which runs safely
+//! to completion in the simulator (the observer checks the view's bounds after every event).
+
+use lkcs::sim::{simulate, SimConfig, SimReport};
+use lkcs::view_system::ViewSystem;
+use lkcs::{
+    Algorithm, ConfigError, CsObject, CsState, Instance, Problem, ProcessId, SystemSpec,
+    SystemVisitor, Topology,
+};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+
+struct Resolve;
+
+impl SystemVisitor for Resolve {
+    type Output = (Instance, Vec<CsState>);
+    fn visit<A: CsObject>(self, inst: &Instance, initial: &[CsState], _: Vec<A>) -> Self::Output {
+        (inst.clone(), initial.to_vec())
+    }
+}
+
+struct Run(SimConfig);
+
+impl SystemVisitor for Run {
+    type Output = SimReport;
+    fn visit<A: CsObject>(self, inst: &Instance, _: &[CsState], procs: Vec<A>) -> SimReport {
+        simulate(inst, procs, &self.0)
+    }
+}
+
+fn spec(algorithm: Algorithm, topology: &str, l: Option<usize>, k: Option<usize>) -> SystemSpec {
+    SystemSpec {
+        algorithm,
+        topology: Topology::parse(topology).expect("a valid topology"),
+        l,
+        k,
+        bounds: None,
+        initial: None,
+        variant: lkcs::cs::Variant::Corrected,
+        leader: None,
+        coterie: None,
+        mx: None,
+        maxreq: None,
+        migrate_after: None,
+    }
+}
+
+/// Clusters the views are cut from: every algorithm, global and local.
+fn clusters() -> Vec<SystemSpec> {
+    let mut grid = spec(Algorithm::Gcs, "complete:7", Some(2), Some(4));
+    grid.coterie = Some("grid".into());
+    let mut cdc_inside = spec(Algorithm::Mutin, "complete:6", Some(2), None);
+    cdc_inside.mx = Some("cdc".into());
+    vec![
+        spec(Algorithm::Maekawa, "complete:5", None, None),
+        spec(Algorithm::Cdc, "complete:5", None, None),
+        spec(Algorithm::Ddc, "complete:4", None, None),
+        spec(Algorithm::Mutin, "complete:5", Some(2), None),
+        cdc_inside,
+        spec(Algorithm::Kmex, "complete:6", None, Some(2)),
+        spec(Algorithm::Gcs, "complete:5", Some(1), Some(3)),
+        grid,
+        spec(Algorithm::Lmutin, "ring:7", Some(1), None),
+        spec(Algorithm::Lmutin, "torus:3x3", Some(2), None),
+        spec(Algorithm::Lmutex, "ring:6", None, Some(1)),
+        spec(Algorithm::Lmutex, "random:8:0.5:1", None, Some(2)),
+        spec(Algorithm::Lkcs, "torus:4x4", Some(0), Some(4)),
+        spec(Algorithm::Lkcs, "complete:6", Some(1), Some(5)),
+    ]
+}
+
+/// A random majority of `0..n`, sorted, with the states of `config`.
+fn majority(rng: &mut ChaCha8Rng, config: &[CsState]) -> BTreeMap<ProcessId, CsState> {
+    let n = config.len();
+    let keep = rng.random_range(n / 2 + 1..=n);
+    let mut ids: Vec<usize> = (0..n).collect();
+    ids.shuffle(rng);
+    ids.truncate(keep);
+    ids.into_iter()
+        .map(|p| (ProcessId::from(p), config[p]))
+        .collect()
+}
+
+#[test]
+fn every_algorithm_restricted_to_a_majority_keeps_the_clusters_bounds_and_runs() {
+    let mut built = 0;
+    let mut deficits = 0;
+    let mut lkcs_refused = 0;
+    for cluster in clusters() {
+        let (inst, _) = cluster.build(Resolve).expect("the cluster builds");
+        for seed in 0..12u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let config = inst
+                .random_safe_initial(seed)
+                .expect("a safe configuration");
+            let start = majority(&mut rng, &config);
+            let view = ViewSystem::new(&cluster, &inst, &start).expect("a view of members");
+            let what = format!(
+                "{} on {} with members {:?}, seed {seed}",
+                cluster.algorithm,
+                cluster.topology.name(),
+                view.members()
+            );
+            let t = &view.spec().topology;
+            assert_eq!(t.len(), start.len(), "{what}: one process per member");
+            let mut lowered = Vec::new();
+            for d in t.processes() {
+                let p = view.cluster_id(d).expect("a member");
+                assert_eq!(
+                    view.dense(p),
+                    Some(d),
+                    "{what}: the numbering is a bijection"
+                );
+                // the view's neighbourhood is the cluster's, without the members it lost
+                let closed: Vec<ProcessId> = t
+                    .closed(d)
+                    .into_iter()
+                    .map(|q| view.cluster_id(q).expect("a member"))
+                    .collect();
+                let cluster_closed = cluster.topology.closed(p);
+                let kept: Vec<ProcessId> = cluster_closed
+                    .iter()
+                    .copied()
+                    .filter(|q| start.contains_key(q))
+                    .collect();
+                let mut sorted = closed.clone();
+                sorted.sort();
+                assert_eq!(sorted, kept, "{what}: {p}'s neighbourhood in the view");
+                let (asked, got, bound) = (
+                    view.asked(d).expect("bounds"),
+                    view.built(d).expect("bounds"),
+                    inst.bounds(p),
+                );
+                let active = closed.iter().filter(|q| start[q] == CsState::InCs).count();
+                assert!(
+                    got.k <= bound.k,
+                    "{what}: {p}'s upper bound {got:?} > {bound:?}"
+                );
+                assert!(
+                    got.l <= bound.l,
+                    "{what}: {p}'s lower bound {got:?} > {bound:?}"
+                );
+                assert!(
+                    got.l <= active,
+                    "{what}: {p}'s start is below its built bound"
+                );
+                assert_eq!(asked.k, bound.k.min(closed.len()), "{what}: {p}'s asked k");
+                assert_eq!(asked.l, bound.l.min(closed.len()), "{what}: {p}'s asked l");
+                if got.l < asked.l {
+                    lowered.push(p);
+                }
+            }
+            assert_eq!(view.deficit(), lowered, "{what}: the deficit members");
+            deficits += usize::from(!lowered.is_empty());
+            let cfg = SimConfig {
+                seed,
+                pairs: 3,
+                max_events: 400_000,
+                ..SimConfig::default()
+            };
+            match view.spec().build(Run(cfg)) {
+                Ok(r) => {
+                    built += 1;
+                    assert_eq!(r.safety_violations, 0, "{what}: {:?}", r.violations);
+                    assert_eq!(
+                        r.requested_pairs_completed, r.pairs_requested,
+                        "{what}: every member completes its pairs ({:?})",
+                        r.stalled
+                    );
+                }
+                // LKCS refuses a start at an upper bound it tightens (the view's module
+                // doc); no other algorithm refuses a view
+                Err(e) if cluster.algorithm == Algorithm::Lkcs => {
+                    lkcs_refused += 1;
+                    assert!(
+                        e.to_string().contains("where LKCS tightens its bounds"),
+                        "{what}: LKCS refused for another reason than its tight start: {e}"
+                    )
+                }
+                Err(e) => panic!("{what}: the view's system is refused: {e}"),
+            }
+        }
+    }
+    assert!(
+        built > 0 && deficits > 0,
+        "the sweep covers views with and without a deficit ({built} built, {deficits} deficits)"
+    );
+    eprintln!("{built} views built, {deficits} deficit views, {lkcs_refused} LKCS views refused");
+}
+
+#[test]
+fn a_view_without_an_active_member_of_a_global_quota_is_a_deficit_view() {
+    // (l, k) = (2, 3) on five members, P0 and P1 active; P1 is evicted
+    let cluster = spec(Algorithm::Gcs, "complete:5", Some(2), Some(3));
+    let (inst, _) = cluster.build(Resolve).expect("the cluster builds");
+    let start: BTreeMap<ProcessId, CsState> = [0, 2, 3, 4]
+        .into_iter()
+        .map(|p| {
+            let s = if p == 0 {
+                CsState::InCs
+            } else {
+                CsState::OutCs
+            };
+            (ProcessId::from(p), s)
+        })
+        .collect();
+    let view = ViewSystem::new(&cluster, &inst, &start).expect("a view");
+    let d = ProcessId::from(0);
+    assert_eq!((view.spec().l, view.spec().k), (Some(1), Some(3)));
+    assert_eq!(view.asked(d).map(|b| (b.l, b.k)), Some((2, 3)));
+    assert_eq!(view.deficit().len(), 4, "every member's bound was lowered");
+    assert_eq!(view.spec().topology.name(), "complete:5[4 of 5]");
+    assert_eq!(
+        view.dense(ProcessId::from(1)),
+        None,
+        "P1 is not in the view"
+    );
+    assert_eq!(view.dense(ProcessId::from(2)), Some(ProcessId::from(1)));
+}
+
+#[test]
+fn a_ring_that_loses_two_members_that_are_not_neighbours_is_two_paths() {
+    let cluster = spec(Algorithm::Lmutex, "ring:6", None, Some(1));
+    let (inst, initial) = cluster.build(Resolve).expect("the cluster builds");
+    let start: BTreeMap<ProcessId, CsState> = [0, 1, 3, 4]
+        .into_iter()
+        .map(|p| (ProcessId::from(p), initial[p]))
+        .collect();
+    let view = ViewSystem::new(&cluster, &inst, &start).expect("a view");
+    let t = &view.spec().topology;
+    let ids = |v: Vec<ProcessId>| v.into_iter().map(|p| p.index()).collect::<Vec<_>>();
+    // P0 - P1 and P3 - P4: view processes 0 - 1 and 2 - 3
+    assert_eq!(ids(t.closed(ProcessId::from(0))), vec![0, 1]);
+    assert_eq!(ids(t.closed(ProcessId::from(2))), vec![2, 3]);
+    assert_eq!(t.distances(ProcessId::from(0))[2], None, "two components");
+    let report = view
+        .spec()
+        .build(Run(SimConfig::default()))
+        .expect("a disconnected view builds");
+    assert_eq!(report.safety_violations, 0);
+    assert_eq!(report.requested_pairs_completed, report.pairs_requested);
+}
+
+#[test]
+fn a_view_naming_a_member_the_cluster_lacks_is_refused_naming_it() {
+    let cluster = spec(Algorithm::Maekawa, "complete:3", None, None);
+    let (inst, _) = cluster.build(Resolve).expect("the cluster builds");
+    let start: BTreeMap<ProcessId, CsState> = [(ProcessId::from(7), CsState::OutCs)].into();
+    let err: ConfigError = ViewSystem::new(&cluster, &inst, &start).expect_err("P7 is no member");
+    assert_eq!(
+        err.problems,
+        vec![Problem::UnknownMember {
+            member: ProcessId::from(7),
+            n: 3
+        }]
+    );
+    let err = ViewSystem::new(&cluster, &inst, &BTreeMap::new()).expect_err("no member");
+    assert_eq!(err.problems, vec![Problem::ZeroProcesses]);
+}
