@@ -249,6 +249,7 @@ fn run(i: u64, c: &Config, max_events: u64) -> (String, &'static str, u64, Optio
         think_max: 4,
         max_events,
         trace_capacity: 0,
+        stop: Vec::new(),
     };
     let r = simulate(&sys.instance, sys.procs, &cfg);
     let (outcome, why) = if r.ok() {

@@ -72,6 +72,7 @@ fn main() {
         max_events,
         // the whole trace, so that every move is seen
         trace_capacity: usize::MAX,
+        stop: Vec::new(),
     };
     let report = simulate(&sys.instance, sys.procs, &cfg);
     if report.ok() {

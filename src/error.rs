@@ -204,7 +204,7 @@ impl fmt::Display for Problem {
             Problem::SelfLoop(p) => write!(f, "edge ({p}, {p}) is a self-loop"),
             Problem::UnknownMember { member, n } => write!(
                 f,
-                "{member} is not a member: the cluster has {n} processes (P0..P{})",
+                "{member} is not a member: there are {n} processes (P0..P{})",
                 n.saturating_sub(1)
             ),
             Problem::MemberTwice(p) => write!(f, "{p} is listed twice among a view's members"),

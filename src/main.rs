@@ -11,8 +11,8 @@ use clap::{Args, Parser, Subcommand};
 use lkcs::{
     check_with_progress, format_initial, parse_initial, simulate, Algorithm, Bounds, BoundsFile,
     CheckConfig, CheckReport, ConfigError, CsObject, CsState, Delay, Instance, Limit, Problem,
-    Progress, Search, SimConfig, SimReport, SystemSpec, SystemVisitor, Topology, Variant, Verdict,
-    Workload, MAX_CHECK_PROCESSES, MAX_DELAY,
+    ProcessId, Progress, Search, SimConfig, SimReport, SystemSpec, SystemVisitor, Topology,
+    Variant, Verdict, Workload, MAX_CHECK_PROCESSES, MAX_DELAY,
 };
 use std::process::ExitCode;
 
@@ -185,9 +185,33 @@ struct SimulateArgs {
     /// Give up (exit 1, "stalled") after this many events.
     #[arg(long, default_value_t = 50_000_000)]
     max_events: u64,
+    /// Members (P[,P...], as 3 or P3) that stop for good after their first completed pair;
+    /// the run then judges the others: exit 0 when every member that starved is held by a
+    /// bound, 1 when one waits with no bound holding it (concurrent workload).
+    #[arg(long, value_name = "P[,P...]")]
+    stop: Option<String>,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
+}
+
+/// `--stop P[,P...]`: member ids, `3` or `P3`, sorted and deduplicated.
+fn parse_stop(text: &str) -> Result<Vec<ProcessId>, Problem> {
+    let mut ids = Vec::new();
+    for part in text.split(',') {
+        let digits = part.trim().trim_start_matches(['P', 'p']);
+        match digits.parse::<usize>() {
+            Ok(id) if id <= u32::MAX as usize => ids.push(ProcessId::from(id)),
+            _ => {
+                return Err(Problem::Invalid(format!(
+                    "--stop `{text}`: `{part}` is not a member id (expected P[,P...], as 3 or P3)"
+                )))
+            }
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    Ok(ids)
 }
 
 fn main() -> ExitCode {
@@ -427,6 +451,26 @@ fn simulate_run(args: &SimulateArgs) -> Result<SimRun, ConfigError> {
     if args.max_events == 0 {
         problems.push(Problem::Invalid("--max-events must be at least 1".into()));
     }
+    let stop = match args.stop.as_deref().map(parse_stop) {
+        None => Vec::new(),
+        Some(Ok(ids)) => ids,
+        Some(Err(p)) => {
+            problems.push(p);
+            Vec::new()
+        }
+    };
+    if let Some(n) = spec.as_ref().map(|s| s.topology.len()) {
+        if let Some(p) = stop.iter().find(|p| p.index() >= n) {
+            problems.push(Problem::UnknownMember { member: *p, n });
+        }
+    }
+    if !stop.is_empty() && workload == Some(Workload::Sequential) {
+        problems.push(Problem::Invalid(
+            "--stop needs the concurrent workload: the sequential workload's helper moves \
+             would move a stopped member"
+                .into(),
+        ));
+    }
     let (Some(spec), Some(delay), Some(workload)) = (spec, delay, workload) else {
         return Err(ConfigError::new(problems));
     };
@@ -439,6 +483,7 @@ fn simulate_run(args: &SimulateArgs) -> Result<SimRun, ConfigError> {
         workload,
         think_max: args.think,
         trace_capacity: args.trace,
+        stop,
     };
     let visitor = Simulate { cfg: &cfg };
     let printed_rules = dedup_names(&args.system.printed_rule);

@@ -15,6 +15,7 @@
 //! stream is stable across versions: a run is replayed by its seed.
 
 mod queue;
+mod stop;
 
 use crate::config::{Instance, Observed};
 use crate::cs::{CsObject, CsState, Message, Outbox, Sequence};
@@ -31,6 +32,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
+pub use stop::Starved;
 
 /// Sequential workload: helper moves allowed per process before the run counts as stalled.
 const HELPER_MOVE_LIMIT: u64 = 1_000;
@@ -155,6 +157,13 @@ pub struct SimConfig {
     pub max_events: u64,
     /// How many of the last events the trace keeps (`usize::MAX` keeps all).
     pub trace_capacity: usize,
+    /// Members that stop for good after their first completed pair (`lkcs simulate
+    /// --stop`): their application makes no further call and they stay in their state,
+    /// while their process goes on handling messages, as a member whose worker returned.
+    /// The run then judges the others ([`SimReport::failure_locality`],
+    /// [`SimReport::starved`]). Concurrent workload only (the sequential workload's helper
+    /// moves would move a stopped member): with the sequential one the run is not made.
+    pub stop: Vec<ProcessId>,
 }
 
 impl Default for SimConfig {
@@ -167,6 +176,7 @@ impl Default for SimConfig {
             think_max: 4,
             max_events: 200_000_000,
             trace_capacity: 200,
+            stop: Vec::new(),
         }
     }
 }
@@ -242,6 +252,16 @@ pub struct SimReport {
     /// The last events, for replay and diagnosis.
     #[serde(skip)]
     pub trace: Vec<String>,
+    /// With [`SimConfig::stop`]: the largest hop distance from the nearest stopped member to
+    /// a member that did not complete its pairs (0 when every member did). Absent (and not
+    /// in the JSON) when nobody stops.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_locality: Option<usize>,
+    /// With [`SimConfig::stop`]: the members that did not complete their pairs (a stopped
+    /// member counts once its first pair completed), each with its distance, whether a bound
+    /// holds it and what it waits on. Absent when nobody stops.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub starved: Option<Vec<Starved>>,
     /// A hash of the whole event sequence (every delivery with its message, every begin and
     /// completion, with their times): two runs with the same hash ran the same events in the
     /// same order. FNV-1a over the events' `Hash`, stable across runs and machines of the same
@@ -251,8 +271,15 @@ pub struct SimReport {
 }
 
 impl SimReport {
-    /// Safe, no deadlock, not stalled, and every process completed its pairs.
+    /// Safe, no deadlock, not stalled, and every process completed its pairs. With members
+    /// stopped ([`SimConfig::stop`]): safe, not stalled, and every member that did not
+    /// complete its pairs held by a bound ([`Starved::held`]).
     pub fn ok(&self) -> bool {
+        if let Some(starved) = &self.starved {
+            return self.safety_violations == 0
+                && self.stalled.is_none()
+                && starved.iter().all(Starved::held);
+        }
         self.safety_violations == 0
             && !self.deadlock
             && self.stalled.is_none()
@@ -278,6 +305,9 @@ impl SimReport {
         }
         if let Some(why) = &self.stalled {
             s += &format!("stalled: {why}\n");
+        }
+        for starved in self.starved.iter().flatten().filter(|s| !s.held()) {
+            s += &format!("{starved}\n");
         }
         s += &format!(
             "last {} events (replay with the same seed):\n",
@@ -342,7 +372,8 @@ struct Track {
 /// A mismatched system (a process count other than the instance's, or `procs[i]` not
 /// process `i`) is not run: the report says why in `stalled`.
 pub fn simulate<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &SimConfig) -> SimReport {
-    match crate::cs::check_system(instance, &procs) {
+    let check = crate::cs::check_system(instance, &procs).and_then(|()| stop::check(instance, cfg));
+    match check {
         Ok(()) if cfg.trace_capacity == 0 => Sim::new(instance, procs, cfg).run(),
         Ok(()) => {
             // The trace is reported for failed runs only, and keeping it costs a clone of
@@ -380,6 +411,8 @@ pub fn simulate<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &SimConfig
             end_time: 0,
             events: 0,
             helper_steps: 0,
+            failure_locality: None,
+            starved: None,
             pairs: Vec::new(),
             trace: Vec::new(),
             trace_hash: Fnv::default().finish(),
@@ -483,6 +516,8 @@ struct Sim<'a, A: CsObject> {
     helped: Vec<usize>,
     /// With round trips, how many helper moves had been made when a helper search failed.
     searched_at: Option<usize>,
+    /// Per process, whether it stops after its first pair ([`SimConfig::stop`]).
+    stopping: Vec<bool>,
     /// How many processes still owe moves (see [`Sim::still_owes`]): the run is done at 0.
     owing: usize,
     done: bool,
@@ -542,6 +577,13 @@ impl<'a, A: CsObject> Sim<'a, A> {
             returning: None,
             helped: Vec::new(),
             searched_at: None,
+            stopping: {
+                let mut v = vec![false; n];
+                for p in &cfg.stop {
+                    v[p.index()] = true;
+                }
+                v
+            },
             owing: if cfg.pairs == 0 { 0 } else { n },
             done: cfg.pairs == 0,
             overtaking: Overtaking::new(n),
@@ -594,9 +636,15 @@ impl<'a, A: CsObject> Sim<'a, A> {
     /// sequential one, pairs left or a pair half done.
     fn still_owes(&self, p: usize) -> bool {
         match self.cfg.workload {
-            Workload::Concurrent => self.pairs_done(p) < self.cfg.pairs,
+            Workload::Concurrent => self.pairs_done(p) < self.cfg.pairs && !self.halted(p),
             Workload::Sequential => self.owes(p),
         }
+    }
+
+    /// Whether `p` stopped for good: it is to stop ([`SimConfig::stop`]) and its first pair
+    /// completed.
+    fn halted(&self, p: usize) -> bool {
+        self.stopping[p] && self.track[p].completed >= 2
     }
 
     /// Keeps [`Sim::owing`] current after a change to `p`'s track (O(1) per event).
@@ -1083,7 +1131,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
             ));
         }
         self.update_done();
-        if self.cfg.workload == Workload::Concurrent && !self.done {
+        if self.cfg.workload == Workload::Concurrent && !self.done && !self.halted(i) {
             let t = self.now.saturating_add(self.think());
             self.push(t, EventKind::Client(p));
         }
@@ -1118,6 +1166,21 @@ impl<'a, A: CsObject> Sim<'a, A> {
         } else {
             Vec::new()
         };
+        let starved = (!self.cfg.stop.is_empty()).then(|| {
+            let done: Vec<bool> = (0..self.procs.len())
+                .map(|p| self.pairs_done(p) >= self.cfg.pairs || self.halted(p))
+                .collect();
+            stop::judge(
+                self.inst,
+                &self.procs,
+                self.observed.states(),
+                &done,
+                &self.cfg.stop,
+            )
+        });
+        let failure_locality = starved
+            .as_ref()
+            .map(|s: &Vec<Starved>| s.iter().map(|s| s.distance).max().unwrap_or(0));
         let trace = if self.violation_count > 0 || deadlock || stalled.is_some() {
             self.trace
                 .iter()
@@ -1155,6 +1218,8 @@ impl<'a, A: CsObject> Sim<'a, A> {
             seed: self.cfg.seed,
             end_time: self.now,
             helper_steps: self.helper_steps,
+            failure_locality,
+            starved,
             events: self.events,
             pairs,
             trace,

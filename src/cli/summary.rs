@@ -123,6 +123,21 @@ pub(crate) fn failure_reasons(r: &lkcs::sim::SimReport) -> String {
     if let Some(s) = &r.stalled {
         why.push(format!("stalled ({s})"));
     }
+    if let Some(starved) = &r.starved {
+        // with stopped members, starving is the measure; only a member no bound holds fails
+        let unheld: Vec<String> = starved
+            .iter()
+            .filter(|s| !s.held())
+            .map(|s| s.process.to_string())
+            .collect();
+        if !unheld.is_empty() {
+            why.push(format!(
+                "starved with no bound holding them: {}",
+                unheld.join(", ")
+            ));
+        }
+        return why.join(", ");
+    }
     // the pairs owed: extra ones (helper moves, cycling) do not make up for a missing one
     if r.requested_pairs_completed < r.pairs_requested {
         why.push(format!(
@@ -136,7 +151,9 @@ pub(crate) fn failure_reasons(r: &lkcs::sim::SimReport) -> String {
 /// Prints the summary of one simulation on stdout.
 pub(crate) fn print(run: &SimRun) {
     let (spec, cfg, r) = (&run.spec, &run.cfg, &run.report);
-    let verdict = if r.ok() {
+    let verdict = if r.ok() && r.starved.as_ref().is_some_and(|s| !s.is_empty()) {
+        "OK: safe, and every member that starved is held by a bound".to_string()
+    } else if r.ok() {
         format!(
             "OK: safe, and every process completed its {} exit/entry pair(s)",
             cfg.pairs
@@ -230,6 +247,15 @@ pub(crate) fn print(run: &SimRun) {
     );
     if let Some(s) = &r.stalled {
         say!("  stalled               {s}");
+    }
+    if let (Some(locality), Some(starved)) = (r.failure_locality, &r.starved) {
+        say!(
+            "  failure locality      {locality} ({} member(s) starved)",
+            starved.len()
+        );
+        for s in starved {
+            say!("    {s}");
+        }
     }
     say!(
         "  messages sent         {} in all, self-addressed ones included",
