@@ -3,7 +3,6 @@
 //! and its deviations from the printed pseudo-code.
 
 pub mod lkcs;
-pub mod lkcs_trip;
 pub mod lmutin;
 pub mod maekawa;
 pub mod migrating;

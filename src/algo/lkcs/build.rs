@@ -3,8 +3,9 @@
 //! [`Lkcs::build_default`], which runs the round trip where it can and the leader rules
 //! elsewhere.
 
-use super::{tightened_region, within_two_hops, Lkcs, LkcsRules};
-use crate::algo::lkcs_trip::TripProc;
+use super::leader::{tightened_region, within_two_hops, LeaderProc, LkcsRules};
+use super::trip::TripProc;
+use super::Lkcs;
 use crate::config::{Bounds, Instance};
 use crate::cs::CsState;
 use crate::error::{ConfigError, Problem};
@@ -215,7 +216,7 @@ impl Lkcs {
         rules: LkcsRules,
     ) -> Result<LkcsSystem, ConfigError> {
         if rules.round_trip {
-            return Lkcs::build_trip(inst, leaders, initial, rules);
+            return Lkcs::build_trip(inst, leaders, initial);
         }
         if !rules.sidetrack {
             if *leaders != Leaders::Auto {
@@ -359,7 +360,6 @@ impl Lkcs {
         inst: &Instance,
         leaders: &Leaders,
         initial: Option<&[CsState]>,
-        rules: LkcsRules,
     ) -> Result<LkcsSystem, ConfigError> {
         if *leaders != Leaders::Auto {
             return Err(ConfigError::one(Problem::Invalid(
@@ -397,29 +397,14 @@ impl Lkcs {
             Some(_) => tight_start(inst, &operating, initial)?,
             None => operating.movable_start(tight_start(inst, &operating, None)?),
         };
-        let mut procs = Vec::with_capacity(t.len());
-        for p in t.processes() {
-            let mut proc = Lkcs::in_region(
-                &operating,
-                p,
-                &[],
-                &BTreeSet::new(),
-                &initial,
-                LkcsRules {
-                    sidetrack: false,
-                    ..rules
-                },
-            );
-            proc.rules = rules;
-            proc.trip = Some(Box::new(TripProc::new(
-                p,
-                t.closed(p),
-                inst.bounds(p),
-                operating.bounds(p),
-                &initial,
-            )));
-            procs.push(proc);
-        }
+        let procs = t
+            .processes()
+            .map(|p| {
+                let closed = t.closed(p);
+                let proc = TripProc::new(p, closed, inst.bounds(p), operating.bounds(p), &initial);
+                Lkcs::from(proc)
+            })
+            .collect();
         Ok(LkcsSystem {
             instance: inst.clone(),
             operating,
@@ -468,7 +453,8 @@ impl Lkcs {
         let procs = inst
             .topology()
             .processes()
-            .map(|p| Lkcs::in_region(&operating, p, &leaders, &region, &initial, rules))
+            .map(|p| LeaderProc::in_region(&operating, p, &leaders, &region, &initial, rules))
+            .map(Lkcs::from)
             .collect();
         Ok(LkcsSystem {
             instance: inst.clone(),
