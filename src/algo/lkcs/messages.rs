@@ -1,5 +1,6 @@
 //! The messages of LKCS and their permission types, shared by both flavours: the leader
-//! rules and the round trip.
+//! rules ([`super::leader`]) and the round trip ([`super::trip`]), each of which ignores the
+//! other's messages.
 
 use crate::cs::{CsState, Message, Sequence};
 use std::borrow::Cow;
@@ -128,7 +129,7 @@ pub enum LkcsMsg {
         /// The type.
         at: At,
     },
-    /// Round trip ([`LkcsRules::TRIP`](crate::LkcsRules::TRIP)), requester → its closed neighbourhood: my request of
+    /// Round trip ([`super::trip`]), requester → its closed neighbourhood: my request of
     /// type `at`, stamped `ts`, is blocked; lend me your trip lock.
     Trip {
         /// The type.

@@ -53,11 +53,10 @@
 //! sends no Request, Grant or Release); a trip asked for that the normal grants overtook is
 //! withdrawn with one `TripCancel` per member.
 //!
-//! **The sequential workload**
-//! ([`CsObject::takes_round_trips`](crate::CsObject::takes_round_trips)) makes each owed
-//! pair back to back; a pair whose first move leaves [L_j, K_j] (when no process that owes
-//! a pair can move within them and no helper moves lead to a configuration where one can)
-//! is a round trip and its return.
+//! **The sequential workload** ([`CsObject::takes_round_trips`]) makes each owed pair back
+//! to back; a pair whose first move leaves [L_j, K_j] (when no process that owes a pair can
+//! move within them and no helper moves lead to a configuration where one can) is a round
+//! trip and its return.
 //!
 //! **Limits.** A process that stops calling after a trip keeps the locks of the arbiters whose
 //! reserve it still uses; the liveness argument (in steps of a centralised scheduler) needs
