@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 /// The module whose "Deviations" list an id prefix counts, relative to the crate root.
 const MODULES: [(&str, &str); 7] = [
     ("lmutin", "src/algo/lmutin.rs"),
-    ("lkcs", "src/algo/lkcs.rs"),
+    ("lkcs", "src/algo/lkcs/leader.rs"),
     ("mutin", "src/algo/mutin.rs"),
     ("maekawa", "src/algo/maekawa.rs"),
     ("migrating", "src/algo/migrating.rs"),

@@ -1,6 +1,7 @@
 //! The round trip: the restoration rule of `docs/lkcs-liveness.md` ("A restoration rule that
 //! survives the model: the round trip") at the level of messages, selected with
-//! [`LkcsRules::TRIP`](crate::LkcsRules::TRIP) (field `round_trip`).
+//! [`LkcsRules::TRIP`](super::LkcsRules::TRIP) (field `round_trip`): one of the two flavours of
+//! [`Lkcs`](super::Lkcs), beside the leader rules ([`super::leader`]).
 //!
 //! **Why.** The paper's leader and the eleven deviations built on it stall on configurations
 //! no test named: e.g. configuration 43 of the liveness sweep (random:22:0.527:807529, bounds
@@ -52,11 +53,10 @@
 //! sends no Request, Grant or Release); a trip asked for that the normal grants overtook is
 //! withdrawn with one `TripCancel` per member.
 //!
-//! **The sequential workload**
-//! ([`CsObject::takes_round_trips`](crate::CsObject::takes_round_trips)) makes each owed
-//! pair back to back; a pair whose first move leaves [L_j, K_j] (when no process that owes
-//! a pair can move within them and no helper moves lead to a configuration where one can)
-//! is a round trip and its return.
+//! **The sequential workload** ([`CsObject::takes_round_trips`]) makes each owed pair back
+//! to back; a pair whose first move leaves [L_j, K_j] (when no process that owes a pair can
+//! move within them and no helper moves lead to a configuration where one can) is a round
+//! trip and its return.
 //!
 //! **Limits.** A process that stops calling after a trip keeps the locks of the arbiters whose
 //! reserve it still uses; the liveness argument (in steps of a centralised scheduler) needs
@@ -65,9 +65,9 @@
 //! `Relinquish`, or a `Request` that overtook its `Release` or `TripEnd`, would leave a
 //! sequence without the grant it waits for (a reading of the code, not a checked run).
 
-use crate::algo::lkcs::{At, LkcsMsg};
+use super::messages::{At, LkcsMsg};
 use crate::config::Bounds;
-use crate::cs::{check_call, CsState, Outbox, Sequence};
+use crate::cs::{check_call, CsObject, CsState, Outbox, Sequence};
 use crate::error::CallError;
 use crate::id::{ProcessId, Stamp};
 use std::collections::{BTreeMap, BTreeSet};
@@ -84,6 +84,15 @@ enum Hold {
 }
 
 /// One arbiter of one type.
+///
+/// Not [`crate::arbiter::Arbiter`], whose rules differ where the round trip needs others:
+/// that arbiter knows a holder only by the stamp it was granted with, so it preempts the
+/// youngest holder whatever it holds the permission for, and it reserves its one permission
+/// above the capacity for the leader rules' sidetrack. Here every permission says why it is
+/// held ([`Hold`]): only a holder whose sequence is in progress is preempted, a Release turns
+/// the holder's permission of the other type from "in progress" into "for its state", a
+/// request is told `Blocked` once every holder holds for its state, and the permission above
+/// the capacity goes only to the trip lock's committed holder, which is never preempted.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct TypeArbiter {
     /// Normal grants stop at this many holders.
@@ -107,22 +116,37 @@ impl TypeArbiter {
     }
 }
 
+/// The process a trip lock is lent to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct LockHolder {
+    /// The trip's stamp (its blocked request's).
+    trip: Stamp,
+    /// The trip's type.
+    at: At,
+    /// The trip committed (`TripGo`): the lock is no longer taken back.
+    committed: bool,
+    /// The holder was asked to yield (`TripInquire`).
+    inquired: bool,
+}
+
 /// The trip lock of one arbiter.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct TripLock {
-    /// The holder's trip stamp and type, whether it committed (`TripGo`), whether it was
-    /// asked to yield.
-    holder: Option<(Stamp, At, bool, bool)>,
+    /// The trip the lock is lent to.
+    holder: Option<LockHolder>,
     /// The trips waiting for the lock.
     queue: BTreeMap<Stamp, At>,
 }
 
 /// One process of LKCS in the round-trip variant: its requester side and its two arbiters
-/// with their trip lock. Built by [`crate::Lkcs::build`] with [`crate::LkcsRules::TRIP`].
+/// with their trip lock. Built by [`Lkcs::build`](super::Lkcs::build) with
+/// [`LkcsRules::TRIP`](super::LkcsRules::TRIP), or alone with [`TripProc::new`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TripProc {
     id: ProcessId,
     closed: Vec<ProcessId>,
+    /// The operating bounds (the problem's, tightened on every side a move can break).
+    operating: Bounds,
     state: CsState,
     pending: Option<Sequence>,
     ts: u64,
@@ -195,17 +219,8 @@ impl TripProc {
             },
             overflow: false,
             closed,
+            operating: soft,
         }
-    }
-
-    /// The process's state.
-    pub fn state(&self) -> CsState {
-        self.state
-    }
-
-    /// The sequence in progress.
-    pub fn pending(&self) -> Option<Sequence> {
-        self.pending
     }
 
     /// Whether the last move was a round trip whose return is owed.
@@ -219,7 +234,7 @@ impl TripProc {
     }
 
     /// Starts a sequence; a return from a round trip completes at once.
-    pub fn begin(&mut self, seq: Sequence, out: &mut Outbox<LkcsMsg>) -> Result<(), CallError> {
+    fn start(&mut self, seq: Sequence, out: &mut Outbox<LkcsMsg>) -> Result<(), CallError> {
         check_call(self.state, self.pending, seq)?;
         let at = At::of(seq);
         self.ts = self.ts.saturating_add(1);
@@ -244,8 +259,8 @@ impl TripProc {
         Ok(())
     }
 
-    /// Handles `msg` from `from` (a member of the closed neighbourhood: the caller checks).
-    pub fn on_message(&mut self, from: ProcessId, msg: LkcsMsg, out: &mut Outbox<LkcsMsg>) {
+    /// Handles `msg` from `from`, a member of the closed neighbourhood.
+    fn handle(&mut self, from: ProcessId, msg: LkcsMsg, out: &mut Outbox<LkcsMsg>) {
         let mut touched = [false; 2];
         match msg {
             // arbiter side
@@ -288,31 +303,31 @@ impl TripProc {
             LkcsMsg::Trip { at, ts } => {
                 self.ts = self.ts.max(ts);
                 let s = Stamp::new(ts, from);
-                let held = self.lock.holder.is_some_and(|h| h.0.id == from);
+                let held = self.lock.holder.is_some_and(|h| h.trip.id == from);
                 if !held && !self.lock.queue.keys().any(|k| k.id == from) {
                     self.lock.queue.insert(s, at);
                 }
             }
             LkcsMsg::TripYield { ts } => {
-                if let Some((s, at, false, _)) = self.lock.holder {
-                    if s == Stamp::new(ts, from) {
+                if let Some(h) = self.lock.holder.filter(|h| !h.committed) {
+                    if h.trip == Stamp::new(ts, from) {
                         self.lock.holder = None;
-                        self.lock.queue.insert(s, at);
+                        self.lock.queue.insert(h.trip, h.at);
                     }
                 }
             }
             LkcsMsg::TripCancel => {
                 self.lock.queue.retain(|s, _| s.id != from);
-                if let Some((s, _, false, _)) = self.lock.holder {
-                    if s.id == from {
+                if let Some(h) = self.lock.holder.filter(|h| !h.committed) {
+                    if h.trip.id == from {
                         self.lock.holder = None;
                     }
                 }
             }
             LkcsMsg::TripGo { at } => {
-                if let Some((s, a_type, false, inq)) = self.lock.holder {
-                    if s.id == from && a_type == at {
-                        self.lock.holder = Some((s, at, true, inq));
+                if let Some(h) = self.lock.holder.as_mut().filter(|h| !h.committed) {
+                    if h.trip.id == from && h.at == at {
+                        h.committed = true;
                         self.go(from, at, out);
                         touched[at.index()] = true;
                     }
@@ -414,8 +429,8 @@ impl TripProc {
 
     /// A committed trip's lock is free again once its type is back within the capacity.
     fn free_restored_lock(&mut self) {
-        if let Some((_, at, true, _)) = self.lock.holder {
-            let a = &self.arbiters[at.index()];
+        if let Some(h) = self.lock.holder.filter(|h| h.committed) {
+            let a = &self.arbiters[h.at.index()];
             if a.granted.len() <= a.cap {
                 self.lock.holder = None;
             }
@@ -426,15 +441,21 @@ impl TripProc {
     /// to yield to an older one.
     fn pass_lock(&mut self, out: &mut Outbox<LkcsMsg>) {
         if self.lock.holder.is_none() {
-            if let Some((s, at)) = self.lock.queue.pop_first() {
-                self.lock.holder = Some((s, at, false, false));
-                out.send(s.id, LkcsMsg::TripLock { ts: s.ts });
+            if let Some((trip, at)) = self.lock.queue.pop_first() {
+                self.lock.holder = Some(LockHolder {
+                    trip,
+                    at,
+                    committed: false,
+                    inquired: false,
+                });
+                out.send(trip.id, LkcsMsg::TripLock { ts: trip.ts });
             }
         }
-        if let Some((s, at, false, false)) = self.lock.holder {
-            if self.lock.queue.keys().next().is_some_and(|&o| o < s) {
-                self.lock.holder = Some((s, at, false, true));
-                out.send(s.id, LkcsMsg::TripInquire { ts: s.ts });
+        let oldest = self.lock.queue.keys().next().copied();
+        if let Some(h) = self.lock.holder.as_mut() {
+            if !h.committed && !h.inquired && oldest.is_some_and(|o| o < h.trip) {
+                h.inquired = true;
+                out.send(h.trip.id, LkcsMsg::TripInquire { ts: h.trip.ts });
             }
         }
     }
@@ -514,7 +535,7 @@ impl TripProc {
 
     /// Invariant T's local part: at most the hard bound of each type granted, and above the
     /// capacity only by the trip permission of the lock's holder.
-    pub fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), String> {
         if self.overflow {
             return Err("a committed round trip found no room".into());
         }
@@ -537,5 +558,48 @@ impl TripProc {
             }
         }
         Ok(())
+    }
+}
+
+impl CsObject for TripProc {
+    type Msg = LkcsMsg;
+
+    fn id(&self) -> ProcessId {
+        self.id
+    }
+
+    fn state(&self) -> CsState {
+        self.state
+    }
+
+    fn pending(&self) -> Option<Sequence> {
+        self.pending
+    }
+
+    fn begin_exit(&mut self, out: &mut Outbox<LkcsMsg>) -> Result<(), CallError> {
+        self.start(Sequence::Exit, out)
+    }
+
+    fn begin_entry(&mut self, out: &mut Outbox<LkcsMsg>) -> Result<(), CallError> {
+        self.start(Sequence::Entry, out)
+    }
+
+    fn on_message(&mut self, from: ProcessId, msg: LkcsMsg, out: &mut Outbox<LkcsMsg>) {
+        // sorted by id (Topology::closed); a message from elsewhere is ignored
+        if self.closed.binary_search(&from).is_ok() {
+            self.handle(from, msg, out);
+        }
+    }
+
+    fn operating_bounds(&self) -> Option<Bounds> {
+        Some(self.operating)
+    }
+
+    fn takes_round_trips(&self) -> bool {
+        true
+    }
+
+    fn check_invariants(&self) -> Result<(), String> {
+        self.check()
     }
 }

@@ -1,57 +1,24 @@
-//! LKCS: the generalized local (l_i, k_i)-critical section (Kamei & Kakugawa 2017, §5,
-//! Algorithms 3–7), with a leader, the "sidetrack" and Trigger (the leader rules), and the
-//! round trip that runs by default (below, and [`crate::algo::lkcs_trip`]).
+//! The leader rules of LKCS: Kamei & Kakugawa 2017, §5, Algorithms 3–7, with a leader, the
+//! "sidetrack" and Trigger, and the deviations 1–11 below. The problem, the composition they
+//! run and when they run (the round trip runs by default): [`super`].
 //!
-//! **Problem.** On a graph, every process P_i keeps between l_i and k_i processes of its
-//! closed neighbourhood N_i ∪ {P_i} in the CS, with 0 ≤ l_i < k_i ≤ |N_i|+1.
-//!
-//! **Idea.** LKCS composes l_i-LMUTIN and k_i-LMUTEX on one process: Exit = the LMUTIN exit
-//! (permissions of type MUTIN, "you may be out") then the LMUTEX exit (release the MUTEX
-//! permissions); Entry = the LMUTEX entry (permissions of type MUTEX, "you may be in") then the
-//! LMUTIN entry (release the MUTIN permissions). Each process runs one
-//! [`Arbiter`] per type, with capacity |N_i|+1−L_i for MUTIN and K_i for MUTEX. Alone, the
-//! composition can deadlock: an exit waits for an entry that waits for an exit. The
-//! **sidetrack** breaks such cycles: a leader P_LDR (|N_LDR| ≥ 4) watches its own arbiters,
+//! **The sidetrack.** Alone, the composition of l_i-LMUTIN and k_i-LMUTEX can deadlock: an
+//! exit waits for an entry that waits for an exit. The sidetrack breaks such cycles: a leader
+//! P_LDR (|N_LDR| ≥ 4) watches its own arbiters,
 //! and when every member of its closed neighbourhood seems blocked (`Waiting_LDR ≥ |N_LDR|+1`)
 //! it nominates one of them (a *trigger*) with a `Trigger` message. The trigger re-asks with
 //! `RequestByTrigger`; every neighbour replaces its request by a permission stamped (0, P_q),
 //! granted at once whatever its capacity. To keep that safe, every process within two hops of
 //! the leader runs with tightened bounds L_i = l_i+1 and K_i = k_i−1: one sidetrack move per
-//! type stays within (l_i, k_i).
+//! type stays within (l_i, k_i). Each process runs one [`Arbiter`] per type, with capacity
+//! |N_i|+1−L_i for MUTIN and K_i for MUTEX.
 //!
-//! **This is the paper's partial solution**: within two hops of the leader, the algorithm
-//! normally keeps l_i+1 ≤ |CS_i| ≤ k_i−1, and reaches l_i or k_i only through a sidetrack
-//! move. Preconditions: a leader with |N_LDR| ≥ 4; k_q − l_q ≥ 3 for every P_q within two hops
-//! of it; an initial configuration that is safe, and tightly safe (l_q+1 ≤ |CS_q| ≤ k_q−1)
-//! within two hops. [`Lkcs::build`] checks them all and reports every one that fails. Before
-//! them it refuses an instance in which some process can never move, whatever the algorithm
-//! (no configuration meeting the bounds lets it move: [`Instance::immovable`]), naming those
-//! processes; the tight start is searched with [`Instance::find_safe_initial_quickly`]
-//! (bounded backtracking, then a local search); after three candidate leaders whose search
-//! gave up, the others are not tried, so a refusal stays within a few seconds.
-//!
-//! **What runs by default: the round trip** ([`LkcsRules::TRIP`], in its own module
-//! [`crate::algo::lkcs_trip`]). It replaces the leader, the sidetrack and deviations 4, 5, 6
-//! and 9–11 by the restoration rule of `docs/lkcs-liveness.md`: no leader, every breakable
-//! side of a bound tightened, and a blocked request moves by a round trip (trip locks, the
-//! reserve, and a return that the other moves keep room for). [`Lkcs::build_default`]
-//! (the CLI's `--algorithm lkcs` and a local quota with both bounds, when no leader is
-//! named) runs it, and the leader rules of this module only on an instance it refuses
-//! (bounds it cannot tighten, no start within the tightened bounds). The leader rules and
-//! `--variant printed` are unchanged by it; its messages (`Trip`, `TripLock`,
-//! `TripInquire`, `TripYield`, `TripGo`, `TripCancel`, `TripEnd`) are ignored by them. The
-//! leader rules stay, with their deviations, as that fallback and for the errata.
-//!
-//! **Liveness is not guaranteed** by the leader rules (corrected or printed), and for the
-//! round trip it is argued in a centralised model and measured (0 failed of 39,331 sweep
-//! runs), not proved for the protocol. The waits, the mechanism and the sweeps are in
-//! `docs/lkcs-liveness.md`.
-//!
-//! **Messages.** `Request(at, ts)`, `Grant(at)`, `Release(at)`, `Preempt(at)`,
-//! `Relinquish(at)` (LMUTIN's, per type `at` ∈ {MUTIN, MUTEX}); `Trigger(at, ts)` (leader →
-//! nominee), `RequestByTrigger(at, ts)` (nominee → its closed neighbourhood), `SidetrackGrant(at)`
-//! (the answer to it) and `TriggerDeclined` (nominee → leader; deviation 4); `Blocked(at,
-//! sidetrack)`, `Park(at)` and `Unpark(at)` (deviation 9).
+//! **Messages** ([`LkcsMsg`]). LMUTIN's `Request(at, ts)`, `Grant(at)`, `Release(at)`,
+//! `Preempt(at)` and `Relinquish(at)`, per type `at` ∈ {MUTIN, MUTEX}; `Trigger(at, ts)`
+//! (leader → nominee), `RequestByTrigger(at, ts)` (nominee → its closed neighbourhood),
+//! `SidetrackGrant(at)` (the answer to it) and `TriggerDeclined` (nominee → leader; deviation
+//! 4); `Blocked(at, sidetrack)`, `Park(at)` and `Unpark(at)` (deviation 9). The round trip's
+//! messages are ignored.
 //!
 //! **Variables of P_i.**
 //!
@@ -62,7 +29,7 @@
 //! | — | `req_ts` | the stamp of the pending sequence's requests (what a Trigger must name) |
 //! | `nGrants_i[at]` | `granters[at]` | permissions held for the sequence in progress |
 //! | `grantedTo_i[at]`, `pendingReq_i[at]`, `preemptingNow_i[at]` | `arbiters[at]` | the type's arbiter |
-//! | `candidate_LDR` | (a local in [`Lkcs`]'s nomination) | |
+//! | `candidate_LDR` | (a local in the nomination) | |
 //! | — | `triggered` | the sequence in progress was switched to the sidetrack |
 //! | — | `leader.last_request` | the last (type, stamp) each neighbour asked the leader for |
 //! | — | `leader.in_flight` | the nominee whose answer the leader awaits |
@@ -131,9 +98,10 @@
 //!    the paper's leader deadlocks, seed 0; the free-reserve part: `random:18:0.25:5119` with
 //!    the per-process bounds of errata lkcs-9, seed 1.
 //! 10. **Every tightened process can be nominated** (an addition; `--leader ID` keeps the
-//!     paper's single leader): [`Leaders::Auto`] adds as watchers every process of degree ≥ 4
-//!     within two hops of the leader and every tightened process with none of those in its
-//!     closed neighbourhood; a watcher may nominate any member of its closed neighbourhood;
+//!     paper's single leader): [`Leaders::Auto`](super::Leaders::Auto) adds as watchers
+//!     every process of degree ≥ 4 within two hops of the leader and every tightened process
+//!     with none of those in its closed neighbourhood; a watcher may nominate any member of
+//!     its closed neighbourhood;
 //!     an arbiter outside the tightened region keeps no reserve ([`Arbiter::without_reserve`])
 //!     and orders sidetrack requests by stamp with the normal ones. Counterexample:
 //!     `random:24:0.35:1` (1, 4) with the single leader P3 stalls, seed 3, processes outside
@@ -154,8 +122,8 @@
 //! a quarter with the paper's single leader; never a broken bound). `docs/lkcs-liveness.md`
 //! names the waits, the sweep that measures them, the exact check ([`crate::reach`]) that
 //! every failed run examined could still have moved every process, and the round trip that
-//! replaces the leader by default (built in [`crate::algo::lkcs_trip`]: 0 failed of the
-//! 39,366 runs of the default over 40,000 sweep configurations). [`Leaders::All`]
+//! replaces the leader by default ([`super::trip`]: 0 failed of the 39,366 runs of the
+//! default over 40,000 sweep configurations). [`Leaders::All`](super::Leaders::All)
 //! (`--leader all`) lets every able process lead; safety needs nothing more, since the
 //! reserve is local to every arbiter, but with the least slack (k_i − l_i = 3) the operating
 //! range is tightened everywhere, most processes cannot move in normal operation, and the
@@ -183,221 +151,14 @@
 //! over FIFO and unordered links, nor within 1 GiB with duplication: bounded, neither proved
 //! nor refuted. See docs/checker.md.
 
-use crate::algo::lkcs_trip::TripProc;
+use super::messages::{At, LkcsMsg};
 use crate::arbiter::{Action, Arbiter, ArbiterRules};
 use crate::config::{Bounds, Instance};
-use crate::cs::{check_call, CsObject, CsState, Message, Outbox, Sequence, Variant};
-use crate::error::{CallError, ConfigError, Problem};
+use crate::cs::{check_call, CsObject, CsState, Outbox, Sequence, Variant};
+use crate::error::CallError;
 use crate::id::{ProcessId, Stamp};
 use crate::topology::Topology;
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
-
-/// Backtracking steps per process and starting state in the up-front test for processes
-/// that can never move ([`Instance::immovable`]).
-const IMMOVABLE_BUDGET: usize = 20_000;
-
-/// How [`Lkcs::build_default`] prefixes the round trip's reasons when both rule sets refuse.
-const ROUND_TRIP_TAG: &str = "the round trip: ";
-/// How [`Lkcs::build_default`] prefixes the leader rules' reasons when both rule sets refuse.
-pub(crate) const LEADER_RULES_TAG: &str = "the leader rules: ";
-
-/// How many candidate leaders' start searches may give up (budget spent, nothing found)
-/// before [`Lkcs::build`] refuses without trying the others.
-const MAX_SEARCHES_GIVEN_UP: usize = 3;
-
-/// The smallest leader degree |N_LDR| LKCS allows.
-pub const MIN_LEADER_DEGREE: usize = 4;
-
-/// The permission types: MUTIN permits being out of the CS (LMUTIN), MUTEX being in (LMUTEX).
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-pub enum At {
-    /// Permission to exit (be out of) the CS.
-    Mutin,
-    /// Permission to enter (be in) the CS.
-    Mutex,
-}
-
-impl At {
-    pub(crate) fn index(self) -> usize {
-        match self {
-            At::Mutin => 0,
-            At::Mutex => 1,
-        }
-    }
-
-    /// The other type.
-    pub(crate) fn other(self) -> At {
-        match self {
-            At::Mutin => At::Mutex,
-            At::Mutex => At::Mutin,
-        }
-    }
-
-    /// The sequence that asks for this type.
-    pub fn sequence(self) -> Sequence {
-        match self {
-            At::Mutin => Sequence::Exit,
-            At::Mutex => Sequence::Entry,
-        }
-    }
-
-    /// The state a process keeps while it waits for this type (the printed rules test it).
-    fn keeping(self) -> CsState {
-        match self {
-            At::Mutin => CsState::InCs,
-            At::Mutex => CsState::OutCs,
-        }
-    }
-
-    /// The type a sequence asks for.
-    pub fn of(seq: Sequence) -> At {
-        match seq {
-            Sequence::Exit => At::Mutin,
-            Sequence::Entry => At::Mutex,
-        }
-    }
-}
-
-/// The messages of LKCS. The sender is known from the link.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-pub enum LkcsMsg {
-    /// Asks for a permission of type `at`, stamped `(ts, sender)`.
-    Request {
-        /// The type.
-        at: At,
-        /// The requester's clock.
-        ts: u64,
-    },
-    /// Gives a permission.
-    Grant {
-        /// The type.
-        at: At,
-    },
-    /// The sender's sequence completed: its permission of type `at` is free.
-    Release {
-        /// The type.
-        at: At,
-    },
-    /// Asks the receiver to return its permission.
-    Preempt {
-        /// The type.
-        at: At,
-    },
-    /// Returns a permission after a Preempt.
-    Relinquish {
-        /// The type.
-        at: At,
-    },
-    /// Leader → nominee: switch your sequence of type `at`, stamped `ts`, to the sidetrack.
-    Trigger {
-        /// The type.
-        at: At,
-        /// The stamp of the request the leader nominates.
-        ts: u64,
-    },
-    /// Nominee → its closed neighbourhood: grant me a sidetrack permission.
-    RequestByTrigger {
-        /// The type.
-        at: At,
-        /// The stamp of the request it replaces: the sidetrack request's priority.
-        ts: u64,
-    },
-    /// The answer to a RequestByTrigger (the printed rules send a plain Grant).
-    SidetrackGrant {
-        /// The type.
-        at: At,
-    },
-    /// Nominee → leader: the Trigger came too late (the sequence completed); nominate again.
-    TriggerDeclined,
-    /// Arbiter → requester: your request of type `at` waits here behind holders that will
-    /// not give way (deviation 9); set the permissions you hold for it aside.
-    Blocked {
-        /// The type.
-        at: At,
-        /// The blocked request is a sidetrack one (a RequestByTrigger).
-        sidetrack: bool,
-    },
-    /// Requester → arbiter: give back the permission I hold for my request of type `at` (if
-    /// any) and set the request aside until I unpark it.
-    Park {
-        /// The type.
-        at: At,
-    },
-    /// Requester → arbiter: my parked request of type `at` competes again.
-    Unpark {
-        /// The type.
-        at: At,
-    },
-    /// Round trip ([`LkcsRules::TRIP`]), requester → its closed neighbourhood: my request of
-    /// type `at`, stamped `ts`, is blocked; lend me your trip lock.
-    Trip {
-        /// The type.
-        at: At,
-        /// The stamp of the blocked request: the trip's priority.
-        ts: u64,
-    },
-    /// Round trip: arbiter → requester: the trip lock is yours (for the trip stamped `ts`).
-    TripLock {
-        /// The trip's stamp.
-        ts: u64,
-    },
-    /// Round trip: arbiter → lock holder: an older trip asks for the lock; yield it if you
-    /// have not moved.
-    TripInquire {
-        /// The holder's trip stamp.
-        ts: u64,
-    },
-    /// Round trip: lock holder → arbiter: the lock back (the trip has not moved).
-    TripYield {
-        /// The trip's stamp.
-        ts: u64,
-    },
-    /// Round trip: requester holding every lock → its closed neighbourhood: grant me a
-    /// permission of type `at` now, from the reserve if need be.
-    TripGo {
-        /// The type.
-        at: At,
-    },
-    /// Round trip: the sequence completed without its trip; forget it.
-    TripCancel,
-    /// Round trip: the return completed: the trip's permission of type `at` and the lock are
-    /// free.
-    TripEnd {
-        /// The trip's type.
-        at: At,
-    },
-}
-
-impl Message for LkcsMsg {
-    fn kind(&self) -> Cow<'static, str> {
-        Cow::Borrowed(match self {
-            LkcsMsg::Request { .. } => "Request",
-            LkcsMsg::Grant { .. } => "Grant",
-            LkcsMsg::Release { .. } => "Release",
-            LkcsMsg::Preempt { .. } => "Preempt",
-            LkcsMsg::Relinquish { .. } => "Relinquish",
-            LkcsMsg::Trigger { .. } => "Trigger",
-            LkcsMsg::RequestByTrigger { .. } => "RequestByTrigger",
-            LkcsMsg::SidetrackGrant { .. } => "SidetrackGrant",
-            LkcsMsg::TriggerDeclined => "TriggerDeclined",
-            LkcsMsg::Blocked { .. } => "Blocked",
-            LkcsMsg::Park { .. } => "Park",
-            LkcsMsg::Unpark { .. } => "Unpark",
-            LkcsMsg::Trip { .. } => "Trip",
-            LkcsMsg::TripLock { .. } => "TripLock",
-            LkcsMsg::TripInquire { .. } => "TripInquire",
-            LkcsMsg::TripYield { .. } => "TripYield",
-            LkcsMsg::TripGo { .. } => "TripGo",
-            LkcsMsg::TripCancel => "TripCancel",
-            LkcsMsg::TripEnd { .. } => "TripEnd",
-        })
-    }
-}
 
 /// Which printed rules to follow (see "Deviations from the paper"; each field `true` selects
 /// the printed rule), and whether the sidetrack exists at all.
@@ -434,7 +195,7 @@ pub struct LkcsRules {
     pub fallback_nominee: bool,
     /// The round trip of `docs/lkcs-liveness.md` (an addition; `false` everywhere but
     /// [`LkcsRules::TRIP`]): no leader, every breakable side of a bound tightened by one,
-    /// and a blocked request takes a round trip ([`crate::algo::lkcs_trip`]). The other
+    /// and a blocked request takes a round trip ([`super::trip`]). The other
     /// fields do not apply to it.
     pub round_trip: bool,
 }
@@ -472,7 +233,7 @@ impl LkcsRules {
         fallback_nominee: false,
         round_trip: false,
     };
-    /// The round trip ([`crate::algo::lkcs_trip`]): no leader, no Trigger, no parking.
+    /// The round trip ([`super::trip`]): no leader, no Trigger, no parking.
     pub const TRIP: LkcsRules = LkcsRules {
         round_trip: true,
         ..LkcsRules::CORRECTED
@@ -495,46 +256,6 @@ impl From<Variant> for LkcsRules {
     }
 }
 
-/// Which processes lead LKCS's leader rules (`--leader ID`, `--leader all`, `--leader auto`;
-/// with none named, the corrected variant and no printed rule, the CLI and [`crate::Quota`]
-/// run [`Lkcs::build_default`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Leaders {
-    /// The paper's leader, chosen automatically: the first process, by decreasing degree then
-    /// id, that meets every precondition and admits a tight start; with it, as extra
-    /// watchers, every process of degree at least 4 within two hops of it and every process
-    /// within two hops that has no such watcher in its closed neighbourhood (deviation 10; on
-    /// a complete graph, every process of degree at least 4). The watchers tighten nothing
-    /// more: the operating bounds are the single leader's.
-    #[default]
-    Auto,
-    /// The paper's single leader, named, without watchers: only its closed neighbourhood can
-    /// be nominated.
-    One(usize),
-    /// Every process that meets the leader's preconditions leads (an extension of the paper:
-    /// each leader watches its own neighbourhood; safety stays local to every arbiter, see
-    /// deviation 4). Processes within two hops of any leader keep the tightened bounds. The
-    /// price: with the least slack (k_i − l_i = 3 everywhere) the operating range is two
-    /// values wide everywhere, most processes can never move in normal operation, and almost
-    /// every move goes through a trigger (see the module's "Liveness").
-    All,
-}
-
-impl std::str::FromStr for Leaders {
-    type Err = Problem;
-    fn from_str(s: &str) -> Result<Leaders, Problem> {
-        match s {
-            "all" => Ok(Leaders::All),
-            "auto" => Ok(Leaders::Auto),
-            _ => s.parse::<usize>().map(Leaders::One).map_err(|_| {
-                Problem::Invalid(format!(
-                    "--leader `{s}`: expected a process index, `all` or `auto`"
-                ))
-            }),
-        }
-    }
-}
-
 /// The leader's extra variables.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct LeaderRole {
@@ -546,32 +267,11 @@ struct LeaderRole {
     waiting: bool,
 }
 
-/// A built LKCS system: the problem instance the observer checks, the bounds the algorithm
-/// keeps in normal operation, the leader, the initial configuration and the processes.
-#[derive(Clone, Debug)]
-pub struct LkcsSystem {
-    /// The (l_i, k_i) instance.
-    pub instance: Instance,
-    /// The (L_i, K_i) instance: tightened by one within two hops of every process in
-    /// `tightening`; with the round trip, every side a move can break, everywhere.
-    pub operating: Instance,
-    /// The processes whose two-hop neighbourhoods run with tightened bounds: the paper's
-    /// leader (chosen or named), or every able process ([`Leaders::All`]); none for the naive
-    /// composition.
-    pub tightening: Vec<ProcessId>,
-    /// The processes that watch their neighbourhoods and nominate triggers, by id: the
-    /// paper's leader with its watchers (see [`Leaders::Auto`]); the one named; or every able
-    /// process ([`Leaders::All`]); none for the naive composition and the round trip.
-    pub leaders: Vec<ProcessId>,
-    /// The initial configuration.
-    pub initial: Vec<CsState>,
-    /// One object per process, by id.
-    pub procs: Vec<Lkcs>,
-}
-
-/// One process of LKCS.
+/// One process of LKCS under the leader rules: its requester side, its two arbiters (MUTIN
+/// and MUTEX) and, when it leads or watches, its leader role. Built by
+/// [`Lkcs::build`](super::Lkcs::build), or alone with [`LeaderProc::new`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Lkcs {
+pub struct LeaderProc {
     id: ProcessId,
     closed: Vec<ProcessId>,
     state: CsState,
@@ -596,403 +296,16 @@ pub struct Lkcs {
     operating: Bounds,
     leader: Option<LeaderRole>,
     rules: LkcsRules,
-    /// The round-trip variant's process, which then runs everything ([`LkcsRules::TRIP`]).
-    trip: Option<Box<TripProc>>,
 }
 
-impl Lkcs {
-    /// The (l_i, k_i) instance, after checking 0 ≤ l_i < k_i ≤ |N_i|+1 for every process.
-    pub fn instance(
-        topology: &Topology,
-        l: &[usize],
-        k: &[usize],
-    ) -> Result<Instance, ConfigError> {
-        if l.len() != topology.len() || k.len() != topology.len() {
-            return Err(ConfigError::one(Problem::Invalid(format!(
-                "{} lower and {} upper bounds given for {} processes",
-                l.len(),
-                k.len(),
-                topology.len()
-            ))));
-        }
-        let bounds = l.iter().zip(k).map(|(&l, &k)| Bounds { l, k }).collect();
-        Instance::new(topology.clone(), bounds)
-    }
-
-    /// Every reason `leader` cannot lead LKCS on `inst`: |N_LDR| < 4, or a process within two
-    /// hops with k_q − l_q < 3 (empty when it can).
-    pub fn leader_problems(inst: &Instance, leader: ProcessId) -> Vec<Problem> {
-        let t = inst.topology();
-        if leader.index() >= t.len() {
-            return vec![Problem::Invalid(format!(
-                "--leader {}: processes are 0..{}",
-                leader.index(),
-                t.len()
-            ))];
-        }
-        let mut problems = Vec::new();
-        if t.degree(leader) < MIN_LEADER_DEGREE {
-            problems.push(Problem::Invalid(format!(
-                "leader {leader} has |N_LDR| = {}, LKCS needs |N_LDR| >= {MIN_LEADER_DEGREE}",
-                t.degree(leader)
-            )));
-        }
-        for q in within_two_hops(t, leader) {
-            let b = inst.bounds(q);
-            if b.k < b.l + 3 {
-                problems.push(Problem::Invalid(format!(
-                    "P{q} is within two hops of leader {leader} and has k - l = {} - {} < 3",
-                    b.k, b.l
-                )));
-            }
-        }
-        problems
-    }
-
-    /// The bounds the algorithm keeps with `leaders`: (l_i+1, k_i−1) within two hops of one
-    /// of them, (l_i, k_i) elsewhere; with no leader, the problem's bounds.
-    pub fn operating_instance(
-        inst: &Instance,
-        leaders: &[ProcessId],
-    ) -> Result<Instance, ConfigError> {
-        Lkcs::tightened(inst, &tightened_region(inst.topology(), leaders))
-    }
-
-    /// The problem's bounds, tightened to (l_i+1, k_i−1) on the processes of `region`.
-    fn tightened(inst: &Instance, region: &BTreeSet<ProcessId>) -> Result<Instance, ConfigError> {
-        let t = inst.topology();
-        let bounds = t
-            .processes()
-            .map(|p| {
-                let b = inst.bounds(p);
-                if region.contains(&p) {
-                    Bounds {
-                        l: b.l + 1,
-                        k: b.k.saturating_sub(1),
-                    }
-                } else {
-                    b
-                }
-            })
-            .collect();
-        Instance::new(t.clone(), bounds)
-    }
-
-    /// Validates everything and builds the system. `leaders`: see [`Leaders`]; `initial`:
-    /// the given start, or `None` to search one that is safe for the operating bounds. With
-    /// `rules.sidetrack == false` (the naive composition) there is no leader and no
-    /// tightening. Every problem found is reported.
-    pub fn build(
-        inst: &Instance,
-        leaders: &Leaders,
-        initial: Option<&[CsState]>,
-        rules: LkcsRules,
-    ) -> Result<LkcsSystem, ConfigError> {
-        Lkcs::check_instance(inst, initial)?;
-        Lkcs::build_checked(inst, leaders, initial, rules)
-    }
-
-    /// What every rule set refuses: a topology not stored, a process that can never move
-    /// whatever the algorithm, a start of the wrong length.
-    fn check_instance(inst: &Instance, initial: Option<&[CsState]>) -> Result<(), ConfigError> {
-        inst.topology().require_stored("lkcs")?;
-        let frozen = inst.immovable(IMMOVABLE_BUDGET);
-        if !frozen.is_empty() {
-            let names: Vec<String> = frozen.iter().map(ToString::to_string).collect();
-            return Err(ConfigError::one(Problem::Invalid(format!(
-                "{} can never move: from no configuration that meets the bounds does its move \
-                 keep every bound of its closed neighbourhood (no algorithm can let it \
-                 complete a pair)",
-                names.join(", ")
-            ))));
-        }
-        let n = inst.len();
-        if let Some(s) = initial.filter(|s| s.len() != n) {
-            return Err(ConfigError::one(Problem::Invalid(format!(
-                "initial configuration has {} states for {n} processes",
-                s.len()
-            ))));
-        }
-        Ok(())
-    }
-
-    /// [`Lkcs::build`] after [`Lkcs::check_instance`].
-    fn build_checked(
-        inst: &Instance,
-        leaders: &Leaders,
-        initial: Option<&[CsState]>,
-        rules: LkcsRules,
-    ) -> Result<LkcsSystem, ConfigError> {
-        if rules.round_trip {
-            return Lkcs::build_trip(inst, leaders, initial, rules);
-        }
-        if !rules.sidetrack {
-            if *leaders != Leaders::Auto {
-                return Err(ConfigError::one(Problem::Invalid(
-                    "the naive composition has no leader".into(),
-                )));
-            }
-            let initial = match initial {
-                Some(s) => s.to_vec(),
-                None => inst.find_safe_initial().map_err(ConfigError::one)?,
-            };
-            return Lkcs::assemble(inst, &[], Vec::new(), initial, rules);
-        }
-        if let Leaders::One(l) = *leaders {
-            let n = inst.topology().len();
-            if l >= n {
-                // checked before the id is built: an id past u32::MAX is not a process id
-                return Err(ConfigError::one(Problem::Invalid(format!(
-                    "--leader {l}: processes are 0..{n}"
-                ))));
-            }
-            let p = ProcessId::from(l);
-            ConfigError::check(Lkcs::leader_problems(inst, p))?;
-            let operating = Lkcs::operating_instance(inst, &[p])?;
-            let initial = tight_start(inst, &operating, initial)?;
-            return Lkcs::assemble(inst, &[p], vec![p], initial, rules);
-        }
-        if let Some(s) = initial {
-            ConfigError::check(inst.violations(s))?;
-        }
-        let t = inst.topology();
-        let mut candidates: Vec<ProcessId> = t
-            .processes()
-            .filter(|&p| t.degree(p) >= MIN_LEADER_DEGREE)
-            .collect();
-        if candidates.is_empty() {
-            let max = t.processes().map(|p| t.degree(p)).max().unwrap_or(0);
-            return Err(ConfigError::one(Problem::Invalid(format!(
-                "LKCS needs a leader with |N_LDR| >= {MIN_LEADER_DEGREE}: the largest degree in {} is {max}",
-                t.name()
-            ))));
-        }
-        candidates.sort_by_key(|&p| (std::cmp::Reverse(t.degree(p)), p));
-        let mut why = Vec::new();
-        let mut able = Vec::new();
-        for &p in &candidates {
-            match Lkcs::leader_problems(inst, p).first() {
-                Some(problem) => why.push(format!("{p}: {problem}")),
-                None => able.push(p),
-            }
-        }
-        let mut all = able.clone();
-        all.sort();
-        let singles = able.iter().map(|&p| vec![p]);
-        let groups: Vec<Vec<ProcessId>> = match leaders {
-            Leaders::All if !all.is_empty() => vec![all],
-            _ => singles.collect(),
-        };
-        let candidates = groups.len();
-        let mut gave_up = 0;
-        for (tried, group) in groups.into_iter().enumerate() {
-            if gave_up == MAX_SEARCHES_GIVEN_UP {
-                // refuse fast: each search that gives up costs a full budget
-                why.push(format!(
-                    "the start search gave up for {gave_up} candidate leaders; the other {} \
-                     were not tried (give a start with --initial, or a leader with --leader)",
-                    candidates - tried
-                ));
-                break;
-            }
-            let operating = Lkcs::operating_instance(inst, &group)?;
-            let start = match initial {
-                Some(s) => match tight_violations(inst, &operating, s).first() {
-                    Some(b) => Err(format!("the given start is not tight: {b}")),
-                    None => Ok(s.to_vec()),
-                },
-                None => operating
-                    .find_safe_initial_quickly()
-                    .map_err(|e| e.to_string()),
-            };
-            match start {
-                Ok(start) if *leaders == Leaders::Auto => {
-                    let watchers = Lkcs::with_watchers(t, group[0]);
-                    return Lkcs::assemble(inst, &group, watchers, start, rules);
-                }
-                Ok(start) => return Lkcs::assemble(inst, &group, group.clone(), start, rules),
-                Err(e) if group.len() == 1 => {
-                    gave_up += usize::from(e.contains("search gave up"));
-                    why.push(format!("{}: {e}", group[0]));
-                }
-                Err(e) => why.push(format!("every able process leading: {e}")),
-            }
-        }
-        let shown = why.len().min(5);
-        let mut text = format!(
-            "no process can lead LKCS (|N_LDR| >= {MIN_LEADER_DEGREE}, k_q - l_q >= 3 within two hops, a tight start): {}",
-            why[..shown].join("; ")
-        );
-        if why.len() > shown {
-            text.push_str(&format!("; and {} more", why.len() - shown));
-        }
-        Err(ConfigError::one(Problem::Invalid(text)))
-    }
-
-    /// The default LKCS: the round trip ([`LkcsRules::TRIP`]), live on every instance of
-    /// the liveness sweeps, where it runs; where it refuses the instance (bounds it cannot
-    /// tighten, no start within its tightened bounds), the leader rules
-    /// ([`LkcsRules::CORRECTED`], the automatic leader and its watchers), which need those
-    /// only within two hops of the leader. Refused when both refuse, with both reasons.
-    pub fn build_default(
-        inst: &Instance,
-        initial: Option<&[CsState]>,
-    ) -> Result<LkcsSystem, ConfigError> {
-        // what both rule sets refuse is checked (and reported) once
-        Lkcs::check_instance(inst, initial)?;
-        let trip = match Lkcs::build_checked(inst, &Leaders::Auto, initial, LkcsRules::TRIP) {
-            Ok(sys) => return Ok(sys),
-            Err(e) => e,
-        };
-        let corrected = LkcsRules::CORRECTED;
-        Lkcs::build_checked(inst, &Leaders::Auto, initial, corrected).map_err(|leader| {
-            if leader.problems == trip.problems {
-                return leader;
-            }
-            let tagged = |tag: &str, e: ConfigError| {
-                e.problems
-                    .into_iter()
-                    .map(move |p| Problem::Invalid(format!("{tag}{p}")))
-                    .collect::<Vec<_>>()
-            };
-            let mut problems = tagged(ROUND_TRIP_TAG, trip);
-            problems.extend(tagged(LEADER_RULES_TAG, leader));
-            ConfigError::new(problems)
-        })
-    }
-
-    /// The round-trip variant's system ([`LkcsRules::TRIP`]): no leader; L_i = l_i+1 where
-    /// l_i > 0 and K_i = k_i−1 where k_i < |N_i|+1 (refused where that leaves L_i ≥ K_i); the
-    /// given start, or one searched, within the operating bounds everywhere.
-    fn build_trip(
-        inst: &Instance,
-        leaders: &Leaders,
-        initial: Option<&[CsState]>,
-        rules: LkcsRules,
-    ) -> Result<LkcsSystem, ConfigError> {
-        if *leaders != Leaders::Auto {
-            return Err(ConfigError::one(Problem::Invalid(
-                "the round trip has no leader (leave --leader out)".into(),
-            )));
-        }
-        let t = inst.topology();
-        let bounds: Vec<Bounds> = t
-            .processes()
-            .map(|p| {
-                let b = inst.bounds(p);
-                let closed = t.degree(p) + 1;
-                Bounds {
-                    l: b.l + usize::from(b.l > 0),
-                    k: b.k - usize::from(b.k < closed),
-                }
-            })
-            .collect();
-        let narrow: Vec<String> = t
-            .processes()
-            .filter(|p| bounds[p.index()].l >= bounds[p.index()].k)
-            .map(|p| p.to_string())
-            .collect();
-        if !narrow.is_empty() {
-            return Err(ConfigError::one(Problem::Invalid(format!(
-                "the round trip tightens every side of a bound a move can break; {} would \
-                 be left with L_i >= K_i",
-                narrow.join(", ")
-            ))));
-        }
-        let operating = Instance::new(t.clone(), bounds)?;
-        // when none is given, a start from which every process can move within the tightened
-        // bounds, where one is found: moves there take no round trip (6(|N_i|+1) a pair)
-        let initial = match initial {
-            Some(_) => tight_start(inst, &operating, initial)?,
-            None => operating.movable_start(tight_start(inst, &operating, None)?),
-        };
-        let mut procs = Vec::with_capacity(t.len());
-        for p in t.processes() {
-            let mut proc = Lkcs::in_region(
-                &operating,
-                p,
-                &[],
-                &BTreeSet::new(),
-                &initial,
-                LkcsRules {
-                    sidetrack: false,
-                    ..rules
-                },
-            );
-            proc.rules = rules;
-            proc.trip = Some(Box::new(TripProc::new(
-                p,
-                t.closed(p),
-                inst.bounds(p),
-                operating.bounds(p),
-                &initial,
-            )));
-            procs.push(proc);
-        }
-        Ok(LkcsSystem {
-            instance: inst.clone(),
-            operating,
-            tightening: Vec::new(),
-            leaders: Vec::new(),
-            initial,
-            procs,
-        })
-    }
-
-    /// `leader` and, as extra watchers, every other process of degree at least
-    /// [`MIN_LEADER_DEGREE`] within two hops of it, and every process within two hops that
-    /// has none of those in its closed neighbourhood (deviation 10).
-    /// They tighten no bound the leader does not, so the operating bounds (and the sequential
-    /// workload) are the leader's alone, but every tightened process has a watcher in its
-    /// closed neighbourhood that can nominate it.
-    fn with_watchers(t: &Topology, leader: ProcessId) -> Vec<ProcessId> {
-        let region = tightened_region(t, &[leader]);
-        let mut watchers: BTreeSet<ProcessId> = region
-            .iter()
-            .copied()
-            .filter(|&p| p == leader || t.degree(p) >= MIN_LEADER_DEGREE)
-            .collect();
-        // every tightened process no such watcher can nominate watches its own neighbourhood
-        let unwatched: Vec<ProcessId> = region
-            .iter()
-            .copied()
-            .filter(|&p| !t.closed(p).iter().any(|q| watchers.contains(q)))
-            .collect();
-        watchers.extend(unwatched);
-        watchers.into_iter().collect()
-    }
-
-    /// The system whose bounds are tightened within two hops of `tighteners` and whose
-    /// `leaders` (a superset) watch their own neighbourhoods.
-    fn assemble(
-        inst: &Instance,
-        tighteners: &[ProcessId],
-        leaders: Vec<ProcessId>,
-        initial: Vec<CsState>,
-        rules: LkcsRules,
-    ) -> Result<LkcsSystem, ConfigError> {
-        ConfigError::check(inst.violations(&initial))?;
-        let region = tightened_region(inst.topology(), tighteners);
-        let operating = Lkcs::tightened(inst, &region)?;
-        let procs = inst
-            .topology()
-            .processes()
-            .map(|p| Lkcs::in_region(&operating, p, &leaders, &region, &initial, rules))
-            .collect();
-        Ok(LkcsSystem {
-            instance: inst.clone(),
-            operating,
-            tightening: tighteners.to_vec(),
-            leaders,
-            initial,
-            procs,
-        })
-    }
-
+impl LeaderProc {
     /// Process `id` with the operating bounds of `operating` (tightened within two hops of
-    /// every one of `tightening`: [`LkcsSystem::tightening`]), watching its neighbourhood if
-    /// it is one of `leaders` ([`LkcsSystem::leaders`]), starting in `initial`. Does not
-    /// validate: see [`Lkcs::build`].
+    /// every one of `tightening`: [`LkcsSystem::tightening`](super::LkcsSystem::tightening)),
+    /// watching its neighbourhood if it is one of `leaders`
+    /// ([`LkcsSystem::leaders`](super::LkcsSystem::leaders)), starting in `initial`, under
+    /// `rules` (whose field `round_trip` it ignores: the round trip is
+    /// [`TripProc`](super::trip::TripProc)). Does not validate: see
+    /// [`Lkcs::build`](super::Lkcs::build).
     pub fn new(
         operating: &Instance,
         id: ProcessId,
@@ -1000,21 +313,21 @@ impl Lkcs {
         leaders: &[ProcessId],
         initial: &[CsState],
         rules: LkcsRules,
-    ) -> Lkcs {
+    ) -> LeaderProc {
         let region = tightened_region(operating.topology(), tightening);
-        Lkcs::in_region(operating, id, leaders, &region, initial, rules)
+        LeaderProc::in_region(operating, id, leaders, &region, initial, rules)
     }
 
-    /// [`Lkcs::new`] with the tightened region given: outside it the arbiters keep no
+    /// [`LeaderProc::new`] with the tightened region given: outside it the arbiters keep no
     /// reserved sidetrack permission (deviation 10).
-    fn in_region(
+    pub(super) fn in_region(
         operating: &Instance,
         id: ProcessId,
         leaders: &[ProcessId],
         region: &BTreeSet<ProcessId>,
         initial: &[CsState],
         rules: LkcsRules,
-    ) -> Lkcs {
+    ) -> LeaderProc {
         let t = operating.topology();
         let closed = t.closed(id);
         let b = operating.bounds(id);
@@ -1046,7 +359,7 @@ impl Lkcs {
             )),
             reserve(Arbiter::new(b.k, holders(mutex_holders), rules.arbiter)),
         ];
-        Lkcs {
+        LeaderProc {
             id,
             state: initial.get(id.index()).copied().unwrap_or(CsState::OutCs),
             pending: None,
@@ -1068,7 +381,6 @@ impl Lkcs {
             }),
             closed,
             rules,
-            trip: None,
         }
     }
 
@@ -1437,10 +749,7 @@ impl Lkcs {
         }
     }
 
-    fn begin(&mut self, seq: Sequence, out: &mut Outbox<LkcsMsg>) -> Result<(), CallError> {
-        if let Some(t) = self.trip.as_mut() {
-            return t.begin(seq, out);
-        }
+    fn start(&mut self, seq: Sequence, out: &mut Outbox<LkcsMsg>) -> Result<(), CallError> {
         check_call(self.state, self.pending, seq)?;
         let at = At::of(seq);
         if seq == Sequence::Exit {
@@ -1526,7 +835,7 @@ impl Lkcs {
 }
 
 /// The processes within two hops of some of `leaders`: those that run with tightened bounds.
-fn tightened_region(t: &Topology, leaders: &[ProcessId]) -> BTreeSet<ProcessId> {
+pub(super) fn tightened_region(t: &Topology, leaders: &[ProcessId]) -> BTreeSet<ProcessId> {
     let mut region = BTreeSet::new();
     for &l in leaders {
         region.extend(within_two_hops(t, l));
@@ -1536,7 +845,7 @@ fn tightened_region(t: &Topology, leaders: &[ProcessId]) -> BTreeSet<ProcessId> 
 
 /// The processes within two hops of `p` (itself included), by id: O(Σ degrees of its closed
 /// neighbourhood), where a breadth-first search of the whole graph is O(edges).
-fn within_two_hops(t: &Topology, p: ProcessId) -> Vec<ProcessId> {
+pub(super) fn within_two_hops(t: &Topology, p: ProcessId) -> Vec<ProcessId> {
     if p.index() >= t.len() {
         return Vec::new();
     }
@@ -1562,47 +871,7 @@ fn send_actions(at: At, actions: Vec<Action>, untagged: bool, out: &mut Outbox<L
     }
 }
 
-/// The given start checked against the problem's bounds and the operating ones, or a start
-/// within the operating bounds searched for.
-fn tight_start(
-    inst: &Instance,
-    operating: &Instance,
-    initial: Option<&[CsState]>,
-) -> Result<Vec<CsState>, ConfigError> {
-    match initial {
-        Some(s) => {
-            let mut problems = inst.violations(s);
-            problems.extend(tight_violations(inst, operating, s));
-            ConfigError::check(problems)?;
-            Ok(s.to_vec())
-        }
-        None => operating
-            .find_safe_initial_quickly()
-            .map_err(ConfigError::one),
-    }
-}
-
-/// One problem per process with tightened operating bounds (within two hops of a leader, or
-/// every breakable side with the round trip) that fail in
-/// `states` (where the problem's bounds may still hold).
-fn tight_violations(inst: &Instance, operating: &Instance, states: &[CsState]) -> Vec<Problem> {
-    operating
-        .topology()
-        .processes()
-        .filter(|&p| operating.bounds(p) != inst.bounds(p) && !operating.holds_at(states, p))
-        .map(|p| {
-            let b = operating.bounds(p);
-            Problem::Invalid(format!(
-                "initial configuration: {p} has {} in the CS in its closed neighbourhood; where LKCS tightens its bounds it needs [{}, {}] (l_i+1, k_i-1)",
-                operating.in_cs_around(states, p),
-                b.l,
-                b.k
-            ))
-        })
-        .collect()
-}
-
-impl CsObject for Lkcs {
+impl CsObject for LeaderProc {
     type Msg = LkcsMsg;
 
     fn id(&self) -> ProcessId {
@@ -1610,34 +879,24 @@ impl CsObject for Lkcs {
     }
 
     fn state(&self) -> CsState {
-        match &self.trip {
-            Some(t) => t.state(),
-            None => self.state,
-        }
+        self.state
     }
 
     fn pending(&self) -> Option<Sequence> {
-        match &self.trip {
-            Some(t) => t.pending(),
-            None => self.pending,
-        }
+        self.pending
     }
 
     fn begin_exit(&mut self, out: &mut Outbox<LkcsMsg>) -> Result<(), CallError> {
-        self.begin(Sequence::Exit, out)
+        self.start(Sequence::Exit, out)
     }
 
     fn begin_entry(&mut self, out: &mut Outbox<LkcsMsg>) -> Result<(), CallError> {
-        self.begin(Sequence::Entry, out)
+        self.start(Sequence::Entry, out)
     }
 
     fn on_message(&mut self, from: ProcessId, msg: LkcsMsg, out: &mut Outbox<LkcsMsg>) {
         // sorted by id (Topology::closed)
         if self.closed.binary_search(&from).is_err() {
-            return;
-        }
-        if let Some(t) = self.trip.as_mut() {
-            t.on_message(from, msg, out);
             return;
         }
         let mut actions = Vec::new();
@@ -1694,7 +953,7 @@ impl CsObject for Lkcs {
                     }
                 }
             }
-            // the round trip's messages mean nothing to the other variants
+            // the round trip's messages mean nothing to the leader rules
             LkcsMsg::Trip { .. }
             | LkcsMsg::TripLock { .. }
             | LkcsMsg::TripInquire { .. }
@@ -1716,14 +975,7 @@ impl CsObject for Lkcs {
         Some(self.operating)
     }
 
-    fn takes_round_trips(&self) -> bool {
-        self.trip.is_some()
-    }
-
     fn check_invariants(&self) -> Result<(), String> {
-        if let Some(t) = &self.trip {
-            return t.check();
-        }
         for (name, a) in ["MUTIN", "MUTEX"].iter().zip(&self.arbiters) {
             a.check().map_err(|e| format!("{name} {e}"))?;
         }
@@ -1732,197 +984,4 @@ impl CsObject for Lkcs {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// complete:5 with (1, 4) and P0 leading: every bound tightened to [2, 3]; P0, P1 start
-    /// in the CS.
-    fn system(rules: LkcsRules) -> LkcsSystem {
-        let t = Topology::complete(5).unwrap();
-        let inst = Lkcs::instance(&t, &[1; 5], &[4; 5]).unwrap();
-        let mut start = vec![CsState::OutCs; 5];
-        start[0] = CsState::InCs;
-        start[1] = CsState::InCs;
-        Lkcs::build(&inst, &Leaders::One(0), Some(&start), rules).unwrap()
-    }
-
-    fn sends(out: &mut Outbox<LkcsMsg>) -> Vec<(u32, LkcsMsg)> {
-        out.drain().map(|(to, m)| (to.0, m)).collect()
-    }
-
-    #[test]
-    fn initial_grants_and_capacities_follow_the_operating_bounds() {
-        let sys = system(LkcsRules::CORRECTED);
-        let p = &sys.procs[3];
-        // MUTIN capacity |N|+1-L = 5-2 = 3, held by the three processes out of the CS
-        assert_eq!(p.arbiter(At::Mutin).capacity(), 3);
-        assert_eq!(p.arbiter(At::Mutin).granted().len(), 3);
-        // MUTEX capacity K = 3, held by the two in the CS
-        assert_eq!(p.arbiter(At::Mutex).capacity(), 3);
-        assert_eq!(p.arbiter(At::Mutex).granted().len(), 2);
-        assert!(sys.procs[0].is_leader() && !p.is_leader());
-        let printed = system(LkcsRules::PRINTED);
-        assert_eq!(printed.procs[3].arbiter(At::Mutin).granted().len(), 2);
-    }
-
-    #[test]
-    fn a_trigger_is_taken_only_for_the_waiting_sequence_and_declined_otherwise() {
-        let mut p = system(LkcsRules::CORRECTED).procs[3].clone();
-        let mut out = Outbox::new();
-        p.begin_entry(&mut out).unwrap();
-        let ts = match sends(&mut out)[0].1 {
-            LkcsMsg::Request { at: At::Mutex, ts } => ts,
-            other => panic!("{other:?}"),
-        };
-        // a stale stamp, or the wrong type: declined
-        p.on_message(
-            ProcessId(0),
-            LkcsMsg::Trigger {
-                at: At::Mutex,
-                ts: ts + 1,
-            },
-            &mut out,
-        );
-        assert_eq!(sends(&mut out), vec![(0, LkcsMsg::TriggerDeclined)]);
-        p.on_message(
-            ProcessId(0),
-            LkcsMsg::Trigger { at: At::Mutin, ts },
-            &mut out,
-        );
-        assert_eq!(sends(&mut out), vec![(0, LkcsMsg::TriggerDeclined)]);
-        // the right one: RequestByTrigger to the whole closed neighbourhood
-        p.on_message(
-            ProcessId(0),
-            LkcsMsg::Trigger { at: At::Mutex, ts },
-            &mut out,
-        );
-        let s = sends(&mut out);
-        assert_eq!(s.len(), 5);
-        assert!(s
-            .iter()
-            .all(|(_, m)| *m == LkcsMsg::RequestByTrigger { at: At::Mutex, ts }));
-        assert!(p.triggered());
-        // now plain grants do not count; the five sidetrack grants complete the entry
-        for q in 0..5 {
-            p.on_message(ProcessId(q), LkcsMsg::Grant { at: At::Mutex }, &mut out);
-        }
-        assert_eq!(p.pending(), Some(Sequence::Entry));
-        for q in 0..5 {
-            p.on_message(
-                ProcessId(q),
-                LkcsMsg::SidetrackGrant { at: At::Mutex },
-                &mut out,
-            );
-        }
-        assert_eq!(p.state(), CsState::InCs);
-        assert!(out.take_completed());
-        // a second trigger for the same stamp is declined
-        p.on_message(
-            ProcessId(0),
-            LkcsMsg::Trigger { at: At::Mutex, ts },
-            &mut out,
-        );
-        assert!(sends(&mut out).contains(&(0, LkcsMsg::TriggerDeclined)));
-    }
-
-    #[test]
-    fn a_request_by_trigger_is_granted_from_the_reserve() {
-        let mut p = system(LkcsRules::CORRECTED).procs[3].clone();
-        let mut out = Outbox::new();
-        // MUTEX: 2 of 3 granted; P2 takes the last normal permission, P4 the reserve
-        p.on_message(
-            ProcessId(2),
-            LkcsMsg::Request {
-                at: At::Mutex,
-                ts: 1,
-            },
-            &mut out,
-        );
-        assert_eq!(sends(&mut out), vec![(2, LkcsMsg::Grant { at: At::Mutex })]);
-        p.on_message(
-            ProcessId(4),
-            LkcsMsg::RequestByTrigger {
-                at: At::Mutex,
-                ts: 1,
-            },
-            &mut out,
-        );
-        assert_eq!(
-            sends(&mut out),
-            vec![(4, LkcsMsg::SidetrackGrant { at: At::Mutex })]
-        );
-        p.check_invariants().unwrap();
-        // the reserve is held: another sidetrack request waits, and P2, whose entry is in
-        // progress, is asked to give its normal permission back (sidetrack requests first)
-        p.on_message(
-            ProcessId(3),
-            LkcsMsg::RequestByTrigger {
-                at: At::Mutex,
-                ts: 1,
-            },
-            &mut out,
-        );
-        assert_eq!(
-            sends(&mut out),
-            vec![(2, LkcsMsg::Preempt { at: At::Mutex })]
-        );
-        p.on_message(
-            ProcessId(2),
-            LkcsMsg::Relinquish { at: At::Mutex },
-            &mut out,
-        );
-        // now every holder keeps its permission for its state or its sidetrack: P2's request
-        // waits behind them and is told it is blocked
-        let blocked = LkcsMsg::Blocked {
-            at: At::Mutex,
-            sidetrack: false,
-        };
-        assert_eq!(
-            sends(&mut out),
-            vec![(3, LkcsMsg::SidetrackGrant { at: At::Mutex }), (2, blocked)]
-        );
-        p.check_invariants().unwrap();
-        // two holders leave: P2 is granted
-        p.on_message(ProcessId(4), LkcsMsg::Release { at: At::Mutex }, &mut out);
-        assert!(sends(&mut out).is_empty());
-        p.on_message(ProcessId(0), LkcsMsg::Release { at: At::Mutex }, &mut out);
-        assert_eq!(sends(&mut out), vec![(2, LkcsMsg::Grant { at: At::Mutex })]);
-    }
-
-    #[test]
-    fn a_blocked_sequence_parks_its_grants_and_unparks_when_the_blocker_grants() {
-        let mut p = system(LkcsRules::CORRECTED).procs[3].clone();
-        let mut out = Outbox::new();
-        p.begin_entry(&mut out).unwrap();
-        sends(&mut out);
-        let (grant, park, unpark) = (
-            LkcsMsg::Grant { at: At::Mutex },
-            LkcsMsg::Park { at: At::Mutex },
-            LkcsMsg::Unpark { at: At::Mutex },
-        );
-        p.on_message(ProcessId(0), grant, &mut out);
-        p.on_message(ProcessId(1), grant, &mut out);
-        assert!(sends(&mut out).is_empty());
-        // P2 says the entry is blocked there: the two grants held are set aside
-        p.on_message(
-            ProcessId(2),
-            LkcsMsg::Blocked {
-                at: At::Mutex,
-                sidetrack: false,
-            },
-            &mut out,
-        );
-        assert_eq!(sends(&mut out), vec![(0, park), (1, park)]);
-        // a grant from another arbiter while parked is set aside too
-        p.on_message(ProcessId(4), grant, &mut out);
-        assert_eq!(sends(&mut out), vec![(4, park)]);
-        // the blocker grants: the parked requests compete again
-        p.on_message(ProcessId(2), grant, &mut out);
-        assert_eq!(sends(&mut out), vec![(0, unpark), (1, unpark), (4, unpark)]);
-        for q in [0, 1, 3, 4] {
-            p.on_message(ProcessId(q), grant, &mut out);
-        }
-        assert_eq!(p.state(), CsState::InCs);
-        assert!(out.take_completed());
-    }
-}
+mod tests;
