@@ -26,8 +26,8 @@
 //!   the peer timeout): no takeover of a live link. [`Net`] is one member's set of links.
 //! - **Node** ([`node`]): drives one member's CS object from its links; [`NodeHandle`] is the
 //!   application's side (`enter`, `exit`).
-//! - **Views** ([`view`]): the view log's state machine, the control plane of crash
-//!   tolerance; not yet wired into the node.
+//! - **Views** ([`view`]): the replicated view log (openraft), the control plane of crash
+//!   tolerance; built and tested in-process, not yet wired into the node.
 //!
 //! # Floods
 //! The listener sheds a connection from an address that is not the host of a peer before

@@ -2,12 +2,13 @@
 //! current view through Raft ([openraft](https://docs.rs/openraft/0.9)).
 //!
 //! A view is a numbered member set with its start (which members are active when it begins).
-//! Every member runs one Raft group beside its CS object; the group's voters are the
+//! Every member runs one [`ViewGroup`] beside its CS object; the group's voters are the
 //! current view's members. Members write two kinds of [`Command`] to the log: a
 //! [`Proposal`] (evict, rejoin, leave), which opens or extends a pending change, and a
 //! report of their stable state for the pending view; once every surviving member has
 //! reported, the pending view installs, at the same log index on every member. The rules are
-//! [`ViewState::apply`]'s ([`state`]), pure and deterministic.
+//! [`ViewState::apply`]'s ([`state`]), pure and deterministic; [`raft`] runs them under
+//! openraft.
 //!
 //! This is the control plane only: a view change costs a few round trips and happens when
 //! membership changes, never per entry or exit. The CS path stays the papers' messages,
@@ -19,10 +20,17 @@
 //! each [`Applied`] outcome (freeze, report, install), is `docs/fault-tolerance.md`, sections
 //! "Views" and "Changing the view".
 //!
-//! What is here so far: the state machine. Still to come: the openraft group that runs it.
+//! What is here: the log and its state machine, with an in-memory Raft store, and the Raft
+//! network behind [`ViewTransport`]. What is not (yet): the node's side (freezing the object,
+//! reporting, restarting it from a view's start), leases and eviction timers.
 
+pub mod raft;
 pub mod state;
 
+pub use raft::{
+    Event, Unreachable, ViewConfig, ViewError, ViewGroup, ViewRpc, ViewRpcReply, ViewTransport,
+    WriteRefusal,
+};
 pub use state::{
     Applied, Change, Command, InvalidView, Pending, Proposal, Refusal, Report, View, ViewState,
 };
