@@ -20,7 +20,9 @@ use std::fmt::Debug;
 use std::hash::Hash;
 
 /// The state a process publishes: in or out of its critical section.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum CsState {
     /// In the critical section.
     InCs,

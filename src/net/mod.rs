@@ -26,6 +26,8 @@
 //!   the peer timeout): no takeover of a live link. [`Net`] is one member's set of links.
 //! - **Node** ([`node`]): drives one member's CS object from its links; [`NodeHandle`] is the
 //!   application's side (`enter`, `exit`).
+//! - **Views** ([`view`]): the replicated view log (openraft), the control plane of crash
+//!   tolerance; built and tested in-process, not yet wired into the node.
 //!
 //! # Floods
 //! The listener sheds a connection from an address that is not the host of a peer before
@@ -73,6 +75,7 @@ pub mod handshake;
 pub mod link;
 mod member;
 pub mod node;
+pub mod view;
 
 pub use address::MemberAddress;
 pub use channel::{PublicKey, SecretKey};

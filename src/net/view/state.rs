@@ -1,0 +1,1050 @@
+//! The view log's state machine: deterministic, pure (no Raft, no I/O), the same on every
+//! member. [`ViewState::apply`] takes one committed [`Command`] and says what happened
+//! ([`Applied`]); the whole [`ViewState`] is the Raft snapshot.
+//!
+//! The rules, from the design (`docs/fault-tolerance.md`, "Agreement" and "Changing the view"):
+//! - a [`Proposal`] when nothing is pending **opens** a change to view `v+1`
+//!   ([`Applied::Opened`]: every member of `M_v` freezes and reports);
+//! - an eviction or a leave while a change is pending **extends** it ([`Applied::Extended`]):
+//!   a change is never cancelled, only extended; a rejoin while a change is pending is
+//!   **refused** with [`Refusal::ChangePending`], and the proposer proposes it again once the
+//!   pending view installed (it then opens the next change);
+//! - a proposal that changes nothing (evicting or removing a member not in `M_v`, a rejoin of
+//!   the incarnation already in `M_v`, a member already in the pending change) or that would
+//!   leave fewer members than a majority of `M_v` is refused with its [`Refusal`]; a rejoin of
+//!   a member whose *other* incarnation is still in `M_v` is refused too
+//!   ([`Refusal::OtherIncarnation`]): that incarnation is evicted first, by an ordinary
+//!   eviction, and the rejoin proposed after the install;
+//! - a [`Command::Report`] for the pending view from a member of `M_v` (its incarnation in
+//!   `M_v`) is recorded once; any other report is ignored;
+//! - the pending view **installs** when every member of `M_v` that the change does not evict
+//!   or remove has reported. An evicted member that reported before that is **kept** with its
+//!   reported state (it was only slow); a member that leaves is out, reported or not. The
+//!   start of `v+1` is the reported states of the members kept, and [`CsState::OutCs`] for
+//!   the members that rejoin.
+
+use crate::cs::CsState;
+use crate::id::ProcessId;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// A view: its number, its members with their incarnations, and which of them are active
+/// when it begins.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct View {
+    /// The view's number; view 0 is the cluster's first start.
+    pub number: u64,
+    /// `M_v`: each member's id and the incarnation of its process in this view.
+    pub members: BTreeMap<ProcessId, u64>,
+    /// The start: each member's state when the view begins (exactly the ids of `members`).
+    pub start: BTreeMap<ProcessId, CsState>,
+}
+
+impl View {
+    /// View 0, the cluster's first start: every member with its incarnation and its initial
+    /// state. Refused if the members are empty or the start names other ids than the members.
+    pub fn initial(
+        members: BTreeMap<ProcessId, u64>,
+        start: BTreeMap<ProcessId, CsState>,
+    ) -> Result<View, InvalidView> {
+        let view = View {
+            number: 0,
+            members,
+            start,
+        };
+        view.check()?;
+        Ok(view)
+    }
+
+    /// Checks that the view has members and a start for exactly them.
+    pub fn check(&self) -> Result<(), InvalidView> {
+        if self.members.is_empty() {
+            return Err(InvalidView::NoMembers);
+        }
+        if !self.members.keys().eq(self.start.keys()) {
+            return Err(InvalidView::StartMismatch);
+        }
+        Ok(())
+    }
+
+    /// The smallest number of members that is a majority of this view.
+    pub fn majority(&self) -> usize {
+        majority(self.members.len())
+    }
+}
+
+/// The smallest majority of `n` members.
+pub fn majority(n: usize) -> usize {
+    n / 2 + 1
+}
+
+/// Why a view cannot be a view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InvalidView {
+    /// A view has at least one member.
+    NoMembers,
+    /// The start names other ids than the members.
+    StartMismatch,
+}
+
+impl fmt::Display for InvalidView {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InvalidView::NoMembers => write!(f, "a view needs at least one member"),
+            InvalidView::StartMismatch => {
+                write!(f, "the start of a view must name exactly its members")
+            }
+        }
+    }
+}
+
+impl std::error::Error for InvalidView {}
+
+/// One proposed change of membership.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Proposal {
+    /// Evict a member (it was unheard for `evict_after`, or an older incarnation must go).
+    Evict(ProcessId),
+    /// A member's new process (a new incarnation) joins, inactive.
+    Rejoin {
+        /// The member.
+        member: ProcessId,
+        /// Its new incarnation.
+        incarnation: u64,
+    },
+    /// A member leaves on its own (it exited first if it was active).
+    Leave(ProcessId),
+}
+
+/// A command of the view log: what a member writes to it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Command {
+    /// Propose a change of membership.
+    Propose(Proposal),
+    /// A member's stable state for the pending view.
+    Report {
+        /// The number of the pending view (`v+1`) the report is for.
+        view: u64,
+        /// The reporting member.
+        member: ProcessId,
+        /// Its incarnation: a report of another incarnation than the one in `M_v` is ignored.
+        incarnation: u64,
+        /// Its stable (published) state.
+        state: CsState,
+        /// The highest fencing token it saw (0 until tokens are built).
+        token: u64,
+    },
+}
+
+/// The change from the current view to the pending one.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// Members to evict: out of the next view unless they report before it installs.
+    pub evict: BTreeSet<ProcessId>,
+    /// Members that rejoin, with their new incarnation: in the next view, inactive.
+    pub rejoin: BTreeMap<ProcessId, u64>,
+    /// Members that leave: out of the next view.
+    pub leave: BTreeSet<ProcessId>,
+}
+
+impl Change {
+    /// Whether the change removes (evicts or lets leave) this member.
+    pub fn removes(&self, member: ProcessId) -> bool {
+        self.evict.contains(&member) || self.leave.contains(&member)
+    }
+
+    /// Whether the change names this member at all.
+    pub fn names(&self, member: ProcessId) -> bool {
+        self.removes(member) || self.rejoin.contains_key(&member)
+    }
+}
+
+/// A member's report for the pending view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    /// Its stable state.
+    pub state: CsState,
+    /// The highest fencing token it saw.
+    pub token: u64,
+}
+
+/// A committed change waiting for its reports.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    /// The number of the view it leads to: the current view's plus one.
+    pub next: u64,
+    /// What changes.
+    pub change: Change,
+    /// The reports recorded so far, from members of the current view.
+    pub reports: BTreeMap<ProcessId, Report>,
+}
+
+/// Why a command changed nothing ([`Applied::Ignored`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Refusal {
+    /// Evicting or removing a member that is not in the current view.
+    NotAMember(ProcessId),
+    /// A rejoin of the incarnation the view already has.
+    AlreadyMember {
+        /// The member.
+        member: ProcessId,
+        /// Its incarnation, already in the view.
+        incarnation: u64,
+    },
+    /// A rejoin while another incarnation of the member is in the view: evict that one first.
+    OtherIncarnation {
+        /// The member.
+        member: ProcessId,
+        /// The incarnation in the view.
+        in_view: u64,
+    },
+    /// A rejoin while a change is pending: propose it again once view `next` installed.
+    ChangePending {
+        /// The pending view.
+        next: u64,
+    },
+    /// The pending change already names this member.
+    AlreadyInChange(ProcessId),
+    /// An eviction of a member that has reported for the pending view: it is kept.
+    Reported(ProcessId),
+    /// The change would leave fewer members than a majority of the current view.
+    NoMajority {
+        /// Members the change would leave of the current view.
+        remaining: usize,
+        /// The majority of the current view.
+        needed: usize,
+    },
+    /// A report while no change is pending.
+    NoChangePending,
+    /// A report for another view than the pending one.
+    WrongView {
+        /// The pending view.
+        pending: u64,
+        /// The view the report was for.
+        got: u64,
+    },
+    /// A report from a member whose incarnation in the view is another.
+    WrongIncarnation {
+        /// The member.
+        member: ProcessId,
+        /// The incarnation in the view (`None`: the member is not in it).
+        in_view: Option<u64>,
+        /// The incarnation that reported.
+        got: u64,
+    },
+    /// A second report from the same member for the pending view.
+    AlreadyReported(ProcessId),
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::NotAMember(p) => write!(f, "{p} is not a member of the view"),
+            Refusal::AlreadyMember {
+                member,
+                incarnation,
+            } => write!(f, "{member} is in the view with incarnation {incarnation}"),
+            Refusal::OtherIncarnation { member, in_view } => write!(
+                f,
+                "{member} is in the view with incarnation {in_view}: evict it first"
+            ),
+            Refusal::ChangePending { next } => {
+                write!(
+                    f,
+                    "view {next} is pending: propose the rejoin after it installs"
+                )
+            }
+            Refusal::AlreadyInChange(p) => write!(f, "the pending change already names {p}"),
+            Refusal::Reported(p) => write!(f, "{p} reported for the pending view: it is kept"),
+            Refusal::NoMajority { remaining, needed } => write!(
+                f,
+                "the change would leave {remaining} members, fewer than a majority ({needed})"
+            ),
+            Refusal::NoChangePending => write!(f, "no change is pending"),
+            Refusal::WrongView { pending, got } => {
+                write!(f, "a report for view {got} while view {pending} is pending")
+            }
+            Refusal::WrongIncarnation {
+                member,
+                in_view: Some(i),
+                got,
+            } => write!(f, "{member} incarnation {got} reported, the view has {i}"),
+            Refusal::WrongIncarnation {
+                member,
+                in_view: None,
+                got,
+            } => write!(
+                f,
+                "{member} (incarnation {got}) is not a member of the view"
+            ),
+            Refusal::AlreadyReported(p) => write!(f, "{p} has already reported"),
+        }
+    }
+}
+
+/// What applying a command did: what the node acts on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Applied {
+    /// A change to view `next` opened: every member of the current view freezes and reports.
+    Opened {
+        /// The pending view.
+        next: u64,
+        /// The change.
+        change: Change,
+    },
+    /// The pending change grew: it now also removes these members.
+    Extended {
+        /// The pending view.
+        next: u64,
+        /// The whole change as it now stands.
+        change: Change,
+    },
+    /// A report was recorded; the view is still pending.
+    Recorded {
+        /// The pending view.
+        next: u64,
+        /// Who reported.
+        member: ProcessId,
+    },
+    /// The pending view installed: every member restarts its object from its start.
+    Installed(View),
+    /// Nothing changed, for this reason.
+    Ignored(Refusal),
+}
+
+/// The whole state of the view log: the Raft snapshot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViewState {
+    /// The current (last installed) view.
+    pub view: View,
+    /// The change to the next view, if one is pending.
+    pub pending: Option<Pending>,
+    /// The highest fencing token any report carried.
+    pub token: u64,
+}
+
+impl ViewState {
+    /// The state at the cluster's first start: view `initial`, nothing pending.
+    pub fn new(initial: View) -> Result<ViewState, InvalidView> {
+        initial.check()?;
+        Ok(ViewState {
+            view: initial,
+            pending: None,
+            token: 0,
+        })
+    }
+
+    /// Applies one committed command.
+    pub fn apply(&mut self, command: &Command) -> Applied {
+        match *command {
+            Command::Propose(p) => self.propose(p),
+            Command::Report {
+                view,
+                member,
+                incarnation,
+                state,
+                token,
+            } => self.report(view, member, incarnation, Report { state, token }),
+        }
+    }
+
+    fn propose(&mut self, proposal: Proposal) -> Applied {
+        let members = &self.view.members;
+        // what the proposal is about, checked against the current view
+        match proposal {
+            Proposal::Evict(p) | Proposal::Leave(p) => {
+                if !members.contains_key(&p) {
+                    return Applied::Ignored(Refusal::NotAMember(p));
+                }
+            }
+            Proposal::Rejoin {
+                member,
+                incarnation,
+            } => match members.get(&member) {
+                Some(&i) if i == incarnation => {
+                    return Applied::Ignored(Refusal::AlreadyMember {
+                        member,
+                        incarnation,
+                    })
+                }
+                Some(&in_view) => {
+                    return Applied::Ignored(Refusal::OtherIncarnation { member, in_view })
+                }
+                None => {}
+            },
+        }
+        let mut change = match (&self.pending, proposal) {
+            (None, _) => Change::default(),
+            (Some(pending), Proposal::Rejoin { .. }) => {
+                return Applied::Ignored(Refusal::ChangePending { next: pending.next });
+            }
+            (Some(pending), Proposal::Evict(p) | Proposal::Leave(p)) => {
+                if pending.change.names(p) {
+                    return Applied::Ignored(Refusal::AlreadyInChange(p));
+                }
+                if matches!(proposal, Proposal::Evict(_)) && pending.reports.contains_key(&p) {
+                    return Applied::Ignored(Refusal::Reported(p));
+                }
+                pending.change.clone()
+            }
+        };
+        match proposal {
+            Proposal::Evict(p) => {
+                change.evict.insert(p);
+            }
+            Proposal::Leave(p) => {
+                change.leave.insert(p);
+            }
+            Proposal::Rejoin {
+                member,
+                incarnation,
+            } => {
+                change.rejoin.insert(member, incarnation);
+            }
+        }
+        let remaining = members.keys().filter(|p| !change.removes(**p)).count();
+        let needed = self.view.majority();
+        if remaining < needed {
+            return Applied::Ignored(Refusal::NoMajority { remaining, needed });
+        }
+        match &mut self.pending {
+            None => {
+                let next = self.view.number + 1;
+                self.pending = Some(Pending {
+                    next,
+                    change: change.clone(),
+                    reports: BTreeMap::new(),
+                });
+                Applied::Opened { next, change }
+            }
+            Some(pending) => {
+                pending.change = change.clone();
+                let next = pending.next;
+                // an extension removes a member whose report the install waited for: it may
+                // install now
+                match self.try_install() {
+                    Some(view) => Applied::Installed(view),
+                    None => Applied::Extended { next, change },
+                }
+            }
+        }
+    }
+
+    fn report(&mut self, view: u64, member: ProcessId, incarnation: u64, r: Report) -> Applied {
+        let Some(pending) = &mut self.pending else {
+            return Applied::Ignored(Refusal::NoChangePending);
+        };
+        if view != pending.next {
+            return Applied::Ignored(Refusal::WrongView {
+                pending: pending.next,
+                got: view,
+            });
+        }
+        let in_view = self.view.members.get(&member).copied();
+        if in_view != Some(incarnation) {
+            return Applied::Ignored(Refusal::WrongIncarnation {
+                member,
+                in_view,
+                got: incarnation,
+            });
+        }
+        if pending.reports.contains_key(&member) {
+            return Applied::Ignored(Refusal::AlreadyReported(member));
+        }
+        pending.reports.insert(member, r);
+        self.token = self.token.max(r.token);
+        let next = pending.next;
+        match self.try_install() {
+            Some(view) => Applied::Installed(view),
+            None => Applied::Recorded { next, member },
+        }
+    }
+
+    /// Installs the pending view if every member it waits for has reported.
+    fn try_install(&mut self) -> Option<View> {
+        let pending = self.pending.as_ref()?;
+        let waiting = self
+            .view
+            .members
+            .keys()
+            .any(|p| !pending.change.removes(*p) && !pending.reports.contains_key(p));
+        if waiting {
+            return None;
+        }
+        let mut members = BTreeMap::new();
+        let mut start = BTreeMap::new();
+        for (&p, &incarnation) in &self.view.members {
+            if pending.change.leave.contains(&p) {
+                continue;
+            }
+            // a member evicted that reported is kept: every member kept has reported
+            if let Some(r) = pending.reports.get(&p) {
+                members.insert(p, incarnation);
+                start.insert(p, r.state);
+            }
+        }
+        for (&p, &incarnation) in &pending.change.rejoin {
+            members.insert(p, incarnation);
+            start.insert(p, CsState::OutCs);
+        }
+        let view = View {
+            number: pending.next,
+            members,
+            start,
+        };
+        self.view = view.clone();
+        self.pending = None;
+        Some(view)
+    }
+
+    /// The members whose reports the pending view still waits for (empty if none pending).
+    pub fn awaiting(&self) -> BTreeSet<ProcessId> {
+        match &self.pending {
+            None => BTreeSet::new(),
+            Some(pending) => self
+                .view
+                .members
+                .keys()
+                .filter(|p| !pending.change.removes(**p) && !pending.reports.contains_key(p))
+                .copied()
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use CsState::{InCs, OutCs};
+
+    fn p(i: u32) -> ProcessId {
+        ProcessId(i)
+    }
+
+    /// `n` members, incarnation 10 + i, member i active iff `active[i]`.
+    fn state(active: &[bool]) -> ViewState {
+        let members = (0..active.len() as u32).map(|i| (p(i), 10 + u64::from(i)));
+        let start = active
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| (ProcessId::from(i), if a { InCs } else { OutCs }));
+        ViewState::new(View::initial(members.collect(), start.collect()).expect("a view"))
+            .expect("a state")
+    }
+
+    fn report(s: &mut ViewState, view: u64, i: u32, st: CsState) -> Applied {
+        s.apply(&Command::Report {
+            view,
+            member: p(i),
+            incarnation: 10 + u64::from(i),
+            state: st,
+            token: 0,
+        })
+    }
+
+    fn evict(i: u32) -> Command {
+        Command::Propose(Proposal::Evict(p(i)))
+    }
+
+    fn leave(i: u32) -> Command {
+        Command::Propose(Proposal::Leave(p(i)))
+    }
+
+    fn rejoin(i: u32, incarnation: u64) -> Command {
+        Command::Propose(Proposal::Rejoin {
+            member: p(i),
+            incarnation,
+        })
+    }
+
+    #[test]
+    fn initial_views_are_checked() {
+        assert_eq!(
+            View::initial(BTreeMap::new(), BTreeMap::new()),
+            Err(InvalidView::NoMembers)
+        );
+        assert_eq!(
+            View::initial([(p(0), 1)].into(), [(p(1), OutCs)].into()),
+            Err(InvalidView::StartMismatch)
+        );
+    }
+
+    #[test]
+    fn a_proposal_opens_a_change_to_the_next_view() {
+        let mut s = state(&[true, false, false]);
+        let a = s.apply(&evict(2));
+        let change = Change {
+            evict: [p(2)].into(),
+            ..Change::default()
+        };
+        assert_eq!(
+            a,
+            Applied::Opened {
+                next: 1,
+                change: change.clone()
+            }
+        );
+        assert_eq!(s.pending.as_ref().map(|x| &x.change), Some(&change));
+        assert_eq!(s.awaiting(), [p(0), p(1)].into());
+    }
+
+    #[test]
+    fn an_eviction_installs_once_the_survivors_reported() {
+        let mut s = state(&[true, false, true]);
+        s.apply(&evict(2));
+        assert_eq!(
+            report(&mut s, 1, 0, InCs),
+            Applied::Recorded {
+                next: 1,
+                member: p(0)
+            }
+        );
+        let expected = View {
+            number: 1,
+            members: [(p(0), 10), (p(1), 11)].into(),
+            start: [(p(0), InCs), (p(1), OutCs)].into(),
+        };
+        assert_eq!(
+            report(&mut s, 1, 1, OutCs),
+            Applied::Installed(expected.clone())
+        );
+        assert_eq!(s.view, expected);
+        assert_eq!(s.pending, None);
+    }
+
+    #[test]
+    fn the_start_is_the_reported_states_not_the_previous_start() {
+        // member 0 was entering when it froze (reports OutCs), member 1 was exiting (InCs)
+        let mut s = state(&[true, false, false]);
+        s.apply(&evict(2));
+        report(&mut s, 1, 0, OutCs);
+        let a = report(&mut s, 1, 1, InCs);
+        let Applied::Installed(v) = a else {
+            panic!("expected an install, got {a:?}")
+        };
+        assert_eq!(v.start, [(p(0), OutCs), (p(1), InCs)].into());
+    }
+
+    #[test]
+    fn a_further_eviction_extends_the_pending_change() {
+        let mut s = state(&[false; 5]);
+        s.apply(&evict(3));
+        report(&mut s, 1, 0, OutCs);
+        let a = s.apply(&evict(4));
+        assert_eq!(
+            a,
+            Applied::Extended {
+                next: 1,
+                change: Change {
+                    evict: [p(3), p(4)].into(),
+                    ..Change::default()
+                }
+            }
+        );
+        // the report made before the extension stays valid
+        report(&mut s, 1, 1, OutCs);
+        let a = report(&mut s, 1, 2, InCs);
+        assert_eq!(
+            a,
+            Applied::Installed(View {
+                number: 1,
+                members: [(p(0), 10), (p(1), 11), (p(2), 12)].into(),
+                start: [(p(0), OutCs), (p(1), OutCs), (p(2), InCs)].into(),
+            })
+        );
+    }
+
+    #[test]
+    fn a_leave_extends_too_and_is_out_even_if_it_reported() {
+        let mut s = state(&[false; 5]);
+        s.apply(&evict(4));
+        report(&mut s, 1, 3, OutCs);
+        let a = s.apply(&leave(3));
+        assert!(matches!(a, Applied::Extended { next: 1, .. }), "{a:?}");
+        report(&mut s, 1, 0, OutCs);
+        report(&mut s, 1, 1, OutCs);
+        let a = report(&mut s, 1, 2, OutCs);
+        let Applied::Installed(v) = a else {
+            panic!("expected an install, got {a:?}")
+        };
+        assert_eq!(
+            v.members.keys().copied().collect::<Vec<_>>(),
+            [p(0), p(1), p(2)]
+        );
+    }
+
+    #[test]
+    fn an_extension_that_completes_the_reports_installs() {
+        // 0 and 1 reported, 2 has not: evicting 2 leaves nothing to wait for
+        let mut s = state(&[false; 5]);
+        s.apply(&evict(4));
+        report(&mut s, 1, 0, OutCs);
+        report(&mut s, 1, 1, OutCs);
+        report(&mut s, 1, 3, InCs);
+        let a = s.apply(&evict(2));
+        assert_eq!(
+            a,
+            Applied::Installed(View {
+                number: 1,
+                members: [(p(0), 10), (p(1), 11), (p(3), 13)].into(),
+                start: [(p(0), OutCs), (p(1), OutCs), (p(3), InCs)].into(),
+            })
+        );
+    }
+
+    #[test]
+    fn a_slow_member_that_reports_before_the_install_is_kept() {
+        let mut s = state(&[false, false, true]);
+        s.apply(&evict(2));
+        report(&mut s, 1, 0, OutCs);
+        assert_eq!(
+            report(&mut s, 1, 2, InCs),
+            Applied::Recorded {
+                next: 1,
+                member: p(2)
+            }
+        );
+        let a = report(&mut s, 1, 1, OutCs);
+        assert_eq!(
+            a,
+            Applied::Installed(View {
+                number: 1,
+                members: [(p(0), 10), (p(1), 11), (p(2), 12)].into(),
+                start: [(p(0), OutCs), (p(1), OutCs), (p(2), InCs)].into(),
+            })
+        );
+    }
+
+    #[test]
+    fn evicting_a_member_that_reported_is_refused() {
+        let mut s = state(&[false; 5]);
+        s.apply(&evict(4));
+        report(&mut s, 1, 3, OutCs);
+        assert_eq!(
+            s.apply(&evict(3)),
+            Applied::Ignored(Refusal::Reported(p(3)))
+        );
+    }
+
+    #[test]
+    fn proposals_about_non_members_are_refused() {
+        let mut s = state(&[false; 3]);
+        assert_eq!(
+            s.apply(&evict(7)),
+            Applied::Ignored(Refusal::NotAMember(p(7)))
+        );
+        assert_eq!(
+            s.apply(&leave(7)),
+            Applied::Ignored(Refusal::NotAMember(p(7)))
+        );
+        assert_eq!(
+            s.apply(&rejoin(1, 11)),
+            Applied::Ignored(Refusal::AlreadyMember {
+                member: p(1),
+                incarnation: 11
+            })
+        );
+        assert_eq!(
+            s.apply(&rejoin(1, 99)),
+            Applied::Ignored(Refusal::OtherIncarnation {
+                member: p(1),
+                in_view: 11
+            })
+        );
+        assert_eq!(s.pending, None);
+    }
+
+    #[test]
+    fn a_member_already_in_the_change_is_refused() {
+        let mut s = state(&[false; 5]);
+        s.apply(&evict(4));
+        assert_eq!(
+            s.apply(&evict(4)),
+            Applied::Ignored(Refusal::AlreadyInChange(p(4)))
+        );
+        assert_eq!(
+            s.apply(&leave(4)),
+            Applied::Ignored(Refusal::AlreadyInChange(p(4)))
+        );
+    }
+
+    #[test]
+    fn a_change_without_a_majority_is_refused() {
+        let mut s = state(&[false; 3]);
+        s.apply(&evict(2));
+        assert_eq!(
+            s.apply(&evict(1)),
+            Applied::Ignored(Refusal::NoMajority {
+                remaining: 1,
+                needed: 2
+            })
+        );
+        // the pending change is as it was
+        assert_eq!(
+            s.pending.as_ref().map(|x| x.change.evict.clone()),
+            Some([p(2)].into())
+        );
+        let mut two = state(&[false; 2]);
+        assert_eq!(
+            two.apply(&leave(0)),
+            Applied::Ignored(Refusal::NoMajority {
+                remaining: 1,
+                needed: 2
+            })
+        );
+        assert_eq!(two.pending, None);
+    }
+
+    #[test]
+    fn a_rejoin_while_a_change_is_pending_is_refused_and_retried_after() {
+        let mut s = state(&[false; 3]);
+        s.apply(&evict(2));
+        report(&mut s, 1, 0, OutCs);
+        report(&mut s, 1, 1, InCs);
+        assert_eq!(s.view.number, 1);
+        // view 1 is {0, 1}: the rejoin of 2 opens view 2, and a second rejoin meanwhile waits
+        assert_eq!(
+            s.apply(&rejoin(2, 77)),
+            Applied::Opened {
+                next: 2,
+                change: Change {
+                    rejoin: [(p(2), 77)].into(),
+                    ..Change::default()
+                }
+            }
+        );
+        assert_eq!(
+            s.apply(&rejoin(3, 5)),
+            Applied::Ignored(Refusal::ChangePending { next: 2 })
+        );
+        report(&mut s, 2, 0, OutCs);
+        let a = report(&mut s, 2, 1, InCs);
+        assert_eq!(
+            a,
+            Applied::Installed(View {
+                number: 2,
+                members: [(p(0), 10), (p(1), 11), (p(2), 77)].into(),
+                start: [(p(0), OutCs), (p(1), InCs), (p(2), OutCs)].into(),
+            })
+        );
+        // retried after the install, it opens view 3
+        assert!(matches!(
+            s.apply(&rejoin(3, 5)),
+            Applied::Opened { next: 3, .. }
+        ));
+    }
+
+    #[test]
+    fn reports_are_recorded_once_and_only_for_the_pending_view() {
+        let mut s = state(&[false; 5]);
+        assert_eq!(
+            report(&mut s, 1, 0, OutCs),
+            Applied::Ignored(Refusal::NoChangePending)
+        );
+        s.apply(&evict(4));
+        assert_eq!(
+            report(&mut s, 2, 0, OutCs),
+            Applied::Ignored(Refusal::WrongView { pending: 1, got: 2 })
+        );
+        assert_eq!(
+            report(&mut s, 0, 0, OutCs),
+            Applied::Ignored(Refusal::WrongView { pending: 1, got: 0 })
+        );
+        report(&mut s, 1, 0, OutCs);
+        assert_eq!(
+            report(&mut s, 1, 0, InCs),
+            Applied::Ignored(Refusal::AlreadyReported(p(0)))
+        );
+        // the first report stands
+        assert_eq!(
+            s.pending
+                .as_ref()
+                .and_then(|x| x.reports.get(&p(0)))
+                .map(|r| r.state),
+            Some(OutCs)
+        );
+        let stranger = Command::Report {
+            view: 1,
+            member: p(9),
+            incarnation: 1,
+            state: InCs,
+            token: 0,
+        };
+        assert_eq!(
+            s.apply(&stranger),
+            Applied::Ignored(Refusal::WrongIncarnation {
+                member: p(9),
+                in_view: None,
+                got: 1
+            })
+        );
+        let old = Command::Report {
+            view: 1,
+            member: p(1),
+            incarnation: 3,
+            state: InCs,
+            token: 0,
+        };
+        assert_eq!(
+            s.apply(&old),
+            Applied::Ignored(Refusal::WrongIncarnation {
+                member: p(1),
+                in_view: Some(11),
+                got: 3
+            })
+        );
+    }
+
+    #[test]
+    fn the_highest_reported_token_is_kept() {
+        let mut s = state(&[false; 3]);
+        s.apply(&evict(2));
+        for (i, token) in [(0u32, 7u64), (1, 4)] {
+            s.apply(&Command::Report {
+                view: 1,
+                member: p(i),
+                incarnation: 10 + u64::from(i),
+                state: OutCs,
+                token,
+            });
+        }
+        assert_eq!(s.token, 7);
+    }
+
+    #[test]
+    fn the_state_round_trips_through_serde() {
+        let mut s = state(&[true, false, false, true, false]);
+        s.apply(&evict(4));
+        report(&mut s, 1, 0, InCs);
+        let text = serde_json::to_string(&s).expect("serialize");
+        let back: ViewState = serde_json::from_str(&text).expect("deserialize");
+        assert_eq!(back, s);
+    }
+
+    fn command() -> impl Strategy<Value = Command> {
+        let id = (0u32..7).prop_map(ProcessId);
+        let st = prop_oneof![Just(InCs), Just(OutCs)];
+        prop_oneof![
+            id.clone()
+                .prop_map(|p| Command::Propose(Proposal::Evict(p))),
+            id.clone()
+                .prop_map(|p| Command::Propose(Proposal::Leave(p))),
+            (id.clone(), 0u64..3).prop_map(|(member, incarnation)| Command::Propose(
+                Proposal::Rejoin {
+                    member,
+                    incarnation
+                }
+            )),
+            // reports: mostly for the right view and incarnation (10 + i, or 0..3 after a
+            // rejoin), some not
+            (0u64..6, id, 0u64..3, any::<bool>(), st, 0u64..100).prop_map(
+                |(view, member, i, original, state, token)| Command::Report {
+                    view,
+                    member,
+                    incarnation: if original {
+                        10 + u64::from(member.0)
+                    } else {
+                        i
+                    },
+                    state,
+                    token,
+                }
+            ),
+        ]
+    }
+
+    /// Makes a report valid for the state it is applied to with some luck: the pending view's
+    /// number, the member's incarnation in the view.
+    fn aim(s: &ViewState, c: &Command) -> Command {
+        match *c {
+            Command::Report {
+                view,
+                member,
+                incarnation,
+                state,
+                token,
+            } if view % 2 == 0 => Command::Report {
+                view: s.pending.as_ref().map_or(view, |x| x.next),
+                member,
+                incarnation: s.view.members.get(&member).copied().unwrap_or(incarnation),
+                state,
+                token,
+            },
+            ref other => other.clone(),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn copies_agree_and_installs_keep_the_rules(
+            n in 1usize..7,
+            commands in proptest::collection::vec(command(), 0..80),
+        ) {
+            let mut a = state(&vec![false; n]);
+            let mut b = a.clone();
+            for c in &commands {
+                let c = aim(&a, c);
+                let before = a.clone();
+                let out = a.apply(&c);
+                prop_assert_eq!(&out, &b.apply(&c));
+                prop_assert_eq!(&a, &b);
+                match &out {
+                    Applied::Installed(v) => {
+                        prop_assert_eq!(v.number, before.view.number + 1);
+                        prop_assert_eq!(&a.view, v);
+                        prop_assert!(v.check().is_ok());
+                        let pending = before.pending.clone();
+                        // the install came from the change pending before, or from this one
+                        // (an extension that completed the reports)
+                        let mut change = pending.as_ref().map(|x| x.change.clone()).unwrap_or_default();
+                        let mut reports = pending.map(|x| x.reports).unwrap_or_default();
+                        match c {
+                            Command::Propose(Proposal::Evict(q)) => { change.evict.insert(q); }
+                            Command::Propose(Proposal::Leave(q)) => { change.leave.insert(q); }
+                            Command::Report { member, state, token, .. } => {
+                                reports.insert(member, Report { state, token });
+                            }
+                            Command::Propose(Proposal::Rejoin { .. }) => {}
+                        }
+                        let old = &before.view.members;
+                        let kept = v.members.keys().filter(|q| old.contains_key(q)).count();
+                        prop_assert!(kept >= before.view.majority(), "{kept} of {old:?} kept in {v:?}");
+                        for (q, inc) in &v.members {
+                            match old.get(q) {
+                                // a member of v: it reported, and is in with its state
+                                Some(i) => {
+                                    prop_assert_eq!(i, inc);
+                                    prop_assert!(!change.leave.contains(q));
+                                    prop_assert_eq!(reports.get(q).map(|r| r.state), v.start.get(q).copied());
+                                }
+                                // a new member: a rejoin, inactive
+                                None => {
+                                    prop_assert_eq!(change.rejoin.get(q), Some(inc));
+                                    prop_assert_eq!(v.start.get(q), Some(&OutCs));
+                                }
+                            }
+                        }
+                        for q in old.keys() {
+                            if !v.members.contains_key(q) {
+                                // out: evicted without a report, or left
+                                prop_assert!(change.leave.contains(q)
+                                    || (change.evict.contains(q) && !reports.contains_key(q)));
+                            }
+                        }
+                    }
+                    _ => prop_assert_eq!(a.view.number, before.view.number),
+                }
+                if let Some(pending) = &a.pending {
+                    prop_assert_eq!(pending.next, a.view.number + 1);
+                    let remaining = a.view.members.keys().filter(|q| !pending.change.removes(**q)).count();
+                    prop_assert!(remaining >= a.view.majority());
+                }
+            }
+            let text = serde_json::to_string(&a).expect("serialize");
+            let back: ViewState = serde_json::from_str(&text).expect("deserialize");
+            prop_assert_eq!(back, a);
+        }
+    }
+}
