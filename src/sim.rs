@@ -272,13 +272,13 @@ pub struct SimReport {
 
 impl SimReport {
     /// Safe, no deadlock, not stalled, and every process completed its pairs. With members
-    /// stopped ([`SimConfig::stop`]): safe, not stalled, and every member that did not
-    /// complete its pairs held by a bound ([`Starved::held`]).
+    /// stopped ([`SimConfig::stop`]): safe, and every member that did not complete its pairs
+    /// held by a bound ([`Starved::held`]) in the configuration the run ended in, whether it
+    /// ended in a deadlock or at the event limit (the members that completed their pairs keep
+    /// cycling while one starves, as in every concurrent run).
     pub fn ok(&self) -> bool {
         if let Some(starved) = &self.starved {
-            return self.safety_violations == 0
-                && self.stalled.is_none()
-                && starved.iter().all(Starved::held);
+            return self.safety_violations == 0 && starved.iter().all(Starved::held);
         }
         self.safety_violations == 0
             && !self.deadlock

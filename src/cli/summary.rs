@@ -117,12 +117,6 @@ pub(crate) fn failure_reasons(r: &lkcs::sim::SimReport) -> String {
     if r.safety_violations > 0 {
         why.push(format!("{} safety violation(s)", r.safety_violations));
     }
-    if r.deadlock {
-        why.push("deadlock".to_string());
-    }
-    if let Some(s) = &r.stalled {
-        why.push(format!("stalled ({s})"));
-    }
     if let Some(starved) = &r.starved {
         // with stopped members, starving is the measure; only a member no bound holds fails
         let unheld: Vec<String> = starved
@@ -137,6 +131,12 @@ pub(crate) fn failure_reasons(r: &lkcs::sim::SimReport) -> String {
             ));
         }
         return why.join(", ");
+    }
+    if r.deadlock {
+        why.push("deadlock".to_string());
+    }
+    if let Some(s) = &r.stalled {
+        why.push(format!("stalled ({s})"));
     }
     // the pairs owed: extra ones (helper moves, cycling) do not make up for a missing one
     if r.requested_pairs_completed < r.pairs_requested {
