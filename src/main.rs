@@ -459,17 +459,10 @@ fn simulate_run(args: &SimulateArgs) -> Result<SimRun, ConfigError> {
             Vec::new()
         }
     };
-    if let Some(n) = spec.as_ref().map(|s| s.topology.len()) {
-        if let Some(p) = stop.iter().find(|p| p.index() >= n) {
-            problems.push(Problem::UnknownMember { member: *p, n });
-        }
-    }
-    if !stop.is_empty() && workload == Some(Workload::Sequential) {
-        problems.push(Problem::Invalid(
-            "--stop needs the concurrent workload: the sequential workload's helper moves \
-             would move a stopped member"
-                .into(),
-        ));
+    if let Some(workload) = workload {
+        // without a valid system, no member can be named unknown
+        let n = spec.as_ref().map_or(usize::MAX, |s| s.topology.len());
+        problems.extend(lkcs::sim::check_stop(n, workload, &stop));
     }
     let (Some(spec), Some(delay), Some(workload)) = (spec, delay, workload) else {
         return Err(ConfigError::new(problems));

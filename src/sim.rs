@@ -32,7 +32,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
-pub use stop::Starved;
+pub use stop::{check_stop, Starved};
 
 /// Sequential workload: helper moves allowed per process before the run counts as stalled.
 const HELPER_MOVE_LIMIT: u64 = 1_000;

@@ -8,9 +8,10 @@
 //! blocked members hold). The **failure locality** is the largest hop distance from the
 //! nearest stopped member to a starved member (Choy and Singh's measure).
 
-use super::SimConfig;
+use super::{SimConfig, Workload};
 use crate::config::Instance;
 use crate::cs::{CsObject, CsState};
+use crate::error::Problem;
 use crate::id::ProcessId;
 use serde::Serialize;
 use std::fmt;
@@ -65,25 +66,30 @@ impl fmt::Display for Starved {
     }
 }
 
-/// Refuses a stop the run cannot make: a member outside the system, or the sequential
-/// workload (whose helper moves would move a stopped member).
-pub(super) fn check(instance: &Instance, cfg: &SimConfig) -> Result<(), String> {
-    if cfg.stop.is_empty() {
-        return Ok(());
+/// The problems with stopping `stop` in a run of `n` processes under `workload`: a member
+/// outside the system ([`Problem::UnknownMember`]), and the sequential workload, whose helper
+/// moves would move a stopped member. Empty when the stop can be made (or nobody stops).
+/// `lkcs simulate` refuses them with exit 2; [`simulate`](super::simulate) does not run them.
+pub fn check_stop(n: usize, workload: Workload, stop: &[ProcessId]) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    if let Some(&member) = stop.iter().find(|p| p.index() >= n) {
+        problems.push(Problem::UnknownMember { member, n });
     }
-    if cfg.workload != super::Workload::Concurrent {
-        return Err(
-            "--stop needs the concurrent workload: the sequential workload's helper \
-                    moves would move a stopped member"
+    if !stop.is_empty() && workload != Workload::Concurrent {
+        problems.push(Problem::Invalid(
+            "--stop needs the concurrent workload: the sequential workload's helper moves \
+             would move a stopped member"
                 .into(),
-        );
+        ));
     }
-    match cfg.stop.iter().find(|p| p.index() >= instance.len()) {
-        Some(p) => Err(format!(
-            "--stop {p}: the system has {} processes (P0..P{})",
-            instance.len(),
-            instance.len().saturating_sub(1)
-        )),
+    problems
+}
+
+/// [`check_stop`] for a run of `cfg` on `instance`, as [`simulate`](super::simulate)'s
+/// reason not to run it.
+pub(super) fn check(instance: &Instance, cfg: &SimConfig) -> Result<(), String> {
+    match check_stop(instance.len(), cfg.workload, &cfg.stop).first() {
+        Some(problem) => Err(problem.to_string()),
         None => Ok(()),
     }
 }
