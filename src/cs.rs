@@ -255,6 +255,14 @@ pub trait CsObject: Clone + Debug + Eq + Hash + Send + Sync + 'static {
         false
     }
 
+    /// Whether [`CsObject::withdraw`] can take a sequence back before it changes the state
+    /// (it may still answer `false` for one past that point); `false` (the default) when it
+    /// never can. A quota asks it to choose between withdrawing inside the object and
+    /// completing a move and reversing it.
+    fn can_withdraw(&self) -> bool {
+        false
+    }
+
     /// Starts the sequence that leaves the current state.
     fn begin(&mut self, seq: Sequence, out: &mut Outbox<Self::Msg>) -> Result<(), CallError> {
         match seq {

@@ -128,6 +128,8 @@ pub(crate) struct Shared {
     global: bool,
     inspector: Inspector,
     algorithm: Algorithm,
+    /// The objects take a withdrawn move back themselves ([`CsObject::can_withdraw`]).
+    withdraws_inside: bool,
 }
 
 impl Shared {
@@ -141,10 +143,11 @@ impl Shared {
         }
     }
 
-    /// Why a move `seq` in progress cannot be withdrawn, if it cannot. A withdrawn move
-    /// completes and is at once reversed; that is safe only where the reverse waits on no
-    /// bound and counts on no other bound's side: the algorithms with one kind of bound, and
-    /// (l,k)-GCS, which undoes the move inside, before the member's state changes.
+    /// Why a move `seq` in progress cannot be withdrawn, if it cannot. A move is withdrawn
+    /// either inside the algorithm, before the member's state changes ((l,k)-GCS, and LKCS's
+    /// round trip: [`Shared::withdraws_inside`]), or by completing it and reversing it at
+    /// once; the latter is safe only where the reverse waits on no bound and counts on no
+    /// other bound's side: the algorithms with one kind of bound.
     pub(crate) fn cannot_withdraw(&self, seq: Sequence) -> Option<String> {
         let name = self.algorithm.name();
         let move_ = match seq {
@@ -156,18 +159,18 @@ impl Shared {
                 "with {name} an {move_} waits on no bound, only on the algorithm's messages: it cannot be withdrawn, and completes on its own"
             ));
         }
-        matches!(self.algorithm, Algorithm::Lkcs).then(|| {
+        (matches!(self.algorithm, Algorithm::Lkcs) && !self.withdraws_inside).then(|| {
             format!(
-                "{name} keeps a lower and an upper bound at once: a withdrawn {move_} would count the member on the other bound's side while it is undone, so {name} cannot withdraw a move"
+                "{name} keeps a lower and an upper bound at once, and this quota runs its leader rules, which cannot take a move back before it completes (the round trip can: `QuotaBuilder::round_trip`): a withdrawn {move_} would count the member on the other bound's side while it is undone"
             )
         })
     }
 
     /// Whether the algorithm takes a withdrawn move back itself, the member's state never
-    /// changing ((l,k)-GCS: [`CsObject::withdraw`](crate::cs::CsObject::withdraw)), rather
-    /// than completing and reversing it.
+    /// changing ([`CsObject::can_withdraw`](crate::cs::CsObject::can_withdraw): (l,k)-GCS,
+    /// LKCS's round trip), rather than completing and reversing it.
     pub(crate) fn withdraws_inside(&self) -> bool {
-        matches!(self.algorithm, Algorithm::Gcs)
+        self.withdraws_inside
     }
 
     /// Whether member `p`'s move `seq` would break a bound the algorithm keeps, in the
@@ -1324,6 +1327,7 @@ impl SystemVisitor for Start {
             .iter()
             .map(|p| p.operating_bounds().unwrap_or(instance.bounds(p.id())))
             .collect();
+        let withdraws_inside = procs.first().is_some_and(CsObject::can_withdraw);
         let config = RuntimeConfig {
             monitor: self.monitor.then(|| instance.clone()),
         };
@@ -1336,6 +1340,7 @@ impl SystemVisitor for Start {
             global: self.global,
             inspector,
             algorithm: self.algorithm,
+            withdraws_inside,
         });
         let handles = rt
             .take_handles()

@@ -322,6 +322,8 @@ fn lkcs_trip_msg() -> impl Strategy<Value = LkcsMsg> {
         1 => at().prop_map(|at| LkcsMsg::TripGo { at }),
         1 => Just(LkcsMsg::TripCancel),
         1 => at().prop_map(|at| LkcsMsg::TripEnd { at }),
+        1 => at().prop_map(|at| LkcsMsg::Withdraw { at }),
+        1 => at().prop_map(|at| LkcsMsg::Withdrawn { at }),
     ]
 }
 

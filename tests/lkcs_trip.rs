@@ -7,8 +7,8 @@ mod common;
 
 use common::*;
 use lkcs::{
-    simulate, CsState, Delay, Leaders, Lkcs, LkcsRules, LkcsSystem, SimConfig, SimReport, Topology,
-    Workload,
+    simulate, CsState, Delay, Leaders, Lkcs, LkcsMsg, LkcsRules, LkcsSystem, SimConfig, SimReport,
+    Topology, Workload,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -453,4 +453,140 @@ fn lkcs_runs_the_round_trip_by_default_and_the_leader_rules_where_it_cannot() {
     assert_eq!(code, Some(2));
     assert!(err.contains("the round trip: "), "{err}");
     assert!(err.contains("the leader rules: "), "{err}");
+}
+
+/// Withdrawals (`CsObject::withdraw`) mixed into seeded random schedules over FIFO links, on
+/// random graphs, tori and complete graphs with the least slack: after every event the
+/// problem's bounds and every object's invariants hold, and a withdrawn process never shows
+/// the state its sequence was heading to. Once the network is quiet, every withdrawal has
+/// ended (its `Withdrawn` answers came back) and no permission is left behind: around every
+/// process whose closed neighbourhood is idle, its arbiters hold exactly one MUTIN permission
+/// per member out of the CS and one MUTEX permission per member in it.
+#[test]
+fn withdrawals_never_change_the_state_and_leave_no_permission_behind() {
+    use lkcs::{At, CsObject, Outbox, ProcessId};
+    use std::collections::VecDeque;
+    let (mut withdrawals, mut systems) = (0usize, 0usize);
+    for seed in 0..120u64 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let t = match seed % 3 {
+            0 => Topology::random(rng.random_range(6..=12), 0.55, seed).expect("connected"),
+            1 => Topology::torus(rng.random_range(3..=4), rng.random_range(3..=4)).expect("torus"),
+            _ => Topology::complete(rng.random_range(5..=8)).expect("complete"),
+        };
+        let (l, k) = least_slack_around_a_reference(&t, seed);
+        let Ok(sys) = Lkcs::build(
+            &Lkcs::instance(&t, &l, &k).expect("valid bounds"),
+            &Leaders::Auto,
+            None,
+            LkcsRules::TRIP,
+        ) else {
+            continue;
+        };
+        systems += 1;
+        let (inst, mut procs) = (sys.instance, sys.procs);
+        let n = procs.len();
+        let mut links: Vec<VecDeque<LkcsMsg>> = vec![VecDeque::new(); n * n];
+        let mut withdrawn: Vec<Option<CsState>> = vec![None; n];
+        let route = |from: usize, out: &mut Outbox<LkcsMsg>, links: &mut Vec<VecDeque<LkcsMsg>>| {
+            for (to, m) in out.drain() {
+                links[from * n + to.index()].push_back(m);
+            }
+        };
+        let check = |procs: &[Lkcs], withdrawn: &mut Vec<Option<CsState>>, when: &str| {
+            let states: Vec<CsState> = procs.iter().map(|p| p.state()).collect();
+            let broken = inst.violations(&states);
+            assert!(
+                broken.is_empty(),
+                "{} seed {seed} ({when}): {broken:?}",
+                t.name()
+            );
+            for (i, p) in procs.iter().enumerate() {
+                p.check_invariants()
+                    .unwrap_or_else(|e| panic!("{} seed {seed} ({when}): {e}", t.name()));
+                if let Some(origin) = withdrawn[i] {
+                    assert_eq!(p.state(), origin, "seed {seed} ({when}): P{i} moved");
+                    if p.pending().is_none() {
+                        withdrawn[i] = None;
+                    }
+                }
+            }
+        };
+        let deliver = |i: usize, procs: &mut Vec<Lkcs>, links: &mut Vec<VecDeque<LkcsMsg>>| {
+            let m = links[i].pop_front().expect("a busy link");
+            let (from, to) = (i / n, i % n);
+            let mut out = Outbox::new();
+            procs[to].on_message(ProcessId::from(from), m, &mut out);
+            route(to, &mut out, links);
+        };
+        for _ in 0..600 {
+            let p = rng.random_range(0..n);
+            match rng.random_range(0..100) {
+                0..=59 => {
+                    let busy: Vec<usize> = (0..n * n).filter(|&i| !links[i].is_empty()).collect();
+                    if !busy.is_empty() {
+                        deliver(
+                            busy[rng.random_range(0..busy.len())],
+                            &mut procs,
+                            &mut links,
+                        );
+                    }
+                }
+                60..=84 => {
+                    if procs[p].pending().is_none() {
+                        let mut out = Outbox::new();
+                        let seq = lkcs::Sequence::leaving(procs[p].state());
+                        procs[p].begin(seq, &mut out).expect("calling convention");
+                        route(p, &mut out, &mut links);
+                    }
+                }
+                _ => {
+                    let mut out = Outbox::new();
+                    let taken = procs[p].withdraw(&mut out);
+                    if procs[p].pending().is_none() {
+                        assert!(!taken, "seed {seed}: P{p} withdrew nothing");
+                    }
+                    if taken && withdrawn[p].is_none() {
+                        withdrawals += 1;
+                        withdrawn[p] = Some(procs[p].state());
+                    }
+                    route(p, &mut out, &mut links);
+                }
+            }
+            check(&procs, &mut withdrawn, "random step");
+        }
+        let mut budget = 1_000_000;
+        while let Some(i) = (0..n * n).find(|&i| !links[i].is_empty()) {
+            deliver(i, &mut procs, &mut links);
+            check(&procs, &mut withdrawn, "draining");
+            budget -= 1;
+            assert!(budget > 0, "seed {seed}: the network never went quiet");
+        }
+        for (i, w) in withdrawn.iter().enumerate() {
+            assert!(w.is_none(), "seed {seed}: P{i}'s withdrawal never ended");
+        }
+        for j in t.processes() {
+            let around = t.closed(j);
+            let idle = around.iter().all(|&q| {
+                let p = &procs[q.index()];
+                p.pending().is_none() && !p.round_trip().expect("round trip").away()
+            });
+            if !idle {
+                continue;
+            }
+            let inside = around
+                .iter()
+                .filter(|q| procs[q.index()].state() == CsState::InCs)
+                .count();
+            let arb = procs[j.index()].round_trip().expect("round trip");
+            assert_eq!(
+                (arb.granted(At::Mutin), arb.granted(At::Mutex)),
+                (around.len() - inside, inside),
+                "{} seed {seed}: {j}'s permissions (MUTIN, MUTEX) around an idle neighbourhood",
+                t.name()
+            );
+        }
+    }
+    assert!(systems >= 60, "only {systems} systems built");
+    assert!(withdrawals > 300, "only {withdrawals} withdrawals drawn");
 }

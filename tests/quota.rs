@@ -845,20 +845,54 @@ fn cancel_withdraws_a_pending_move() {
         .expect("mutin's exit waits on the lower bound");
     assert_eq!(m[0].state(), MemberState::Active);
 
-    // LKCS cannot withdraw, and says why: the first exit that waits on a lower bound
-    let quota = Quota::local(Topology::complete(5).expect("complete"))
-        .between(1, 4)
+    // LKCS's round trip withdraws; its leader rules cannot, and say why
+    let lkcs = |leader: Option<usize>| {
+        let b = Quota::local(Topology::complete(5).expect("complete"))
+            .between(1, 4)
+            .monitor(true);
+        match leader {
+            Some(l) => b.leader(l),
+            None => b,
+        }
         .build()
-        .expect("lkcs");
+        .expect("lkcs")
+    };
+    let blocked_exit = |m: &mut Vec<lkcs::Member>| {
+        let active: Vec<usize> = (0..m.len()).filter(|&i| m[i].is_active()).collect();
+        active
+            .into_iter()
+            .find(|&i| m[i].exit_timeout(Duration::from_millis(20)) == Err(QuotaError::Timeout))
+            .expect("the last active member's exit waits on the lower bound")
+    };
+    let quota = lkcs(None);
     assert_eq!(quota.algorithm(), Algorithm::Lkcs);
     let mut m = quota.members();
-    let active: Vec<usize> = (0..5).filter(|&i| m[i].is_active()).collect();
-    let blocked = active
-        .into_iter()
-        .find(|&i| m[i].exit_timeout(Duration::from_millis(20)) == Err(QuotaError::Timeout))
-        .expect("the last active member's exit waits on the lower bound");
+    let blocked = blocked_exit(&mut m);
+    m[blocked]
+        .cancel()
+        .expect("the round trip takes an exit that waits on the lower bound back");
+    assert_eq!(m[blocked].state(), MemberState::Active);
+    assert_eq!(m[blocked].try_exit(), Err(QuotaError::WouldBlock));
+    assert_eq!(m[blocked].state(), MemberState::Active, "try_exit left it");
+    // one other member comes back in; then the withdrawn member can leave
+    let other = (0..m.len())
+        .find(|&i| i != blocked && !m[i].is_active())
+        .expect("an inactive member");
+    m[other].enter_timeout(PATIENCE).expect("room to enter");
+    m[blocked]
+        .exit_timeout(PATIENCE)
+        .expect("its exit now keeps l");
+    drop(m);
+    quota.shutdown();
+    assert_eq!(quota.report().violations, 0);
+
+    let quota = lkcs(Some(0));
+    let mut m = quota.members();
+    let blocked = blocked_exit(&mut m);
     match m[blocked].cancel() {
-        Err(QuotaError::CannotWithdraw(why)) => assert!(why.contains("lkcs"), "{why}"),
+        Err(QuotaError::CannotWithdraw(why)) => {
+            assert!(why.contains("leader rules"), "{why}")
+        }
         other => panic!("expected CannotWithdraw, got {other:?}"),
     }
     assert_eq!(
@@ -929,15 +963,9 @@ fn gcs_withdraws_a_move_before_its_state_changes() {
     assert_eq!(report.violations, 0, "{report:?}");
 }
 
-/// Members of a (l,k)-GCS racing with try moves: every refusal leaves its member where it
-/// was, nothing is left pending, and the monitor sees both bounds kept.
-#[test]
-fn racing_gcs_try_moves_keep_both_bounds() {
-    let quota = Quota::global(6)
-        .between(1, 3)
-        .monitor(true)
-        .build()
-        .expect("gcs");
+/// Members racing with try moves: every refusal leaves its member where it was, nothing is
+/// left pending, and the monitor sees every bound kept.
+fn race_try_moves(what: &str, quota: Quota) {
     let moved = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for mut m in quota.members() {
@@ -952,17 +980,17 @@ fn racing_gcs_try_moves_keep_both_bounds() {
                     };
                     match tried {
                         Ok(()) => {
-                            assert_ne!(m.state(), before, "member {}: Ok moved it", m.id());
+                            assert_ne!(m.state(), before, "{what}: member {}: Ok moved it", m.id());
                             moved.fetch_add(1, Ordering::SeqCst);
                         }
                         Err(QuotaError::WouldBlock) => {
-                            assert_eq!(m.state(), before, "member {}: refused in place", m.id())
+                            assert_eq!(m.state(), before, "{what}: member {}: refused", m.id())
                         }
-                        Err(e) => panic!("member {}: {e}", m.id()),
+                        Err(e) => panic!("{what}: member {}: {e}", m.id()),
                     }
                     assert!(
                         matches!(m.state(), MemberState::Active | MemberState::Inactive),
-                        "member {}: a try move left {:?}",
+                        "{what}: member {}: a try move left {:?}",
                         m.id(),
                         m.state()
                     );
@@ -970,10 +998,28 @@ fn racing_gcs_try_moves_keep_both_bounds() {
             });
         }
     });
-    assert!(moved.into_inner() > 0, "no try move ever succeeded");
+    assert!(moved.into_inner() > 0, "{what}: no try move ever succeeded");
     quota.shutdown();
     let report = quota.report();
-    assert_eq!(report.violations, 0, "{report:?}");
+    assert_eq!(report.violations, 0, "{what}: {report:?}");
+}
+
+/// (l,k)-GCS withdraws inside ([`racing_lkcs_try_moves_keep_every_bound`] for LKCS).
+#[test]
+fn racing_gcs_try_moves_keep_both_bounds() {
+    let quota = Quota::global(6).between(1, 3).monitor(true).build();
+    race_try_moves("gcs", quota.expect("gcs"));
+}
+
+/// LKCS's round trip withdraws its requests inside.
+#[test]
+fn racing_lkcs_try_moves_keep_every_bound() {
+    let complete = Topology::complete(8).expect("complete");
+    let quota = Quota::local(complete).between(2, 6).monitor(true).build();
+    race_try_moves("lkcs complete 8", quota.expect("lkcs"));
+    let complete = Topology::complete(7).expect("complete");
+    let quota = Quota::local(complete).between(1, 5).monitor(true).build();
+    race_try_moves("lkcs complete 7", quota.expect("lkcs"));
 }
 
 /// enter_guard keeps the member active; dropping the guard starts the exit.

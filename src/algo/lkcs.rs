@@ -52,8 +52,9 @@
 //! `Release(at)`, `Preempt(at)`, `Relinquish(at)` (LMUTIN's, per type `at` ∈ {MUTIN, MUTEX}:
 //! [`At`]) and `Blocked(at, sidetrack)` in both; the sidetrack's `Trigger`,
 //! `RequestByTrigger`, `SidetrackGrant`, `TriggerDeclined`, `Park` and `Unpark` in the leader
-//! rules; `Trip`, `TripLock`, `TripInquire`, `TripYield`, `TripGo`, `TripCancel` and
-//! `TripEnd` in the round trip.
+//! rules; `Trip`, `TripLock`, `TripInquire`, `TripYield`, `TripGo`, `TripCancel`,
+//! `TripEnd`, and `Withdraw` and `Withdrawn` (a withdrawal, [`CsObject::withdraw`]) in the
+//! round trip.
 //!
 //! **Assumptions.** Reliable FIFO links (self-links included) and atomic handlers; what each
 //! flavour adds is in its module.
@@ -226,5 +227,9 @@ impl CsObject for Lkcs {
 
     fn withdraw(&mut self, out: &mut Outbox<LkcsMsg>) -> bool {
         on_flavor!(&mut self.flavor, p => p.withdraw(out))
+    }
+
+    fn can_withdraw(&self) -> bool {
+        on_flavor!(&self.flavor, p => p.can_withdraw())
     }
 }

@@ -314,6 +314,10 @@ impl<L: CsObject, K: CsObject> CsObject for Gcs<L, K> {
         }
     }
 
+    fn can_withdraw(&self) -> bool {
+        true
+    }
+
     /// The inner object whose sequence runs (only that one has one pending).
     fn awaiting(&self) -> Vec<ProcessId> {
         let mut who = self.lmin.awaiting();

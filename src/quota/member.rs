@@ -281,7 +281,8 @@ impl Member {
     /// room, the entry is made and the call waits for the algorithm's messages (a few round
     /// trips between threads); where it does not, or another member takes the room first,
     /// nothing is left behind. Where the algorithm cannot withdraw a request that a race made
-    /// wait (LKCS, see [`Member::cancel`]), the call then waits for its entry instead.
+    /// wait (LKCS under its leader rules, see [`Member::cancel`]), the call then waits for
+    /// its entry instead.
     ///
     /// ```
     /// let quota = lkcs::Quota::global(2).at_most(1).build()?;
@@ -315,11 +316,15 @@ impl Member {
     ///   l, and their local forms), for the move that waits on that bound;
     /// - (l,k)-GCS, which undoes the half of the move that waits on a bound (the
     ///   k-exclusion of an entry, the l-inclusion of an exit) before the member's state
-    ///   changes, so the member never counts on the other side.
+    ///   changes, so the member never counts on the other side;
+    /// - LKCS with the round trip (the default for a local quota with both bounds), which
+    ///   takes its requests and the permissions granted to them back before the member's
+    ///   state changes.
     ///
     /// Otherwise this returns [`QuotaError::CannotWithdraw`] saying why, and the move keeps
     /// running: a move that waits on no bound (it completes on its own), a GCS move that
-    /// passed its bound already (it completes without waiting), or any move of LKCS. A move
+    /// passed its bound already, an LKCS move whose round trip committed (each completes
+    /// without waiting), or any move of LKCS under its leader rules. A move
     /// that completes before the withdrawal reaches it is not undone either:
     /// [`QuotaError::CannotWithdraw`] says so, and the member is where the move went.
     pub fn cancel(&mut self) -> Result<(), QuotaError> {

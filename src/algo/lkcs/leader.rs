@@ -960,7 +960,9 @@ impl CsObject for LeaderProc {
             | LkcsMsg::TripYield { .. }
             | LkcsMsg::TripGo { .. }
             | LkcsMsg::TripCancel
-            | LkcsMsg::TripEnd { .. } => {}
+            | LkcsMsg::TripEnd { .. }
+            | LkcsMsg::Withdraw { .. }
+            | LkcsMsg::Withdrawn { .. } => {}
         }
         if let Some(at) = typed {
             if self.rules.park_blocked {

@@ -167,6 +167,19 @@ pub enum LkcsMsg {
         /// The trip's type.
         at: At,
     },
+    /// Round trip, requester → its closed neighbourhood: my sequence asking for type `at`
+    /// is withdrawn before it moved; drop my request, the permission granted to it and my
+    /// trip (lock or place in the lock's queue), then answer [`LkcsMsg::Withdrawn`].
+    Withdraw {
+        /// The withdrawn sequence's type.
+        at: At,
+    },
+    /// Round trip, arbiter → requester: your request of type `at` is dropped here; no grant
+    /// for it follows this message (links are FIFO).
+    Withdrawn {
+        /// The withdrawn sequence's type.
+        at: At,
+    },
 }
 
 impl Message for LkcsMsg {
@@ -191,6 +204,8 @@ impl Message for LkcsMsg {
             LkcsMsg::TripGo { .. } => "TripGo",
             LkcsMsg::TripCancel => "TripCancel",
             LkcsMsg::TripEnd { .. } => "TripEnd",
+            LkcsMsg::Withdraw { .. } => "Withdraw",
+            LkcsMsg::Withdrawn { .. } => "Withdrawn",
         })
     }
 }

@@ -53,6 +53,14 @@
 //! sends no Request, Grant or Release); a trip asked for that the normal grants overtook is
 //! withdrawn with one `TripCancel` per member.
 //!
+//! **Withdrawal** ([`CsObject::withdraw`]): a sequence whose trip has not committed is taken
+//! back before it moves. The requester sends `Withdraw(at)` to its closed neighbourhood and
+//! counts no grant meanwhile; each arbiter drops the request, the permission granted to it
+//! and its trip, and answers `Withdrawn(at)`. With FIFO links no grant for the sequence
+//! follows that answer, so once every member answered the sequence is over with the state
+//! unchanged (2(|N_i|+1) messages). A committed trip cannot be withdrawn: it completes on
+//! its own.
+//!
 //! **The sequential workload** ([`CsObject::takes_round_trips`]) makes each owed pair back
 //! to back; a pair whose first move leaves [L_j, K_j] (when no process that owes a pair can
 //! move within them and no helper moves lead to a configuration where one can) is a round
@@ -164,6 +172,8 @@ pub struct TripProc {
     lock: TripLock,
     /// A committed trip found no room (never expected; reported by `check`).
     overflow: bool,
+    /// The pending sequence is withdrawn: the members whose `Withdrawn` has not come back.
+    withdrawing: Option<BTreeSet<ProcessId>>,
 }
 
 impl TripProc {
@@ -218,6 +228,7 @@ impl TripProc {
                 queue: BTreeMap::new(),
             },
             overflow: false,
+            withdrawing: None,
             closed,
             operating: soft,
         }
@@ -333,6 +344,11 @@ impl TripProc {
                     }
                 }
             }
+            LkcsMsg::Withdraw { at } => {
+                self.drop_request(from, at);
+                out.send(from, LkcsMsg::Withdrawn { at });
+                touched[at.index()] = true;
+            }
             LkcsMsg::TripEnd { at } => {
                 let a = &mut self.arbiters[at.index()];
                 if matches!(a.granted.get(&from), Some(Hold::Trip | Hold::State)) {
@@ -342,7 +358,12 @@ impl TripProc {
                 // (as the return leaves it)
                 touched[at.index()] = true;
             }
-            // requester side
+            // requester side; a withdrawn sequence takes nothing more
+            _ if self.withdrawing.is_some() => {
+                if let LkcsMsg::Withdrawn { at } = msg {
+                    self.withdrawn(from, at, out);
+                }
+            }
             LkcsMsg::Grant { at } => {
                 if self.pending == Some(at.sequence()) {
                     self.granters.insert(from);
@@ -389,7 +410,9 @@ impl TripProc {
             | LkcsMsg::SidetrackGrant { .. }
             | LkcsMsg::TriggerDeclined
             | LkcsMsg::Park { .. }
-            | LkcsMsg::Unpark { .. } => {}
+            | LkcsMsg::Unpark { .. }
+            // an answer to no withdrawal
+            | LkcsMsg::Withdrawn { .. } => {}
         }
         self.free_restored_lock();
         for at in [At::Mutin, At::Mutex] {
@@ -398,6 +421,50 @@ impl TripProc {
             }
         }
         self.pass_lock(out);
+    }
+
+    /// `Withdraw(at)` from `q`: its request of type `at` leaves the queue, the permission
+    /// granted to it (one held for a sequence in progress, never one held for `q`'s state or
+    /// a committed trip) comes back, and its uncommitted trip leaves the lock.
+    fn drop_request(&mut self, q: ProcessId, at: At) {
+        let a = &mut self.arbiters[at.index()];
+        if let Some(s) = a.queued(q) {
+            a.queue.remove(&s);
+        }
+        if matches!(a.granted.get(&q), Some(Hold::Progress(_))) {
+            a.granted.remove(&q);
+        }
+        if a.preempting == Some(q) {
+            a.preempting = None;
+        }
+        self.lock.queue.retain(|s, _| s.id != q);
+        if self
+            .lock
+            .holder
+            .is_some_and(|h| h.trip.id == q && !h.committed)
+        {
+            self.lock.holder = None;
+        }
+    }
+
+    /// `Withdrawn(at)` from `q` for the withdrawn sequence: once every member answered, no
+    /// grant for it is left anywhere and the sequence is over, the state unchanged.
+    fn withdrawn(&mut self, q: ProcessId, at: At, out: &mut Outbox<LkcsMsg>) {
+        if self.pending.map(At::of) != Some(at) {
+            return;
+        }
+        let Some(left) = self.withdrawing.as_mut() else {
+            return;
+        };
+        left.remove(&q);
+        if left.is_empty() {
+            self.withdrawing = None;
+            self.pending = None;
+            self.granters.clear();
+            self.asked = false;
+            self.locks.clear();
+            out.complete();
+        }
     }
 
     /// `TripGo` from the lock's holder `q`: its permission of type `at`, at once.
@@ -601,5 +668,34 @@ impl CsObject for TripProc {
 
     fn check_invariants(&self) -> Result<(), String> {
         self.check()
+    }
+
+    /// Withdraws the pending sequence unless its trip committed (its grants then come from
+    /// the reserve and it completes on its own): `Withdraw(at)` to every member of the closed
+    /// neighbourhood, each of which drops the request, the permission granted to it and the
+    /// trip, and answers `Withdrawn(at)`. The grants that arrive meanwhile are not counted;
+    /// with FIFO links none follows a `Withdrawn`, so once every member answered the sequence
+    /// ends where it started and nothing it asked for is held anywhere. Invariant T is
+    /// untouched: a withdrawal only gives permissions back.
+    fn withdraw(&mut self, out: &mut Outbox<LkcsMsg>) -> bool {
+        if self.withdrawing.is_some() {
+            return true;
+        }
+        let Some(seq) = self.pending else {
+            return false;
+        };
+        if self.committed {
+            return false;
+        }
+        let at = At::of(seq);
+        for &q in &self.closed {
+            out.send(q, LkcsMsg::Withdraw { at });
+        }
+        self.withdrawing = Some(self.closed.iter().copied().collect());
+        true
+    }
+
+    fn can_withdraw(&self) -> bool {
+        true
     }
 }
