@@ -551,6 +551,8 @@ fn proxy(from: u16, to: u16, cut: std::ops::Range<usize>, seed: u64, resets: Arc
             let Ok(b) = TcpStream::connect(("127.0.0.1", to)) else {
                 continue;
             };
+            // as the links do: no Nagle delay on the relayed hop either
+            let _ = (a.set_nodelay(true), b.set_nodelay(true));
             let budget = Arc::new(AtomicUsize::new(rng.random_range(cut.clone())));
             let dead = Arc::new(AtomicBool::new(false));
             for (mut r, mut w) in [

@@ -522,14 +522,13 @@ fn sidetrack_grants_are_counted_apart_from_plain_grants() {
         untagged_sidetrack: true,
         ..LkcsRules::CORRECTED
     };
-    let failures = (0..30)
-        .filter(|&seed| !run(uniform(&t, 1, 4, rules), seed, 3).ok())
-        .count();
     let corrected = (0..30)
         .filter(|&seed| !run(uniform(&t, 1, 4, LkcsRules::CORRECTED), seed, 3).ok())
         .count();
     assert_eq!(corrected, 0);
-    assert!(failures > 0, "the untagged rule never failed");
+    // the first failing seed is enough: a run the rule stalls goes on to the event limit
+    let failing = (0..30).find(|&seed| !run(uniform(&t, 1, 4, rules), seed, 3).ok());
+    assert!(failing.is_some(), "the untagged rule never failed");
 }
 
 #[test]

@@ -193,6 +193,8 @@ impl Mitm {
                 let Ok(server) = TcpStream::connect(target).await else {
                     continue;
                 };
+                // as the links do: no Nagle delay on the relayed hop either
+                let _ = (client.set_nodelay(true), server.set_nodelay(true));
                 let on = act.load(Ordering::SeqCst);
                 if on && tamper == Tamper::Replay {
                     let old = recorded.lock().unwrap().clone();
@@ -333,6 +335,8 @@ impl Proxy {
                 let Ok(server) = TcpStream::connect(target).await else {
                     continue;
                 };
+                // as the links do: no Nagle delay on the relayed hop either
+                let _ = (client.set_nodelay(true), server.set_nodelay(true));
                 let budget = cut.clone().map(|c| rng.random_range(c));
                 tokio::spawn(pump(client, server, budget, r.clone(), p.clone()));
             }
