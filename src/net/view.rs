@@ -7,8 +7,8 @@
 //! [`Proposal`] (evict, rejoin, leave), which opens or extends a pending change, and a
 //! report of their stable state for the pending view; once every surviving member has
 //! reported, the pending view installs, at the same log index on every member. The rules are
-//! [`ViewState::apply`]'s ([`state`]), pure and deterministic; [`raft`] runs them under
-//! openraft.
+//! [`ViewState::apply`]'s (`view/state.rs`), pure and deterministic; [`ViewGroup`]
+//! (`view/raft.rs`) runs them under openraft.
 //!
 //! This is the control plane only: a view change costs a few round trips and happens when
 //! membership changes, never per entry or exit. The CS path stays the papers' messages,
@@ -24,8 +24,8 @@
 //! network behind [`ViewTransport`]. What is not (yet): the node's side (freezing the object,
 //! reporting, restarting it from a view's start), leases and eviction timers.
 
-pub mod raft;
-pub mod state;
+mod raft;
+mod state;
 
 pub use raft::{
     Event, Unreachable, ViewConfig, ViewError, ViewGroup, ViewRpc, ViewRpcReply, ViewTransport,

@@ -63,7 +63,7 @@ use tokio::sync::{broadcast, watch, Mutex};
 use tokio::task::JoinHandle;
 
 /// A Raft node id: the member's index ([`ProcessId`]'s `u32`, widened).
-pub type NodeId = u64;
+pub(crate) type NodeId = u64;
 
 openraft::declare_raft_types!(
     /// The view log's Raft types: [`Command`]s in, `Option<Applied>` out (`None` for Raft's
@@ -77,9 +77,9 @@ openraft::declare_raft_types!(
 );
 
 /// The openraft instance of a view group.
-pub type Raft = openraft::Raft<ViewRaft>;
+pub(crate) type Raft = openraft::Raft<ViewRaft>;
 
-pub use store::{LogStore, Machine, EVENT_CAPACITY};
+pub(crate) use store::{LogStore, Machine};
 
 fn node_id(p: ProcessId) -> NodeId {
     u64::from(p.0)
@@ -284,13 +284,13 @@ pub struct Event {
 // ---- the network ----
 
 /// openraft's network factory over a [`ViewTransport`].
-pub struct Network<T> {
+pub(crate) struct Network<T> {
     transport: Arc<T>,
     backoff: Duration,
 }
 
 /// One peer's end of [`Network`].
-pub struct Connection<T> {
+pub(crate) struct Connection<T> {
     transport: Arc<T>,
     target: NodeId,
     backoff: Duration,
@@ -521,7 +521,7 @@ impl<T: ViewTransport> ViewGroup<T> {
     }
 
     /// Every command applied from now on, with its outcome, in log order. A receiver more
-    /// than [`EVENT_CAPACITY`] events behind loses the oldest (it is told so); a state
+    /// than 1,024 events behind loses the oldest (it is told so); a state
     /// installed from a snapshot has no events: [`ViewGroup::watch`] is the state of record.
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.inner.machine.events.subscribe()

@@ -75,7 +75,7 @@ impl View {
 }
 
 /// The smallest majority of `n` members.
-pub fn majority(n: usize) -> usize {
+pub(crate) fn majority(n: usize) -> usize {
     n / 2 + 1
 }
 

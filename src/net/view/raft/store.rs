@@ -14,7 +14,7 @@ struct LogInner {
 /// The in-memory Raft log of a view group. A member that restarts has lost it, with the rest
 /// of its state, and joins again as a new incarnation.
 #[derive(Clone, Debug, Default)]
-pub struct LogStore {
+pub(crate) struct LogStore {
     inner: Arc<Mutex<LogInner>>,
 }
 
@@ -130,18 +130,18 @@ struct MachineInner {
 /// The view state machine under Raft: applies committed [`Command`]s to a [`ViewState`] and
 /// publishes the state ([`watch`]) and each outcome ([`broadcast`]).
 #[derive(Clone, Debug)]
-pub struct Machine {
+pub(crate) struct Machine {
     inner: Arc<Mutex<MachineInner>>,
     pub(super) state: Arc<watch::Sender<ViewState>>,
     pub(super) events: broadcast::Sender<Event>,
 }
 
 /// How many applied events a slow [`ViewGroup::subscribe`] receiver may lag behind.
-pub const EVENT_CAPACITY: usize = 1024;
+pub(crate) const EVENT_CAPACITY: usize = 1024;
 
 impl Machine {
     /// A state machine at `state`, with nothing applied.
-    pub fn new(state: ViewState) -> Machine {
+    pub(crate) fn new(state: ViewState) -> Machine {
         let (events, _) = broadcast::channel(EVENT_CAPACITY);
         Machine {
             inner: Arc::new(Mutex::new(MachineInner {
