@@ -15,57 +15,10 @@ pub use gcs::{Gcs, GcsMsg, GcsStage};
 
 use crate::error::CallError;
 use crate::id::ProcessId;
+pub use crate::id::{CsState, Sequence};
 use std::borrow::Cow;
 use std::fmt::Debug;
 use std::hash::Hash;
-
-/// The state a process publishes: in or out of its critical section.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-pub enum CsState {
-    /// In the critical section.
-    InCs,
-    /// Out of the critical section (the remainder section).
-    OutCs,
-}
-
-impl std::ops::Not for CsState {
-    type Output = CsState;
-    fn not(self) -> CsState {
-        match self {
-            CsState::InCs => CsState::OutCs,
-            CsState::OutCs => CsState::InCs,
-        }
-    }
-}
-
-/// The two sequences a process runs to change its state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-pub enum Sequence {
-    /// The Entry-Sequence: OutCS to InCS.
-    Entry,
-    /// The Exit-Sequence: InCS to OutCS.
-    Exit,
-}
-
-impl Sequence {
-    /// The sequence that leaves `state`.
-    pub fn leaving(state: CsState) -> Sequence {
-        match state {
-            CsState::InCs => Sequence::Exit,
-            CsState::OutCs => Sequence::Entry,
-        }
-    }
-
-    /// The other sequence.
-    pub fn flip(self) -> Sequence {
-        match self {
-            Sequence::Entry => Sequence::Exit,
-            Sequence::Exit => Sequence::Entry,
-        }
-    }
-}
 
 /// Which reading of the paper's pseudo-code an algorithm follows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

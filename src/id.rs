@@ -1,4 +1,6 @@
-//! Process ids and Lamport timestamps.
+//! Process ids, Lamport timestamps, and the state a process publishes with the sequences
+//! that change it (public as [`crate::cs::CsState`] and [`crate::cs::Sequence`]): the
+//! vocabulary every other module speaks, so that none of them imports upward for it.
 
 use std::fmt;
 
@@ -49,6 +51,54 @@ impl Stamp {
 impl fmt::Display for Stamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "({}, {})", self.ts, self.id)
+    }
+}
+
+/// The state a process publishes: in or out of its critical section.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub enum CsState {
+    /// In the critical section.
+    InCs,
+    /// Out of the critical section (the remainder section).
+    OutCs,
+}
+
+impl std::ops::Not for CsState {
+    type Output = CsState;
+    fn not(self) -> CsState {
+        match self {
+            CsState::InCs => CsState::OutCs,
+            CsState::OutCs => CsState::InCs,
+        }
+    }
+}
+
+/// The two sequences a process runs to change its state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub enum Sequence {
+    /// The Entry-Sequence: OutCS to InCS.
+    Entry,
+    /// The Exit-Sequence: InCS to OutCS.
+    Exit,
+}
+
+impl Sequence {
+    /// The sequence that leaves `state`.
+    pub fn leaving(state: CsState) -> Sequence {
+        match state {
+            CsState::InCs => Sequence::Exit,
+            CsState::OutCs => Sequence::Entry,
+        }
+    }
+
+    /// The other sequence.
+    pub fn flip(self) -> Sequence {
+        match self {
+            Sequence::Entry => Sequence::Exit,
+            Sequence::Exit => Sequence::Entry,
+        }
     }
 }
 
