@@ -1,0 +1,192 @@
+#[test]
+fn options_an_algorithm_does_not_take_are_named_in_every_spelling() {
+    let given = [
+        ("--leader", true),
+        ("mx", true),
+        ("migrate_after", true),
+        ("maxreq", false),
+    ];
+    let texts = |a: Algorithm| -> Vec<String> {
+        a.inapplicable(&given, "quota: ")
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    assert_eq!(
+        texts(Algorithm::Lkcs),
+        [
+            "quota: mx does not apply to lkcs; it applies to mutin, kmex, gcs",
+            "quota: migrate_after does not apply to lkcs; it applies to mutin, kmex, gcs, cdc, ddc",
+        ]
+    );
+    assert_eq!(
+        texts(Algorithm::Gcs),
+        ["quota: --leader does not apply to gcs; it applies to lkcs"]
+    );
+    assert!(Algorithm::Cdc
+        .inapplicable(&[("maxreq", true)], "")
+        .is_empty());
+}
+
+use super::*;
+
+struct Count;
+impl SystemVisitor for Count {
+    type Output = usize;
+    fn visit<A: CsObject>(self, _: &Instance, _: &[CsState], procs: Vec<A>) -> usize {
+        procs.len()
+    }
+}
+
+fn spec(algorithm: Algorithm) -> SystemSpec {
+    SystemSpec {
+        algorithm,
+        topology: Topology::ring(5).unwrap(),
+        l: None,
+        k: None,
+        bounds: None,
+        initial: None,
+        variant: Variant::Corrected,
+        leader: None,
+        coterie: None,
+        mx: None,
+        maxreq: None,
+        migrate_after: None,
+    }
+}
+
+#[test]
+fn names_round_trip() {
+    for a in Algorithm::ALL {
+        assert_eq!(a.name().parse::<Algorithm>().unwrap(), a);
+    }
+    assert!("paxos".parse::<Algorithm>().is_err());
+}
+
+#[test]
+fn builds_supported_algorithms_and_refuses_the_rest() {
+    assert_eq!(spec(Algorithm::Lmutin).build(Count).unwrap(), 5);
+    assert_eq!(spec(Algorithm::Lmutex).build(Count).unwrap(), 5);
+    // ring:5 has no process of degree 4: the leader rules have no leader, the round trip
+    // (the default) needs none
+    assert_eq!(spec(Algorithm::Lkcs).build(Count).unwrap(), 5);
+    let mut s = spec(Algorithm::Lkcs);
+    s.leader = Some("auto".into());
+    let err = s.build(Count).unwrap_err();
+    assert!(err.to_string().contains("|N_LDR| >= 4"), "{err}");
+    let mut s = spec(Algorithm::Lkcs);
+    s.topology = Topology::complete(5).unwrap();
+    assert_eq!(s.build(Count).unwrap(), 5);
+    // cdc and ddc run on complete graphs only
+    let err = spec(Algorithm::Cdc).build(Count).unwrap_err();
+    assert!(err.to_string().contains("complete"), "{err}");
+    let mut s = spec(Algorithm::Ddc);
+    s.topology = Topology::complete(5).unwrap();
+    assert_eq!(s.build(Count).unwrap(), 5);
+}
+
+#[test]
+fn maekawa_needs_a_complete_topology_and_bounds_0_1() {
+    let mut s = spec(Algorithm::Maekawa);
+    let err = s.build(Count).unwrap_err();
+    assert_eq!(err.problems.len(), 1);
+    assert!(err.to_string().contains("ring:5"), "{err}");
+    s.topology = Topology::complete(5).unwrap();
+    assert_eq!(s.build(Count).unwrap(), 5);
+    s.coterie = Some("grid".into());
+    assert_eq!(s.build(Count).unwrap(), 5);
+    s.l = Some(0);
+    s.k = Some(1);
+    assert_eq!(s.build(Count).unwrap(), 5);
+    s.l = Some(1);
+    s.k = Some(2);
+    s.topology = Topology::ring(5).unwrap();
+    assert_eq!(s.build(Count).unwrap_err().problems.len(), 3);
+    s.topology = Topology::complete(5).unwrap();
+    s.l = None;
+    s.k = None;
+    s.bounds = Some(BoundsFile {
+        l: Some(vec![0; 5]),
+        k: Some(vec![1, 1, 2, 1, 1]),
+    });
+    assert_eq!(s.build(Count).unwrap_err().problems.len(), 1);
+    s.bounds = None;
+    s.coterie = Some("tree".into());
+    assert!(s.build(Count).unwrap_err().to_string().contains("tree"));
+    assert!(Algorithm::Maekawa.is_global() && !Algorithm::Lkcs.is_global());
+}
+
+/// A bounds file reads absent lists as not given, but refuses `null` lists and unknown keys.
+#[test]
+fn a_bounds_file_refuses_null_lists() {
+    let parse = serde_json::from_str::<BoundsFile>;
+    let both = parse(r#"{"l": [1, 2], "k": [3, 3]}"#).unwrap();
+    assert_eq!((both.l, both.k), (Some(vec![1, 2]), Some(vec![3, 3])));
+    assert_eq!(parse(r#"{"k": [1]}"#).unwrap().l, None);
+    for text in [
+        r#"{"l": null, "k": null}"#,
+        r#"{"l": null}"#,
+        r#"{"m": [1]}"#,
+    ] {
+        assert!(parse(text).is_err(), "{text}");
+    }
+}
+
+#[test]
+fn bounds_come_from_one_place_only() {
+    let mut s = spec(Algorithm::Lmutin);
+    s.l = Some(1);
+    s.bounds = Some(BoundsFile {
+        l: Some(vec![1; 5]),
+        k: None,
+    });
+    assert!(s.build(Count).is_err());
+    s.l = None;
+    s.bounds = Some(BoundsFile {
+        l: Some(vec![1; 4]),
+        k: None,
+    });
+    assert!(s.build(Count).is_err());
+    let mut s = spec(Algorithm::Lmutin);
+    s.k = Some(2);
+    assert!(s.build(Count).is_err());
+}
+
+#[test]
+fn printed_rules_are_validated_by_algorithm_and_variant() {
+    let rules = |names: &[&str]| names.iter().collect::<PrintedRules>();
+    let s = spec(Algorithm::Lmutin);
+    assert_eq!(
+        s.build_with_rules(&rules(&["initial-grants"]), Count)
+            .unwrap(),
+        5
+    );
+    for bad in [&["nope"][..], &["no-parking"][..]] {
+        let err = s.build_with_rules(&rules(bad), Count).unwrap_err();
+        assert_eq!(err.problems.len(), 1);
+        assert!(err.to_string().contains("counted-grants"), "{err}");
+    }
+    let mut p = spec(Algorithm::Lmutin);
+    p.variant = Variant::Printed;
+    assert!(p
+        .build_with_rules(&rules(&["initial-grants"]), Count)
+        .is_err());
+    assert_eq!(p.build_with_rules(&rules(&[]), Count).unwrap(), 5);
+    let mut k = spec(Algorithm::Lkcs);
+    k.topology = Topology::complete(5).unwrap();
+    k.l = Some(1);
+    k.k = Some(4);
+    let one = rules(&["single-leader", "no-parking"]);
+    assert_eq!(k.build_with_rules(&one, Count).unwrap(), 5);
+    k.leader = Some("all".into());
+    assert!(k.build_with_rules(&one, Count).is_err());
+}
+
+#[test]
+fn a_given_unsafe_initial_configuration_is_reported() {
+    let mut s = spec(Algorithm::Lmutin);
+    s.l = Some(2);
+    s.initial = Some(vec![CsState::OutCs; 5]);
+    let err = s.build(Count).unwrap_err();
+    assert_eq!(err.problems.len(), 5);
+}

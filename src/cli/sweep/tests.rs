@@ -1,0 +1,48 @@
+use super::*;
+
+#[test]
+fn terms_evaluate_in_n() {
+    let t = |s: &str| Term::parse(s).unwrap().eval(16);
+    assert_eq!(t("3"), Some(3));
+    assert_eq!(t("n"), Some(16));
+    assert_eq!(t("n-1"), Some(15));
+    assert_eq!(t("n/4"), Some(4));
+    assert_eq!(t("3n/4"), Some(12));
+    assert_eq!(t("n/2+1"), Some(9));
+    assert_eq!(t("n-20"), None);
+    assert!(Term::parse("x").is_err() && Term::parse("n/0").is_err());
+}
+
+#[test]
+fn bound_items_parse() {
+    let b = BoundSpec::parse("gcs=1:n-1").unwrap();
+    assert_eq!(b.only, Some(Algorithm::Gcs));
+    assert_eq!(b.l.unwrap().eval(8), Some(1));
+    assert_eq!(b.k.unwrap().eval(8), Some(7));
+    let b = BoundSpec::parse("1:").unwrap();
+    assert!(b.l.is_some() && b.k.is_none());
+    assert!(BoundSpec::parse("default").unwrap().l.is_none());
+    assert!(BoundSpec::parse("3").is_err());
+}
+
+#[test]
+fn ranges_expand() {
+    let mut p = Vec::new();
+    let v = parse_ints(
+        &["1..=3".into(), "7".into(), "9..11".into()],
+        "seeds",
+        &mut p,
+    );
+    assert_eq!(v, vec![1, 2, 3, 7, 9, 10]);
+    parse_ints(&["3..=1".into()], "seeds", &mut p);
+    assert_eq!(p.len(), 1);
+    // inclusive up to u64::MAX, with no bound past it
+    let max = u64::MAX;
+    let v = parse_ints(&[max.to_string()], "seeds", &mut p);
+    assert_eq!(v, vec![max]);
+    let v = parse_ints(&[format!("{}..={max}", max - 1)], "seeds", &mut p);
+    assert_eq!(v, vec![max - 1, max]);
+    let v = parse_ints(&[format!("{}..{max}", max - 1)], "seeds", &mut p);
+    assert_eq!(v, vec![max - 1]);
+    assert_eq!(p.len(), 1, "{p:?}");
+}

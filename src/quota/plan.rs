@@ -1,0 +1,656 @@
+//! How a [`QuotaBuilder`](super::QuotaBuilder) becomes a system: the algorithm chosen for
+//! the bounds asked, every problem with the input found at once, and a refused local
+//! quota's nearest accepted bounds, in quota words.
+
+use super::*;
+
+/// What `build` hands to the catalog.
+pub(super) struct Plan {
+    pub(super) spec: SystemSpec,
+    pub(super) global: bool,
+    /// LKCS with no leader named: the instance, to explain a refusal in quota terms
+    /// ([`QuotaBuilder::lkcs_refusal`]).
+    pub(super) default_lkcs: Option<Instance>,
+}
+
+/// Global (l, k) and the algorithm it selects: (0, 1) mutual exclusion, (0, k) kmex,
+/// (l, n) MUTIN(l), (l, k) GCS.
+fn global_choice(l: usize, k: usize, n: usize) -> Algorithm {
+    match (l, k) {
+        (0, 1) => Algorithm::Cdc,
+        (0, _) => Algorithm::Kmex,
+        (_, k) if k == n => Algorithm::Mutin,
+        _ => Algorithm::Gcs,
+    }
+}
+
+/// The bounds `algorithm` keeps, in words, when they differ from the ones asked for
+/// (`l`, `k` per member on `t`); `None` when it keeps exactly these.
+fn kept_otherwise(
+    algorithm: Algorithm,
+    t: &Topology,
+    l: &[usize],
+    k: &[usize],
+) -> Option<&'static str> {
+    let n = t.len();
+    let uniform = l.iter().all(|&x| x == l[0]) && k.iter().all(|&x| x == k[0]);
+    let full = |i: usize| t.degree(ProcessId::from(i)) + 1;
+    let all_lower_only = (0..n).all(|i| k[i] == full(i));
+    let all_upper_only = l.iter().all(|&x| x == 0);
+    let ok = match algorithm {
+        Algorithm::Cdc | Algorithm::Ddc | Algorithm::Maekawa => {
+            t.is_complete() && uniform && (l[0], k[0]) == (0, 1)
+        }
+        Algorithm::Kmex => t.is_complete() && uniform && all_upper_only,
+        Algorithm::Mutin => t.is_complete() && uniform && k[0] == n,
+        Algorithm::Gcs => t.is_complete() && uniform,
+        Algorithm::Lmutin => all_lower_only,
+        Algorithm::Lmutex => all_upper_only,
+        Algorithm::Lkcs => true,
+    };
+    (!ok).then_some(match algorithm {
+        Algorithm::Cdc | Algorithm::Ddc | Algorithm::Maekawa => {
+            "at most 1 active among all members"
+        }
+        Algorithm::Kmex => "only an upper bound, one for all members",
+        Algorithm::Mutin => "only a lower bound, one for all members",
+        Algorithm::Gcs => "one lower and one upper bound for all members",
+        Algorithm::Lmutin => "only lower bounds (at least l_i around each member)",
+        Algorithm::Lmutex => "only upper bounds (at most k_i around each member)",
+        Algorithm::Lkcs => "any bounds",
+    })
+}
+
+/// The problem with an algorithm chosen by name that does not keep exactly the bounds asked
+/// for: it would drop, change or tighten one. Names the algorithms that do keep them.
+fn unsolved(
+    algorithm: Algorithm,
+    global: bool,
+    t: &Topology,
+    l: &[usize],
+    k: &[usize],
+) -> Option<Problem> {
+    let keeps = kept_otherwise(algorithm, t, l, k)?;
+    if algorithm.is_global() && !t.is_complete() {
+        return None; // option_problems says why it cannot run here
+    }
+    let n = t.len();
+    let uniform = l.iter().all(|&x| x == l[0]) && k.iter().all(|&x| x == k[0]);
+    let asked = match (global || t.is_complete(), uniform) {
+        (true, true) if l[0] == 0 => format!("at most {} of {n} active", k[0]),
+        (true, true) if k[0] == n => format!("at least {} of {n} active", l[0]),
+        (true, true) => format!("at least {} and at most {} of {n} active", l[0], k[0]),
+        (_, true) if l[0] == 0 => format!("at most {} active around each member", k[0]),
+        (_, true) if (0..n).all(|i| k[i] == t.degree(ProcessId::from(i)) + 1) => {
+            format!("at least {} active around each member", l[0])
+        }
+        (_, true) => format!(
+            "at least {} and at most {} active around each member",
+            l[0], k[0]
+        ),
+        (_, false) => "per-member bounds".to_string(),
+    };
+    let solvers = Algorithm::ALL
+        .into_iter()
+        .filter(|&a| !a.is_global() || t.is_complete())
+        .filter(|&a| kept_otherwise(a, t, l, k).is_none())
+        .map(|a| a.name().to_string())
+        .collect();
+    Some(Problem::Unsolved {
+        algorithm: algorithm.name().to_string(),
+        keeps: keeps.to_string(),
+        asked,
+        solvers,
+    })
+}
+
+/// Local bounds and the algorithm they select: only lower bounds LMUTIN, only upper bounds
+/// LMUTEX, both LKCS.
+fn local_choice(t: &Topology, l: &[usize], k: &[usize]) -> Algorithm {
+    let full = |p: ProcessId| t.degree(p) + 1;
+    if t.processes().all(|p| k[p.index()] == full(p)) {
+        Algorithm::Lmutin
+    } else if l.iter().all(|&l| l == 0) {
+        Algorithm::Lmutex
+    } else {
+        Algorithm::Lkcs
+    }
+}
+
+impl QuotaBuilder {
+    /// Everything `build` checks before it starts a thread.
+    pub(super) fn plan(&self) -> Result<Plan, ConfigError> {
+        let n = self.n();
+        let mut problems = Vec::new();
+        if n == 0 {
+            return Err(ConfigError::one(Problem::Invalid(
+                "a quota needs at least one member".into(),
+            )));
+        }
+        let uniform = self.l.is_some() || self.k.is_some();
+        if self.per_member.is_none() && !uniform {
+            problems.push(Problem::Invalid(
+                "no bounds: call between(l, k), at_least(l) or at_most(k) (or bounds for a local quota)"
+                    .into(),
+            ));
+        }
+        if self.per_member.is_some() && uniform {
+            problems.push(Problem::Invalid(
+                "bounds(l, k) per member and between / at_least / at_most are exclusive".into(),
+            ));
+        }
+        let (global, topology, l, k) = match &self.scope {
+            Scope::Global(n) => {
+                let n = *n;
+                if self.per_member.is_some() {
+                    problems.push(Problem::Invalid(
+                        "bounds(l, k) gives per-member bounds of a local quota; a global quota takes between, at_least or at_most"
+                            .into(),
+                    ));
+                }
+                let (l, k) = (self.l.unwrap_or(0), self.k.unwrap_or(n));
+                if k > n {
+                    problems.push(Problem::Invalid(format!(
+                        "at most {k} active of {n} members: the upper bound cannot exceed the number of members"
+                    )));
+                }
+                if l >= k && self.k.is_none() {
+                    // no upper bound was given: the lower one is too high for the members
+                    problems.push(Problem::Invalid(format!(
+                        "at least {l} active of {n} members: the lower bound must be below the number of members"
+                    )));
+                } else if l >= k {
+                    problems.push(Problem::Invalid(format!(
+                        "at least {l} and at most {k} active: the lower bound must be below the upper bound"
+                    )));
+                } else if (l, k) == (0, n) && problems.is_empty() {
+                    problems.push(Problem::Invalid(format!(
+                        "at least 0 and at most {n} of {n} active constrains nothing: give a lower bound above 0 or an upper bound below {n}"
+                    )));
+                }
+                let topology = match Topology::complete(n) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        problems.extend(e.problems);
+                        return Err(ConfigError { problems });
+                    }
+                };
+                (true, topology, vec![l; n], vec![k; n])
+            }
+            Scope::Local(t) => {
+                let full: Vec<usize> = t.processes().map(|p| t.degree(p) + 1).collect();
+                let (l, k) = match &self.per_member {
+                    Some((l, k)) => {
+                        for (name, v) in [("lower", l), ("upper", k)] {
+                            if v.len() != n {
+                                problems.push(Problem::Invalid(format!(
+                                    "bounds: {} {name} bounds for {n} members",
+                                    v.len()
+                                )));
+                            }
+                        }
+                        if !problems.is_empty() {
+                            return Err(ConfigError { problems });
+                        }
+                        (l.clone(), k.clone())
+                    }
+                    None => (
+                        vec![self.l.unwrap_or(0); n],
+                        match self.k {
+                            Some(k) => vec![k; n],
+                            None => full.clone(),
+                        },
+                    ),
+                };
+                // one line per distinct problem, naming every member it concerns
+                let mut grouped: std::collections::BTreeMap<String, Vec<usize>> =
+                    Default::default();
+                for p in t.processes() {
+                    let i = p.index();
+                    let size = full[i];
+                    if k[i] > size {
+                        grouped
+                            .entry(format!(
+                                "at most {} active around it, but its neighbourhood (itself and {} neighbours) holds only {size}",
+                                k[i],
+                                size - 1
+                            ))
+                            .or_default()
+                            .push(i);
+                    }
+                    if l[i] >= k[i] && self.k.is_none() && self.per_member.is_none() {
+                        grouped
+                            .entry(format!(
+                                "at least {} active around it, but its neighbourhood (itself and {} neighbours) holds only {size}: the lower bound must be below that",
+                                l[i],
+                                size - 1
+                            ))
+                            .or_default()
+                            .push(i);
+                    } else if l[i] >= k[i] {
+                        grouped
+                            .entry(format!(
+                                "at least {} and at most {} active around it: the lower bound must be below the upper bound",
+                                l[i], k[i]
+                            ))
+                            .or_default()
+                            .push(i);
+                    }
+                }
+                for (why, who) in grouped {
+                    problems.push(Problem::Invalid(format!("{}: {why}", member_list(&who))));
+                }
+                if problems.is_empty() && (0..n).all(|i| l[i] == 0 && k[i] == full[i]) {
+                    problems.push(Problem::Invalid(
+                        "these bounds constrain nothing (at least 0 and at most every neighbour active everywhere)".into(),
+                    ));
+                }
+                (false, t.clone(), l, k)
+            }
+        };
+        if let Some(ids) = &self.initially_active {
+            problems.extend(start_list_problems(ids, n));
+        }
+        ConfigError::check(problems)?;
+        let algorithm = self.algorithm.unwrap_or_else(|| {
+            if global {
+                global_choice(l[0], k[0], n)
+            } else {
+                local_choice(&topology, &l, &k)
+            }
+        });
+        if self.algorithm.is_some() {
+            ConfigError::check(
+                unsolved(algorithm, global, &topology, &l, &k)
+                    .into_iter()
+                    .collect(),
+            )?;
+        }
+        let mut problems = Vec::new();
+        let inst = Instance::new(
+            topology.clone(),
+            l.iter().zip(&k).map(|(&l, &k)| Bounds { l, k }).collect(),
+        )?;
+        let initial = match &self.initially_active {
+            Some(ids) => {
+                // the list itself was checked with the bounds
+                let mut states = vec![CsState::OutCs; n];
+                for &i in ids {
+                    states[i] = CsState::InCs;
+                }
+                problems.extend(unsafe_start(&inst, &states, global));
+                Some(states)
+            }
+            None => default_start(algorithm, &l),
+        };
+        let option_problems = self.option_problems(algorithm, global, &topology);
+        problems.extend(option_problems);
+        // the round trip needs no leader: without one named, the leader rules'
+        // preconditions only explain a refusal of both (`in_quota_terms`)
+        let default_lkcs = algorithm == Algorithm::Lkcs && !self.round_trip;
+        if default_lkcs && self.leader.is_some() {
+            problems.extend(lkcs_problems(&inst, self.leader));
+        }
+        ConfigError::check(problems)?;
+        let lists = |l: bool, k: bool| {
+            Some(BoundsFile {
+                l: l.then(|| inst.all_bounds().iter().map(|b| b.l).collect()),
+                k: k.then(|| inst.all_bounds().iter().map(|b| b.k).collect()),
+            })
+        };
+        let (sl, sk, bounds) = match algorithm {
+            Algorithm::Mutin => (Some(l[0]), None, None),
+            Algorithm::Kmex => (None, Some(k[0]), None),
+            Algorithm::Gcs => (Some(l[0]), Some(k[0]), None),
+            Algorithm::Maekawa | Algorithm::Cdc | Algorithm::Ddc => (None, None, None),
+            Algorithm::Lmutin => (None, None, lists(true, false)),
+            Algorithm::Lmutex => (None, None, lists(false, true)),
+            Algorithm::Lkcs => (None, None, lists(true, true)),
+        };
+        let mx = self.mx.unwrap_or(InnerMutex::Cdc);
+        let coterie = match self.coterie.unwrap_or(QuorumSystem::Grid) {
+            QuorumSystem::Grid => "grid",
+            QuorumSystem::Majority => "majority",
+        };
+        let uses_quorums = matches!(
+            algorithm,
+            Algorithm::Maekawa | Algorithm::Mutin | Algorithm::Kmex | Algorithm::Gcs
+        );
+        let spec = SystemSpec {
+            algorithm,
+            topology,
+            l: sl,
+            k: sk,
+            bounds,
+            initial,
+            variant: if self.round_trip {
+                Variant::Trip
+            } else {
+                Variant::Corrected
+            },
+            leader: self.leader.map(|p| p.to_string()),
+            coterie: uses_quorums.then(|| coterie.to_string()),
+            mx: matches!(
+                algorithm,
+                Algorithm::Mutin | Algorithm::Kmex | Algorithm::Gcs
+            )
+            .then(|| mx.name().to_string()),
+            maxreq: None,
+            migrate_after: None,
+        };
+        Ok(Plan {
+            spec,
+            global,
+            default_lkcs: (algorithm == Algorithm::Lkcs && self.leader.is_none()).then_some(inst),
+        })
+    }
+
+    /// The overrides that do not fit the algorithm or the scope.
+    fn option_problems(&self, algorithm: Algorithm, global: bool, t: &Topology) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        let name = algorithm.name();
+        if algorithm.is_global() && !global && !t.is_complete() {
+            problems.push(Problem::Invalid(format!(
+                "{name} is a global algorithm: it runs on a global quota (or a local one on a complete graph), not on {}",
+                t.name()
+            )));
+        }
+        problems.extend(algorithm.inapplicable(
+            &[
+                ("coterie", self.coterie.is_some()),
+                ("mx", self.mx.is_some()),
+                ("leader", self.leader.is_some()),
+            ],
+            "",
+        ));
+        if self.round_trip && algorithm != Algorithm::Lkcs {
+            problems.push(Problem::Invalid(format!(
+                "round_trip is LKCS's (a local quota with lower and upper bounds); it does not \
+                 apply to {name}"
+            )));
+        }
+        if self.round_trip && self.leader.is_some() {
+            problems.push(Problem::Invalid(
+                "the round trip has no leader: leader and round_trip do not combine".into(),
+            ));
+        }
+        problems
+    }
+}
+
+/// "member 3" or "members 0, 1, 2, 3, 4, 5, 6, 7 and 12 more".
+fn member_list(ids: &[usize]) -> String {
+    error::MemberList(ids).to_string()
+}
+
+/// The problems of an `initially_active` list itself: ids out of range and repeated ids.
+fn start_list_problems(ids: &[usize], n: usize) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let out: std::collections::BTreeSet<usize> = ids.iter().copied().filter(|&i| i >= n).collect();
+    if !out.is_empty() {
+        let out: Vec<usize> = out.into_iter().collect();
+        problems.push(Problem::Invalid(format!(
+            "initially_active names {}, but members are 0..{n}",
+            member_list(&out)
+        )));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let twice: std::collections::BTreeSet<usize> =
+        ids.iter().copied().filter(|&i| !seen.insert(i)).collect();
+    if !twice.is_empty() {
+        let twice: Vec<usize> = twice.into_iter().collect();
+        problems.push(Problem::Invalid(format!(
+            "initially_active names {} more than once",
+            member_list(&twice)
+        )));
+    }
+    problems
+}
+
+/// The start used when the user names none (see [`QuotaBuilder::initially_active`]); `None`
+/// lets LKCS find one that meets its preconditions.
+fn default_start(algorithm: Algorithm, l: &[usize]) -> Option<Vec<CsState>> {
+    let n = l.len();
+    let first = |m: usize| {
+        (0..n)
+            .map(|i| if i < m { CsState::InCs } else { CsState::OutCs })
+            .collect()
+    };
+    match algorithm {
+        Algorithm::Lkcs => None,
+        Algorithm::Lmutin => Some(vec![CsState::InCs; n]),
+        Algorithm::Mutin | Algorithm::Gcs => Some(first(l[0])),
+        _ => Some(vec![CsState::OutCs; n]),
+    }
+}
+
+/// Every bound the start breaks, in quota terms.
+fn unsafe_start(inst: &Instance, states: &[CsState], global: bool) -> Vec<Problem> {
+    let t = inst.topology();
+    let mut problems = Vec::new();
+    for p in t.processes() {
+        let (c, b) = (inst.in_cs_around(states, p), inst.bounds(p));
+        if b.l <= c && c <= b.k {
+            continue;
+        }
+        let bound = if c < b.l {
+            format!("at least {}", b.l)
+        } else {
+            format!("at most {}", b.k)
+        };
+        if global {
+            problems.push(Problem::Invalid(format!(
+                "initially_active: {c} members active, but {bound} must be"
+            )));
+            break;
+        }
+        problems.push(Problem::Invalid(format!(
+            "initially_active: {c} active around member {}, but {bound} must be",
+            p.index()
+        )));
+    }
+    problems
+}
+
+/// Replaces `P7` by `member 7` in a message of the algorithms' layer.
+fn member_words(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut prev: Option<char> = None;
+    while let Some(c) = chars.next() {
+        let starts_id = c == 'P'
+            && !prev.is_some_and(|p| p.is_alphanumeric())
+            && chars.peek().is_some_and(|d| d.is_ascii_digit());
+        if starts_id {
+            out.push_str("member ");
+        } else {
+            out.push(c);
+        }
+        prev = Some(c);
+    }
+    out
+}
+
+impl QuotaBuilder {
+    /// A refusal of LKCS with no leader named (the round trip, and by default the leader
+    /// rules after it), in quota terms: one line per cause, naming the members it concerns,
+    /// and a line with the nearest bounds that are accepted.
+    pub(super) fn lkcs_refusal(&self, e: ConfigError, inst: &Instance) -> ConfigError {
+        let t = inst.topology();
+        // the room the round trip needs: its tightened bounds apart at every member
+        let mut narrow: std::collections::BTreeMap<(usize, usize), Vec<usize>> = Default::default();
+        for p in t.processes() {
+            let (b, size) = (inst.bounds(p), t.degree(p) + 1);
+            let low = b.l + usize::from(b.l > 0);
+            let high = b.k - usize::from(b.k < size);
+            if low >= high {
+                narrow.entry((b.l, b.k)).or_default().push(p.index());
+            }
+        }
+        let mut problems: Vec<Problem> = narrow
+            .into_iter()
+            .map(|((l, k), who)| {
+                let who = if who.len() == t.len() {
+                    "every member".to_string()
+                } else {
+                    member_list(&who)
+                };
+                Problem::Invalid(format!(
+                    "{who}: at least {l} and at most {k} active around each leaves too little room: with both kinds of bound, lkcs keeps each one tighter where a move can break it (at least l+1 where l > 0, at most k−1 where k is below the neighbourhood's size) and needs the two apart, so at most − at least ≥ 3 where both can break",
+                ))
+            })
+            .collect();
+        if problems.is_empty() {
+            // room enough: the refusal is of the start; say it without the layers' names
+            let leader_rules = crate::algo::lkcs::LEADER_RULES_TAG;
+            problems.extend(
+                e.problems
+                    .iter()
+                    .map(|p| p.to_string())
+                    .filter(|p| !p.starts_with(leader_rules))
+                    .map(|p| {
+                        let p = p.strip_prefix("the round trip: ").unwrap_or(&p).to_string();
+                        Problem::Invalid(member_words(&p))
+                    }),
+            );
+            if problems.is_empty() {
+                return e;
+            }
+        }
+        if let Some(better) = self.nearest_accepted(t) {
+            problems.push(Problem::Invalid(format!("accepted instead: {better}")));
+        }
+        ConfigError::new(problems)
+    }
+
+    /// The nearest bounds a local quota on `t` accepts, in builder calls: both bounds moved
+    /// apart by as little as possible, or one bound alone. `None` for per-member bounds.
+    fn nearest_accepted(&self, t: &Topology) -> Option<String> {
+        let (Some(l), Some(k), None) = (self.l, self.k, &self.per_member) else {
+            return Some(
+                "per-member bounds with at most − at least ≥ 3 at the members named, or only lower bounds, or only upper bounds"
+                    .into(),
+            );
+        };
+        let largest = t.processes().map(|p| t.degree(p) + 1).max().unwrap_or(1);
+        let accepted = |b: QuotaBuilder| b.plan().is_ok_and(|plan| plan.spec.build(Probe).is_ok());
+        let bare = |b: &QuotaBuilder| QuotaBuilder {
+            l: None,
+            k: None,
+            initially_active: None,
+            ..b.clone()
+        };
+        let mut offers = Vec::new();
+        'both: for d in 1..=6 {
+            for dl in 0..=d.min(l.saturating_sub(1)) {
+                let (l2, k2) = (l - dl, k + (d - dl));
+                if k2 >= largest {
+                    continue;
+                }
+                if accepted(bare(self).between(l2, k2)) {
+                    offers.push(format!(".between({l2}, {k2})"));
+                    break 'both;
+                }
+                // the same upper bound, capped by each neighbourhood's size
+                let capped: Vec<usize> = t.processes().map(|p| k2.min(t.degree(p) + 1)).collect();
+                let per_member = QuotaBuilder {
+                    per_member: None,
+                    ..bare(self)
+                }
+                .bounds(vec![l2; t.len()], capped);
+                if accepted(per_member) {
+                    offers.push(format!(
+                        ".bounds(l, k) with at least {l2} and at most {k2} around each member (or its whole neighbourhood where that is smaller)"
+                    ));
+                    break 'both;
+                }
+            }
+        }
+        if accepted(bare(self).at_most(k)) {
+            offers.push(format!("only .at_most({k})"));
+        }
+        if accepted(bare(self).at_least(l)) {
+            offers.push(format!("only .at_least({l})"));
+        }
+        (!offers.is_empty()).then(|| offers.join(", or "))
+    }
+}
+
+/// A visitor that builds a system and starts nothing: whether the catalog accepts a spec.
+struct Probe;
+
+impl SystemVisitor for Probe {
+    type Output = ();
+    fn visit<A: CsObject>(self, _: &Instance, _: &[CsState], _: Vec<A>) {}
+}
+
+/// LKCS's preconditions in quota terms: a leader with at least 4 neighbours, and
+/// k_q − l_q ≥ 3 for every member within two hops of it.
+fn lkcs_problems(inst: &Instance, leader: Option<usize>) -> Vec<Problem> {
+    use crate::algo::lkcs::MIN_LEADER_DEGREE as D;
+    let t = inst.topology();
+    let slack_problems = |ldr: ProcessId| -> Vec<String> {
+        let mut by_bounds: std::collections::BTreeMap<(usize, usize), Vec<usize>> =
+            Default::default();
+        for (q, d) in t.distances(ldr).into_iter().enumerate() {
+            let b = inst.all_bounds()[q];
+            if d.is_some_and(|d| d <= 2) && b.k < b.l + 3 {
+                by_bounds.entry((b.l, b.k)).or_default().push(q);
+            }
+        }
+        by_bounds
+            .into_iter()
+            .map(|((l, k), who)| {
+                format!(
+                    "{}, within two hops of member {} (the leader): at least {l} and at most {k} active around each, but the leader rules need at most − at least ≥ 3 there",
+                    member_list(&who),
+                    ldr.index(),
+                )
+            })
+            .collect()
+    };
+    let why = "LKCS's leader rules need";
+    match leader {
+        Some(ldr) if ldr >= t.len() => vec![Problem::Invalid(format!(
+            "leader {ldr}: members are 0..{}",
+            t.len()
+        ))],
+        Some(ldr) => {
+            let p = ProcessId::from(ldr);
+            let mut problems = Vec::new();
+            if t.degree(p) < D {
+                problems.push(Problem::Invalid(format!(
+                    "{why} a leader with at least {D} neighbours: member {ldr} has {}",
+                    t.degree(p)
+                )));
+            }
+            problems.extend(slack_problems(p).into_iter().map(Problem::Invalid));
+            problems
+        }
+        None => {
+            let mut candidates: Vec<ProcessId> =
+                t.processes().filter(|&p| t.degree(p) >= D).collect();
+            if candidates.is_empty() {
+                let max = t.processes().map(|p| t.degree(p)).max().unwrap_or(0);
+                return vec![Problem::Invalid(format!(
+                    "{why} a leader with at least {D} neighbours: no member has {D} neighbours (the most is {max}); use only lower bounds (LMUTIN) or only upper bounds (LMUTEX), or a denser graph"
+                ))];
+            }
+            candidates.sort_by_key(|&p| (std::cmp::Reverse(t.degree(p)), p));
+            if candidates.iter().any(|&p| slack_problems(p).is_empty()) {
+                return Vec::new();
+            }
+            // no member can lead: explain with the best-connected candidate
+            let best = candidates[0];
+            let mut problems: Vec<Problem> = slack_problems(best)
+                .into_iter()
+                .map(Problem::Invalid)
+                .collect();
+            problems.push(Problem::Invalid(format!(
+                "{why} k − l ≥ 3 within two hops of some member with at least {D} neighbours; none of the {} candidates has it",
+                candidates.len()
+            )));
+            problems
+        }
+    }
+}
