@@ -459,9 +459,11 @@ fn lkcs_runs_the_round_trip_by_default_and_the_leader_rules_where_it_cannot() {
 /// random graphs, tori and complete graphs with the least slack: after every event the
 /// problem's bounds and every object's invariants hold, and a withdrawn process never shows
 /// the state its sequence was heading to. Once the network is quiet, every withdrawal has
-/// ended (its `Withdrawn` answers came back) and no permission is left behind: around every
-/// process whose closed neighbourhood is idle, its arbiters hold exactly one MUTIN permission
-/// per member out of the CS and one MUTEX permission per member in it.
+/// ended (its `Withdrawn` answers came back) and nothing is left behind: no arbiter keeps a
+/// request, a grant in progress, a Preempt or a trip lock for a process with no move in
+/// progress, and around every process whose closed neighbourhood is idle its arbiters hold
+/// exactly one MUTIN permission per member out of the CS and one MUTEX permission per member
+/// in it.
 #[test]
 fn withdrawals_never_change_the_state_and_leave_no_permission_behind() {
     use lkcs::{At, CsObject, Outbox, ProcessId};
@@ -564,6 +566,20 @@ fn withdrawals_never_change_the_state_and_leave_no_permission_behind() {
         }
         for (i, w) in withdrawn.iter().enumerate() {
             assert!(w.is_none(), "seed {seed}: P{i}'s withdrawal never ended");
+        }
+        // nothing but state holds is kept anywhere for a process with no move in progress
+        for q in t.processes() {
+            if procs[q.index()].pending().is_some() {
+                continue;
+            }
+            for j in t.closed(q) {
+                let arb = procs[j.index()].round_trip().expect("round trip");
+                assert!(
+                    arb.keeps_only_state_for(q),
+                    "{} seed {seed}: {j} keeps a request, a grant in progress, a Preempt or a trip lock for the idle {q}",
+                    t.name()
+                );
+            }
         }
         for j in t.processes() {
             let around = t.closed(j);

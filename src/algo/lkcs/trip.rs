@@ -244,6 +244,25 @@ impl TripProc {
         self.arbiters[at.index()].granted.len()
     }
 
+    /// Whether this process's arbiters and trip lock keep nothing for `q` but the permissions
+    /// of `q`'s state (and of its trip, while it is away): no queued or set-aside request, no
+    /// permission granted to a sequence in progress, no Preempt outstanding, no place in the
+    /// lock's queue and no uncommitted hold of the lock. True of every member of an idle
+    /// process's closed neighbourhood: what a withdrawal must leave (for inspection).
+    pub fn keeps_only_state_for(&self, q: ProcessId) -> bool {
+        let arbiters_clean = self.arbiters.iter().all(|a| {
+            a.queued(q).is_none()
+                && !matches!(a.granted.get(&q), Some(Hold::Progress(_)))
+                && a.preempting != Some(q)
+        });
+        let lock_clean = !self.lock.queue.keys().any(|s| s.id == q)
+            && !self
+                .lock
+                .holder
+                .is_some_and(|h| h.trip.id == q && !h.committed);
+        arbiters_clean && lock_clean
+    }
+
     /// Starts a sequence; a return from a round trip completes at once.
     fn start(&mut self, seq: Sequence, out: &mut Outbox<LkcsMsg>) -> Result<(), CallError> {
         check_call(self.state, self.pending, seq)?;
