@@ -366,10 +366,8 @@ fn printed_one_shot_response2_deadlocks() {
 /// pending is back where its sequence started.
 #[test]
 fn gcs_withdrawals_never_change_the_state_and_keep_both_bounds() {
-    use lkcs::{GcsStage, MutinGcs, Outbox};
-    use std::collections::VecDeque;
+    use lkcs::{GcsStage, MutinGcs};
     type G = MutinGcs<Maekawa>;
-    type Msg = <G as CsObject>::Msg;
     let mut withdrawals = 0usize;
     for seed in 0..300u64 {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -392,88 +390,11 @@ fn gcs_withdrawals_never_change_the_state_and_keep_both_bounds() {
             MutinRules::CORRECTED,
         )
         .expect("gcs");
-        let mut links: Vec<VecDeque<Msg>> = vec![VecDeque::new(); n * n];
-        let mut withdrawn: Vec<Option<CsState>> = vec![None; n];
-        let route = |from: usize, out: &mut Outbox<Msg>, links: &mut Vec<VecDeque<Msg>>| {
-            for (to, m) in out.drain() {
-                links[from * n + to.index()].push_back(m);
-            }
-        };
-        let check = |procs: &[G], withdrawn: &mut Vec<Option<CsState>>, when: &str| {
-            let states: Vec<CsState> = procs.iter().map(|p| p.state()).collect();
-            let broken = inst.violations(&states);
-            assert!(
-                broken.is_empty(),
-                "seed {seed} ({when}): {broken:?} in {states:?}"
-            );
-            for (i, p) in procs.iter().enumerate() {
-                p.check_invariants()
-                    .unwrap_or_else(|e| panic!("seed {seed} ({when}): {e}"));
-                if let Some(origin) = withdrawn[i] {
-                    assert_eq!(
-                        p.state(),
-                        origin,
-                        "seed {seed} ({when}): P{i} withdrew its sequence"
-                    );
-                    if p.pending().is_none() {
-                        withdrawn[i] = None;
-                    }
-                }
-            }
-        };
-        let deliver = |i: usize, procs: &mut Vec<G>, links: &mut Vec<VecDeque<Msg>>| {
-            let Some(m) = links[i].pop_front() else {
-                return false;
-            };
-            let (from, to) = (i / n, i % n);
-            let mut out = Outbox::new();
-            procs[to].on_message(ProcessId::from(from), m, &mut out);
-            route(to, &mut out, links);
-            true
-        };
-        for _ in 0..400 {
-            let p = rng.random_range(0..n);
-            match rng.random_range(0..100) {
-                0..=59 => {
-                    let busy: Vec<usize> = (0..n * n).filter(|&i| !links[i].is_empty()).collect();
-                    if !busy.is_empty() {
-                        deliver(
-                            busy[rng.random_range(0..busy.len())],
-                            &mut procs,
-                            &mut links,
-                        );
-                    }
-                }
-                60..=84 => {
-                    if procs[p].pending().is_none() {
-                        let mut out = Outbox::new();
-                        let seq = lkcs::Sequence::leaving(procs[p].state());
-                        procs[p].begin(seq, &mut out).expect("calling convention");
-                        route(p, &mut out, &mut links);
-                    }
-                }
-                _ => {
-                    let first = matches!(procs[p].stage(), Some((_, GcsStage::First)));
-                    let mut out = Outbox::new();
-                    let taken = procs[p].withdraw(&mut out);
-                    assert_eq!(taken, first || withdrawn[p].is_some(), "seed {seed}: P{p}");
-                    if taken && withdrawn[p].is_none() {
-                        withdrawals += 1;
-                        withdrawn[p] = Some(procs[p].state());
-                    }
-                    route(p, &mut out, &mut links);
-                }
-            }
-            check(&procs, &mut withdrawn, "random step");
-        }
-        // quiet: deliver everything, start nothing
-        let mut budget = 1_000_000;
-        while let Some(i) = (0..n * n).find(|&i| !links[i].is_empty()) {
-            deliver(i, &mut procs, &mut links);
-            check(&procs, &mut withdrawn, "draining");
-            budget -= 1;
-            assert!(budget > 0, "seed {seed}: the network never went quiet");
-        }
+        let first =
+            |p: &G, already: bool| Some(matches!(p.stage(), Some((_, GcsStage::First))) || already);
+        let what = format!("seed {seed}");
+        let (taken, _) = withdrawal_schedule(&what, &inst, &mut procs, &mut rng, 400, first);
+        withdrawals += taken;
         for (i, p) in procs.iter().enumerate() {
             assert!(
                 !matches!(p.stage(), Some((_, GcsStage::Second | GcsStage::Undoing))),
