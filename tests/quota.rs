@@ -857,17 +857,23 @@ fn cancel_withdraws_a_pending_move() {
         .build()
         .expect("lkcs")
     };
-    let blocked_exit = |m: &mut Vec<lkcs::Member>| {
-        let active: Vec<usize> = (0..m.len()).filter(|&i| m[i].is_active()).collect();
-        active
-            .into_iter()
-            .find(|&i| m[i].exit_timeout(Duration::from_millis(20)) == Err(QuotaError::Timeout))
-            .expect("the last active member's exit waits on the lower bound")
-    };
+    let active =
+        |m: &[lkcs::Member]| -> Vec<usize> { (0..m.len()).filter(|&i| m[i].is_active()).collect() };
     let quota = lkcs(None);
     assert_eq!(quota.algorithm(), Algorithm::Lkcs);
     let mut m = quota.members();
-    let blocked = blocked_exit(&mut m);
+    // down to one active member, each exit keeping l = 1 (the last of them a round trip);
+    // then the last one's exit would break l: it waits, whatever the timing
+    while active(&m).len() > 1 {
+        let i = active(&m)[0];
+        m[i].exit_timeout(PATIENCE).expect("an exit that keeps l");
+    }
+    let blocked = active(&m)[0];
+    assert_eq!(
+        m[blocked].exit_timeout(Duration::from_millis(20)),
+        Err(QuotaError::Timeout),
+        "the last active member's exit would break l"
+    );
     m[blocked]
         .cancel()
         .expect("the round trip takes an exit that waits on the lower bound back");
@@ -886,19 +892,29 @@ fn cancel_withdraws_a_pending_move() {
     quota.shutdown();
     assert_eq!(quota.report().violations, 0);
 
+    // the leader rules refuse by rule, before looking at the move: the first exit left
+    // running is refused (one that completed meanwhile has nothing to withdraw)
     let quota = lkcs(Some(0));
     let mut m = quota.members();
-    let blocked = blocked_exit(&mut m);
-    match m[blocked].cancel() {
-        Err(QuotaError::CannotWithdraw(why)) => {
-            assert!(why.contains("leader rules"), "{why}")
+    let mut refused = false;
+    for i in active(&m) {
+        if m[i].exit_timeout(Duration::from_millis(20)) != Err(QuotaError::Timeout) {
+            continue;
         }
-        other => panic!("expected CannotWithdraw, got {other:?}"),
+        match m[i].cancel() {
+            Err(QuotaError::CannotWithdraw(why)) => {
+                assert!(why.contains("leader rules"), "{why}");
+                assert_ne!(m[i].state(), MemberState::Active, "the move keeps running");
+                refused = true;
+                break;
+            }
+            Ok(()) => assert_eq!(m[i].state(), MemberState::Inactive, "completed meanwhile"),
+            other => panic!("expected CannotWithdraw, got {other:?}"),
+        }
     }
-    assert_eq!(
-        m[blocked].state(),
-        MemberState::Exiting,
-        "the move keeps running"
+    assert!(
+        refused,
+        "the last active member's exit waits on the lower bound"
     );
 }
 

@@ -58,6 +58,12 @@ pub(crate) trait MemberEngine: Send + Sync {
 /// look.
 const TRY_LOOK: Duration = Duration::from_micros(200);
 
+/// How long a `try_` call waits for the algorithm's messages in all. A move the bounds allow
+/// can still wait on the algorithm: on permissions another member holds (an LKCS member away
+/// on a round trip keeps its trip's locks and permissions until its return). Past this the
+/// move is withdrawn, as one that waits on a bound, so a `try_` call never hangs.
+const TRY_PATIENCE: Duration = Duration::from_millis(100);
+
 /// A member on the thread runtime: its process's handle, and what explains a stall.
 pub(crate) struct ThreadMember<A: CsObject> {
     pub(crate) handle: Handle<A>,
@@ -114,12 +120,14 @@ impl<A: CsObject> MemberEngine for ThreadMember<A> {
             }
             return Err(QuotaError::WouldBlock);
         }
+        let give_up = Instant::now().checked_add(TRY_PATIENCE);
         loop {
             match self.reach(target, Instant::now().checked_add(TRY_LOOK)) {
                 Err(QuotaError::Timeout) => {}
                 other => return other,
             }
-            if self.shared.would_break(me, seq, &published) {
+            let patience_out = give_up.is_some_and(|g| Instant::now() >= g);
+            if patience_out || self.shared.would_break(me, seq, &published) {
                 return withdraw_or_finish();
             }
         }
@@ -277,12 +285,13 @@ impl Member {
     /// as it was ([`Member::state`] unchanged) with [`QuotaError::WouldBlock`]. `Ok` at once
     /// if it is active.
     ///
-    /// The decision is the bounds' alone: where the quota's current configuration leaves
-    /// room, the entry is made and the call waits for the algorithm's messages (a few round
-    /// trips between threads); where it does not, or another member takes the room first,
-    /// nothing is left behind. Where the algorithm cannot withdraw a request that a race made
-    /// wait (LKCS under its leader rules, see [`Member::cancel`]), the call then waits for
-    /// its entry instead.
+    /// The decision is the bounds': where the quota's current configuration leaves room, the
+    /// entry is made and the call waits for the algorithm's messages (a few round trips
+    /// between threads, at most 100 ms in all); where it does not, where another member takes
+    /// the room first, or where the algorithm keeps the entry waiting longer (on permissions
+    /// another member holds), nothing is left behind. Where the algorithm cannot withdraw a
+    /// request (LKCS under its leader rules, see [`Member::cancel`], or a move too far
+    /// along), the call then waits for its entry instead.
     ///
     /// ```
     /// let quota = lkcs::Quota::global(2).at_most(1).build()?;
