@@ -346,14 +346,7 @@ impl TripProc {
                     }
                 }
             }
-            LkcsMsg::TripCancel => {
-                self.lock.queue.retain(|s, _| s.id != from);
-                if let Some(h) = self.lock.holder.filter(|h| !h.committed) {
-                    if h.trip.id == from {
-                        self.lock.holder = None;
-                    }
-                }
-            }
+            LkcsMsg::TripCancel => self.cancel_trip(from),
             LkcsMsg::TripGo { at } => {
                 if let Some(h) = self.lock.holder.as_mut().filter(|h| !h.committed) {
                     if h.trip.id == from && h.at == at {
@@ -456,6 +449,12 @@ impl TripProc {
         if a.preempting == Some(q) {
             a.preempting = None;
         }
+        self.cancel_trip(q);
+    }
+
+    /// `q`'s uncommitted trip leaves the lock: its place in the queue, or its hold (a
+    /// `TripCancel`, and part of a `Withdraw`).
+    fn cancel_trip(&mut self, q: ProcessId) {
         self.lock.queue.retain(|s, _| s.id != q);
         if self
             .lock
