@@ -4,7 +4,9 @@
 //! every graph (rings, tori, odd grids and random graphs, 5 to 200 processes), every local
 //! algorithm (LMUTIN, LMUTEX, LKCS), uniform and per-process bounds, the stopped member
 //! active or inactive, and unit or random delays, one member stops for good after its first
-//! pair ([`SimConfig::stop`]) and the run judges the others. Prints one markdown table:
+//! pair ([`SimConfig::stop`]) and the run judges the others. LMUTIN and LMUTEX run each
+//! configuration twice: as built, and with their deviation 5 off (`hold-and-wait`, the
+//! paper's rules: the "before" rows). Prints one markdown table:
 //! per algorithm, the runs, how many broke a bound, how many starved a member that no bound
 //! held, and the distribution of the failure locality (the largest hop distance from the
 //! stopped member to a starved one).
@@ -14,8 +16,8 @@
 
 use lkcs::sim::{simulate, Delay, SimConfig, SimReport, Workload};
 use lkcs::{
-    Algorithm, BoundsFile, CsObject, CsState, Instance, ProcessId, SystemSpec, SystemVisitor,
-    Topology,
+    Algorithm, BoundsFile, CsObject, CsState, Instance, PrintedRules, ProcessId, SystemSpec,
+    SystemVisitor, Topology,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -101,12 +103,50 @@ struct Row {
     locality: BTreeMap<usize, usize>,
 }
 
+/// The rule sets each algorithm runs: LMUTIN and LMUTEX as built, and with their deviation 5
+/// turned off (`hold-and-wait`: the paper's rules, the "before" rows); LKCS as built.
+fn rule_sets(alg: Algorithm) -> Vec<(String, PrintedRules)> {
+    let built = (alg.name().to_string(), PrintedRules::default());
+    if alg == Algorithm::Lkcs {
+        return vec![built];
+    }
+    let before = format!("{}, hold-and-wait (before)", alg.name());
+    vec![built, (before, ["hold-and-wait"].into_iter().collect())]
+}
+
+/// One configuration of the sweep, drawn from `seed`: the system and the member to stop, or
+/// `None` when the algorithm refuses the bounds or the start has no member on that side.
+fn draw(
+    alg: Algorithm,
+    t: &Topology,
+    per_process: bool,
+    active: bool,
+    seed: u64,
+) -> Option<(SystemSpec, ProcessId)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut spec = bounds(alg, t, per_process, &mut rng);
+    let (inst, _) = spec.build(Resolve).ok()?;
+    let initial = inst.random_safe_initial(seed).ok()?;
+    let side = if active {
+        CsState::InCs
+    } else {
+        CsState::OutCs
+    };
+    let candidates: Vec<usize> = (0..t.len()).filter(|&p| initial[p] == side).collect();
+    if candidates.is_empty() {
+        return None;
+    }
+    let stopped = candidates[rng.random_range(0..candidates.len())];
+    spec.initial = Some(initial);
+    Some((spec, ProcessId::from(stopped)))
+}
+
 fn main() {
     let seeds: u64 = std::env::args()
         .nth(1)
         .map(|s| s.parse().expect("SEEDS: a number"))
         .unwrap_or(6);
-    let mut rows: BTreeMap<&str, Row> = BTreeMap::new();
+    let mut rows: BTreeMap<String, Row> = BTreeMap::new();
     for graph in graphs() {
         let t = Topology::parse(&graph).expect("a valid graph");
         for alg in [Algorithm::Lmutin, Algorithm::Lmutex, Algorithm::Lkcs] {
@@ -114,52 +154,36 @@ fn main() {
                 for active in [false, true] {
                     for delay in ["unit", "uniform:1:12"] {
                         for seed in 0..seeds {
-                            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-                            let row = rows.entry(alg.name()).or_default();
-                            row.runs += 1;
-                            let mut spec = bounds(alg, &t, per_process, &mut rng);
-                            let Ok((inst, _)) = spec.build(Resolve) else {
-                                row.refused += 1;
-                                continue;
-                            };
-                            let Ok(initial) = inst.random_safe_initial(seed) else {
-                                row.refused += 1;
-                                continue;
-                            };
-                            let side = if active {
-                                CsState::InCs
-                            } else {
-                                CsState::OutCs
-                            };
-                            let candidates: Vec<usize> =
-                                (0..t.len()).filter(|&p| initial[p] == side).collect();
-                            if candidates.is_empty() {
-                                row.refused += 1;
-                                continue;
+                            let drawn = draw(alg, &t, per_process, active, seed);
+                            for (name, rules) in rule_sets(alg) {
+                                let row = rows.entry(name).or_default();
+                                row.runs += 1;
+                                let Some((spec, stopped)) = &drawn else {
+                                    row.refused += 1;
+                                    continue;
+                                };
+                                let cfg = SimConfig {
+                                    seed,
+                                    pairs: 3,
+                                    delay: Delay::parse(delay).expect("a valid delay"),
+                                    workload: Workload::Concurrent,
+                                    max_events: 3_000_000,
+                                    trace_capacity: 0,
+                                    stop: vec![*stopped],
+                                    ..SimConfig::default()
+                                };
+                                let Ok(r) = spec.build_with_rules(&rules, Run(cfg)) else {
+                                    row.refused += 1;
+                                    continue;
+                                };
+                                row.broken += usize::from(r.safety_violations > 0);
+                                row.stalled += usize::from(r.stalled.is_some());
+                                let starved = r.starved.unwrap_or_default();
+                                row.unheld += usize::from(starved.iter().any(|s| !s.held()));
+                                *row.locality
+                                    .entry(r.failure_locality.unwrap_or(0))
+                                    .or_default() += 1;
                             }
-                            let stopped = candidates[rng.random_range(0..candidates.len())];
-                            spec.initial = Some(initial);
-                            let cfg = SimConfig {
-                                seed,
-                                pairs: 3,
-                                delay: Delay::parse(delay).expect("a valid delay"),
-                                workload: Workload::Concurrent,
-                                max_events: 3_000_000,
-                                trace_capacity: 0,
-                                stop: vec![ProcessId::from(stopped)],
-                                ..SimConfig::default()
-                            };
-                            let Ok(r) = spec.build(Run(cfg)) else {
-                                row.refused += 1;
-                                continue;
-                            };
-                            row.broken += usize::from(r.safety_violations > 0);
-                            row.stalled += usize::from(r.stalled.is_some());
-                            let starved = r.starved.unwrap_or_default();
-                            row.unheld += usize::from(starved.iter().any(|s| !s.held()));
-                            *row.locality
-                                .entry(r.failure_locality.unwrap_or(0))
-                                .or_default() += 1;
                         }
                     }
                 }

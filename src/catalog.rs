@@ -60,6 +60,11 @@ const LMUTIN_RULES: &[PrintedRule] = &[
         "4",
         "re-grant on Release (and Relinquish) whatever the capacity",
     ),
+    rule(
+        "hold-and-wait",
+        "5, an addition turned off",
+        "a blocked exit keeps its permissions (no Kept, Blocked, Park, Unpark)",
+    ),
 ];
 
 /// LKCS (`LkcsRules` and the leader choice).
@@ -754,6 +759,7 @@ impl SystemSpec {
         r.unguarded_preempt |= printed.has("unguarded-preempt");
         r.arbiter.grant_on_unmatched_relinquish |= printed.has("unmatched-relinquish");
         r.arbiter.uncapped_release |= printed.has("uncapped-release");
+        r.hold_and_wait |= printed.has("hold-and-wait");
         r
     }
 

@@ -308,6 +308,11 @@ fn lmutin_msg() -> impl Strategy<Value = LmutinMsg> {
         Just(LmutinMsg::Release),
         Just(LmutinMsg::Preempt),
         Just(LmutinMsg::Relinquish),
+        Just(LmutinMsg::Kept),
+        Just(LmutinMsg::Probe),
+        Just(LmutinMsg::Blocked),
+        Just(LmutinMsg::Park),
+        Just(LmutinMsg::Unpark),
     ]
 }
 
@@ -473,11 +478,34 @@ fn lmutin_ignores(
     }
     let exiting = p.pending() == Some(Sequence::Exit);
     let granter = exiting && !p.awaiting().contains(&from);
+    let extension = matches!(
+        msg,
+        LmutinMsg::Kept
+            | LmutinMsg::Probe
+            | LmutinMsg::Blocked
+            | LmutinMsg::Park
+            | LmutinMsg::Unpark
+    );
+    if extension && !corrected {
+        return true; // deviation 5 is off in the printed rules
+    }
     match msg {
         LmutinMsg::Request { ts } => known(p.arbiter(), Stamp::new(*ts, from)),
         LmutinMsg::Grant => !exiting || (corrected && granter),
         LmutinMsg::Release | LmutinMsg::Relinquish => corrected && !p.arbiter().holds(from),
-        LmutinMsg::Preempt => corrected && !granter,
+        // an idle process out of the CS answers Kept (deviation 5)
+        LmutinMsg::Preempt => {
+            corrected && !granter && !(p.state() == CsState::OutCs && p.pending().is_none())
+        }
+        LmutinMsg::Kept => !p.arbiter().holds(from) && p.arbiter().preempting() != Some(from),
+        // a Probe is answered when idle out of the CS, or remembered by a granter's exit
+        LmutinMsg::Probe => !(granter || p.state() == CsState::OutCs && p.pending().is_none()),
+        LmutinMsg::Blocked => !exiting || granter,
+        LmutinMsg::Park => {
+            let a = p.arbiter();
+            !a.holds(from) && !a.pending().iter().any(|s| s.id == from)
+        }
+        LmutinMsg::Unpark => !p.arbiter().parked().iter().any(|s| s.id == from),
     }
 }
 

@@ -1271,3 +1271,97 @@ fn a_refused_local_quota_says_what_would_be_accepted() {
         "{p:?}"
     );
 }
+
+/// Failure locality in the thread runtime: on rings and tori, at the lower bound (LMUTIN)
+/// and at the upper bound (LMUTEX), workers loop a different number of moves each and
+/// return (a returning member retires). Members that cannot go on end in a stall, and every
+/// member a stall names is held by a bound (`limits` not empty): none waits only on the
+/// permissions of other waiting members (the hold-and-wait of the paper's rules, which named
+/// 6 of 8 live members with no bound on ring:12).
+#[test]
+fn members_left_behind_by_returning_workers_are_held_only_by_bounds() {
+    let cases = [
+        (
+            Topology::ring(12).expect("ring"),
+            Some(1),
+            None,
+            Algorithm::Lmutin,
+        ),
+        (
+            Topology::ring(12).expect("ring"),
+            Some(2),
+            None,
+            Algorithm::Lmutin,
+        ),
+        (
+            Topology::torus(4, 4).expect("torus"),
+            Some(2),
+            None,
+            Algorithm::Lmutin,
+        ),
+        (
+            Topology::ring(12).expect("ring"),
+            None,
+            Some(1),
+            Algorithm::Lmutex,
+        ),
+        (
+            Topology::torus(4, 4).expect("torus"),
+            None,
+            Some(2),
+            Algorithm::Lmutex,
+        ),
+    ];
+    for (t, l, k, alg) in cases {
+        let what = format!("{alg:?} on {} processes, l {l:?} k {k:?}", t.len());
+        let mut b = Quota::local(t).monitor(true);
+        if let Some(l) = l {
+            b = b.at_least(l);
+        }
+        if let Some(k) = k {
+            b = b.at_most(k);
+        }
+        let quota = b.build().expect("a valid local quota");
+        assert_eq!(quota.algorithm(), alg, "{what}");
+        let (stalls, named) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        std::thread::scope(|s| {
+            for mut m in quota.members() {
+                let (stalls, named, what) = (&stalls, &named, &what);
+                s.spawn(move || {
+                    // 2 to 13 moves, a different number for neighbours
+                    let moves = 2 + (m.id() * 7) % 12;
+                    for _ in 0..moves {
+                        let r = match m.state() {
+                            MemberState::Active => m.exit_timeout(PATIENCE),
+                            _ => m.enter_timeout(PATIENCE),
+                        };
+                        match r {
+                            Ok(()) => {}
+                            Err(QuotaError::Stalled(st)) => {
+                                for b in &st.blocked {
+                                    assert!(
+                                        !b.limits.is_empty(),
+                                        "{what}: member {} is named with no bound holding it: {st}",
+                                        b.member
+                                    );
+                                }
+                                stalls.fetch_add(1, Ordering::SeqCst);
+                                named.fetch_add(st.blocked.len(), Ordering::SeqCst);
+                                return;
+                            }
+                            Err(e) => panic!("{what}: member {}: {e}", m.id()),
+                        }
+                    }
+                });
+            }
+        });
+        quota.shutdown();
+        let r = quota.report();
+        assert_eq!(r.violations, 0, "{what}: {:?}", r.first_violations);
+        eprintln!(
+            "{what}: {} stalled call(s), {} blocked member(s) named",
+            stalls.into_inner(),
+            named.into_inner()
+        );
+    }
+}

@@ -25,7 +25,9 @@
 //!
 //! **Complexity** (messages per Exit/Entry pair of P_i): 3(|N_i|+1) in the best case
 //! (Request, Grant, Release to and from every member of N_i ∪ {P_i}) and 6(|N_i|+1) in the
-//! worst case (Preempt, Relinquish and a re-grant per member); Lemma 3.
+//! worst case (Preempt, Relinquish and a re-grant per member); Lemma 3. Deviation 5 adds,
+//! under contention only, a Probe and a Kept per holder asked, a Blocked per blocking
+//! arbiter, and a Park, an Unpark and a re-grant per permission set aside.
 //!
 //! **Assumptions.** Reliable FIFO links; every handler is atomic; the initial configuration
 //! is safe (l_i ≤ |CS_i(C0)|); 0 ≤ l_i ≤ |N_i|.
@@ -67,6 +69,29 @@
 //!    releaser's entry (item 3's requester rule), its Release frees nothing and still grants:
 //!    `ring:4`, l = 1, `in:1,3`, seed 26 breaks l, while the capped Release with the same
 //!    stale Relinquish passes every seed.
+//! 5. **An exit held by a bound sets its permissions aside** (an addition, for failure
+//!    locality; `docs/failure-locality.md` gives the argument). The paper's exit keeps the
+//!    permissions it holds while it waits (hold-and-wait), so a member that stops moving
+//!    freezes members any number of hops away that no bound holds: `ring:8`, l = 2, P0
+//!    stopped out of the CS starves P3, P4 and P5 (`--printed-rule hold-and-wait`, seed 0:
+//!    failure locality 4). The rule:
+//!    - a Preempt reaching a process whose exit completed is answered `Kept` (the permission
+//!      is held for its state), and the arbiter never preempts that holder again;
+//!    - a full arbiter with a request waiting preempts the youngest holder not known to keep
+//!      when it is younger than the best request; otherwise it sends `Probe` to each older
+//!      holder not known to keep, answered `Kept` at once or when that exit completes;
+//!    - once every holder is known to keep, every waiting request is held by a bound there
+//!      and is told `Blocked` (once while it waits);
+//!    - the blocked requester `Park`s every permission it holds (and each one granted while
+//!      it is blocked); a parked request is neither granted nor preempted; when every
+//!      arbiter that blocked it has granted, it `Unpark`s them and they compete again with
+//!      the request's stamp.
+//!
+//!    None of it runs without contention, so the best case stays 3(|N_i|+1). Safety is
+//!    unchanged (Park and Unpark only return or re-queue permissions). With one member
+//!    stopped, every member that starves is held by a bound, so none is farther than 2 hops
+//!    (`tests/lmutin_deviations.rs::a_blocked_exit_sets_its_permissions_aside`,
+//!    `cargo run --release --example stop_sweep`).
 //!
 //! The Lamport clock is raised to the stamp of every Request received (the paper leaves the
 //! clock's maintenance implicit); the liveness proof needs a process's next stamp to exceed
@@ -124,6 +149,20 @@ pub enum LmutinMsg {
     Preempt,
     /// Returns a permission after a Preempt.
     Relinquish,
+    /// Answers a Preempt from a process whose exit completed: the permission is held for its
+    /// state (out of the CS) and comes back only on its Release (deviation 5).
+    Kept,
+    /// Asks whether the receiver holds the sender's permission for its state: answered with
+    /// `Kept` at once when its exit completed, or when it completes (deviation 5).
+    Probe,
+    /// The receiver's exit waits at the sender, whose permissions are all held for states:
+    /// it is held by a bound there (deviation 5).
+    Blocked,
+    /// The sender sets its request aside: the permission granted to it comes back, and the
+    /// request is neither granted nor preempted until `Unpark` (deviation 5).
+    Park,
+    /// The sender's parked request competes again with its stamp (deviation 5).
+    Unpark,
 }
 
 impl Message for LmutinMsg {
@@ -134,6 +173,11 @@ impl Message for LmutinMsg {
             LmutinMsg::Release => "Release",
             LmutinMsg::Preempt => "Preempt",
             LmutinMsg::Relinquish => "Relinquish",
+            LmutinMsg::Kept => "Kept",
+            LmutinMsg::Probe => "Probe",
+            LmutinMsg::Blocked => "Blocked",
+            LmutinMsg::Park => "Park",
+            LmutinMsg::Unpark => "Unpark",
         })
     }
 }
@@ -150,6 +194,9 @@ pub struct LmutinRules {
     pub unguarded_preempt: bool,
     /// Deviations 3 (arbiter side) and 4.
     pub arbiter: ArbiterRules,
+    /// Deviation 5 turned off: an exit blocked by a bound keeps the permissions it holds
+    /// (hold-and-wait; no Kept, Blocked, Park or Unpark), as the paper's algorithm does.
+    pub hold_and_wait: bool,
 }
 
 impl LmutinRules {
@@ -159,6 +206,7 @@ impl LmutinRules {
         counted_grants: false,
         unguarded_preempt: false,
         arbiter: ArbiterRules::CORRECTED,
+        hold_and_wait: false,
     };
     /// Every rule as printed.
     pub const PRINTED: LmutinRules = LmutinRules {
@@ -166,6 +214,7 @@ impl LmutinRules {
         counted_grants: true,
         unguarded_preempt: true,
         arbiter: ArbiterRules::PRINTED,
+        hold_and_wait: true,
     };
 }
 
@@ -191,6 +240,18 @@ pub struct Lmutin {
     granters: SmallSet<ProcessId, INLINE_CLOSED>,
     n_grants: i64,
     arbiter: Arbiter,
+    /// Holders that answered a Preempt with Kept: they hold for their state (deviation 5).
+    kept: SmallSet<ProcessId, INLINE_CLOSED>,
+    /// Holders asked whether they keep (each once while it holds).
+    probing: SmallSet<ProcessId, INLINE_CLOSED>,
+    /// Pending requests this arbiter told `Blocked` (each once while it waits here).
+    told: SmallSet<Stamp, 2>,
+    /// The arbiters that probed the exit in progress: told `Kept` when it completes.
+    probed: SmallSet<ProcessId, INLINE_CLOSED>,
+    /// The arbiters that told the exit in progress `Blocked` and have not granted since.
+    blockers: SmallSet<ProcessId, INLINE_CLOSED>,
+    /// The arbiters holding the exit's request parked.
+    parked_at: SmallSet<ProcessId, INLINE_CLOSED>,
     rules: LmutinRules,
 }
 
@@ -251,6 +312,12 @@ impl Lmutin {
             granters: SmallSet::new(),
             n_grants: 0,
             arbiter: Arbiter::new(capacity, initially, rules.arbiter),
+            kept: SmallSet::new(),
+            probing: SmallSet::new(),
+            told: SmallSet::new(),
+            probed: SmallSet::new(),
+            blockers: SmallSet::new(),
+            parked_at: SmallSet::new(),
             closed,
             rules,
         }
@@ -289,6 +356,78 @@ impl Lmutin {
             }
         }
     }
+
+    /// Deviation 5, arbiter side, after every message, while the arbiter is full and a
+    /// request waits: a preemption goes to a holder whose exit is in progress, the youngest
+    /// one younger than the best pending request. When there is none, every older holder not
+    /// known to keep is probed (it answers `Kept` once its exit completed). When every holder
+    /// is known to keep, every pending request is held by a bound here and is told `Blocked`,
+    /// once while it waits.
+    fn settle(&mut self, actions: &mut Vec<Action>, notes: &mut Vec<(ProcessId, LmutinMsg)>) {
+        let a = &self.arbiter;
+        self.kept.retain(|p| a.holds(*p));
+        let kept = &self.kept;
+        self.probing.retain(|p| a.holds(*p) && !kept.contains(p));
+        self.told.retain(|s| a.pending().contains(s));
+        if let Some(h) = a.preempting() {
+            if !self.kept.contains(&h) {
+                return; // its answer (Relinquish, Kept or Release) is on its way
+            }
+            // the arbiter's own rule picked a holder known to keep: take the Preempt back
+            actions.retain(|x| *x != Action::Preempt(h));
+            self.arbiter.cancel_preempt();
+        }
+        let a = &self.arbiter;
+        let Some(&best) = a.pending().first() else {
+            return;
+        };
+        if a.has_room() {
+            return;
+        }
+        let kept = &self.kept;
+        let youngest = a
+            .granted()
+            .iter()
+            .rev()
+            .find(|h| !kept.contains(&h.id))
+            .copied();
+        match youngest {
+            Some(h) if best < h => self.arbiter.preempt(h.id, actions),
+            Some(_) => {
+                // older exits in progress: ask each whether it completed
+                for h in a.granted() {
+                    if !kept.contains(&h.id) && self.probing.insert(h.id) {
+                        notes.push((h.id, LmutinMsg::Probe));
+                    }
+                }
+            }
+            None => {
+                for &r in a.pending() {
+                    if self.told.insert(r) {
+                        notes.push((r.id, LmutinMsg::Blocked));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Deviation 5, requester side: an arbiter says the exit is held by a bound there. The
+    /// permissions held are set aside (`Park`) until every blocker granted.
+    fn on_blocked(&mut self, from: ProcessId, out: &mut Outbox<LmutinMsg>) {
+        if self.pending != Some(Sequence::Exit)
+            || self.granters.contains(&from)
+            || self.parked_at.contains(&from)
+        {
+            return;
+        }
+        self.blockers.insert(from);
+        for &g in self.granters.as_slice() {
+            out.send(g, LmutinMsg::Park);
+            self.parked_at.insert(g);
+        }
+        self.n_grants -= i64::try_from(self.granters.len()).unwrap_or(0);
+        self.granters.clear();
+    }
 }
 
 impl CsObject for Lmutin {
@@ -311,6 +450,9 @@ impl CsObject for Lmutin {
         self.ts = self.ts.saturating_add(1);
         self.granters.clear();
         self.n_grants = 0;
+        self.blockers.clear();
+        self.parked_at.clear();
+        self.probed.clear();
         self.pending = Some(Sequence::Exit);
         for &q in self.closed.as_slice() {
             out.send(q, LmutinMsg::Request { ts: self.ts });
@@ -333,6 +475,17 @@ impl CsObject for Lmutin {
         if !self.closed.contains(&from) {
             return;
         }
+        let extension = matches!(
+            msg,
+            LmutinMsg::Kept
+                | LmutinMsg::Probe
+                | LmutinMsg::Blocked
+                | LmutinMsg::Park
+                | LmutinMsg::Unpark
+        );
+        if extension && self.rules.hold_and_wait {
+            return; // deviation 5's messages, which no peer of the paper's rules sends
+        }
         let mut actions = Vec::new();
         match msg {
             LmutinMsg::Request { ts } => {
@@ -345,8 +498,22 @@ impl CsObject for Lmutin {
             LmutinMsg::Release => self.arbiter.release(from, &mut actions),
             LmutinMsg::Relinquish => self.arbiter.relinquish(from, &mut actions),
             LmutinMsg::Grant => {
-                if self.pending != Some(Sequence::Exit) {
+                if self.pending != Some(Sequence::Exit) || self.parked_at.contains(&from) {
                     return;
+                }
+                if !self.blockers.is_empty() {
+                    let was_blocker = self.blockers.remove(&from);
+                    if !was_blocker || !self.blockers.is_empty() {
+                        // still blocked elsewhere: set this permission aside too
+                        out.send(from, LmutinMsg::Park);
+                        self.parked_at.insert(from);
+                        return;
+                    }
+                    // the last blocker granted: keep it, the parked requests compete again
+                    for &g in self.parked_at.as_slice() {
+                        out.send(g, LmutinMsg::Unpark);
+                    }
+                    self.parked_at.clear();
                 }
                 // a repeated Grant counts once (the printed counter counts it again)
                 if !self.granters.insert(from) && !self.rules.counted_grants {
@@ -356,6 +523,11 @@ impl CsObject for Lmutin {
                 if self.grants_held() == self.closed.len() {
                     self.state = CsState::OutCs;
                     self.pending = None;
+                    // every permission is now held for the state
+                    for &g in self.probed.as_slice() {
+                        out.send(g, LmutinMsg::Kept);
+                    }
+                    self.probed.clear();
                     out.complete();
                 }
             }
@@ -369,10 +541,43 @@ impl CsObject for Lmutin {
                     self.n_grants -= 1;
                     self.granters.remove(&from);
                     out.send(from, LmutinMsg::Relinquish);
+                } else if !self.rules.hold_and_wait
+                    && self.state == CsState::OutCs
+                    && self.pending.is_none()
+                {
+                    // the exit completed: the permission is held for the state
+                    out.send(from, LmutinMsg::Kept);
                 }
             }
+            LmutinMsg::Kept => {
+                if self.arbiter.holds(from) {
+                    self.kept.insert(from);
+                }
+                if self.arbiter.preempting() == Some(from) {
+                    self.arbiter.cancel_preempt();
+                }
+            }
+            LmutinMsg::Probe => {
+                if self.state == CsState::OutCs && self.pending.is_none() {
+                    out.send(from, LmutinMsg::Kept);
+                } else if self.granters.contains(&from) {
+                    self.probed.insert(from);
+                }
+            }
+            LmutinMsg::Blocked => self.on_blocked(from, out),
+            LmutinMsg::Park => self.arbiter.park(from, &mut actions),
+            LmutinMsg::Unpark => self.arbiter.unpark(from, &mut actions),
+        }
+        // the arbiter's grants go out before the notes about its holders (FIFO: a Probe
+        // must not overtake the Grant it is about)
+        let mut notes = Vec::new();
+        if !self.rules.hold_and_wait {
+            self.settle(&mut actions, &mut notes);
         }
         self.apply(actions, out);
+        for (to, msg) in notes {
+            out.send(to, msg);
+        }
     }
 
     fn check_invariants(&self) -> Result<(), String> {
@@ -553,9 +758,12 @@ mod tests {
         let mut procs = triangle(LmutinRules::CORRECTED);
         let mut out = Outbox::new();
         procs[1].on_message(p(0), LmutinMsg::Request { ts: 1 }, &mut out);
-        assert!(
-            out.sends().is_empty(),
-            "initial grants (ts 0) outrank every request"
+        // initial grants (ts 0) outrank every request: no Grant, no Preempt; the arbiter
+        // only asks its older holders whether they keep (deviation 5)
+        let probed: Vec<_> = out.sends().iter().map(|(to, m)| (*to, *m)).collect();
+        assert_eq!(
+            probed,
+            vec![(p(1), LmutinMsg::Probe), (p(2), LmutinMsg::Probe)]
         );
         assert_eq!(procs[1].arbiter().pending().len(), 1);
     }
