@@ -629,7 +629,13 @@ impl SystemSpec {
             }
             Algorithm::Mutin | Algorithm::Kmex | Algorithm::Gcs => {
                 let g = self.global_setup()?;
-                let corrected = LmutinRules::CORRECTED;
+                // LMUTEX as `mx` runs on the complete graph, where every member is one hop
+                // from every other: deviation 5 (set-aside) gains no failure locality there
+                // and costs messages, so `mx` keeps the paper's waiting
+                let mx_rules = LmutinRules {
+                    hold_and_wait: true,
+                    ..LmutinRules::CORRECTED
+                };
                 match g.mx {
                     Mx::Maekawa => self.build_global(&g, printed, visitor, || {
                         let idle = vec![CsState::OutCs; self.topology.len()];
@@ -638,7 +644,7 @@ impl SystemSpec {
                     Mx::Lmutex => self.build_global(&g, printed, visitor, || {
                         let n = self.topology.len();
                         let idle = vec![CsState::OutCs; n];
-                        Ok(lmutex_system(&self.topology, &vec![1; n], &idle, corrected)?.1)
+                        Ok(lmutex_system(&self.topology, &vec![1; n], &idle, mx_rules)?.1)
                     }),
                     Mx::Cdc => self.build_global(&g, printed, visitor, || {
                         let n = self.topology.len();

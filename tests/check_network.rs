@@ -41,7 +41,7 @@ fn run(spec: &SystemSpec, cfg: CheckConfig) -> CheckReport {
 fn on(network: Network) -> CheckConfig {
     CheckConfig {
         network,
-        max_states: Some(2_000_000),
+        max_states: Some(20_000_000),
         max_memory: Some(1 << 30),
         ..CheckConfig::default()
     }
@@ -51,8 +51,8 @@ fn violated(r: &CheckReport) -> &str {
     match &r.verdict {
         Verdict::Violated { property } => property,
         other => panic!(
-            "expected a violation, got {other:?} after {} states",
-            r.states
+            "expected a violation, got {other:?} after {} states (stopped by {:?}, {:?})",
+            r.states, r.stopped_by, r.elapsed
         ),
     }
 }

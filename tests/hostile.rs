@@ -478,15 +478,7 @@ fn lmutin_ignores(
     }
     let exiting = p.pending() == Some(Sequence::Exit);
     let granter = exiting && !p.awaiting().contains(&from);
-    let extension = matches!(
-        msg,
-        LmutinMsg::Kept
-            | LmutinMsg::Probe
-            | LmutinMsg::Blocked
-            | LmutinMsg::Park
-            | LmutinMsg::Unpark
-    );
-    if extension && !corrected {
+    if msg.is_set_aside_rule() && !corrected {
         return true; // deviation 5 is off in the printed rules
     }
     match msg {

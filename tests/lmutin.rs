@@ -114,30 +114,48 @@ fn sequential_pairs_cost_exactly_three_per_closed_member() {
 }
 
 /// Lemma 3, worst case: under contention a pair costs at most 6(|N_i|+1) messages on
-/// average. Messages are attributed causally (a Grant sent on receipt of a Release belongs to
-/// the releaser's pair), so one pair can be charged for a re-grant caused by its Release and
-/// the sum over pairs is exact; the bound is asserted on the mean of messages / 6(|N_i|+1).
+/// average with the paper's rules. Messages are attributed causally (a Grant sent on receipt
+/// of a Release belongs to the releaser's pair), so one pair can be charged for a re-grant
+/// caused by its Release and the sum over pairs is exact; the bound is asserted on the mean
+/// of messages / 6(|N_i|+1).
+///
+/// Deviation 5 (as built: `LmutinRules::hold_and_wait` off) has no proven bound of its own:
+/// a request told `Blocked` parks its permissions, unparks them when its blockers grant, and
+/// can be blocked again, each round costing Park, Unpark and the re-grants. Its mean is held
+/// to twice Lemma 3's bound, 12(|N_i|+1), a guard on its cost that these runs measure
+/// (docs/measurements/failure-locality.md gives the sweep), not a lemma.
 #[test]
 fn concurrent_pairs_stay_within_the_worst_case_on_average() {
     let mut graphs: Vec<Topology> = NAMED.iter().map(|s| Topology::parse(s).unwrap()).collect();
     graphs.extend(random_graphs());
+    let paper = lkcs::LmutinRules {
+        hold_and_wait: true,
+        ..lkcs::LmutinRules::CORRECTED
+    };
     for t in &graphs {
         for seed in 0..5 {
             let l = random_per_process(t, seed, |d| (0, d));
-            let (inst, procs, _) = lmutin(t, &l, seed);
-            let cfg = lkcs::SimConfig {
-                workload: Workload::Concurrent,
-                ..concurrent(seed, 4)
-            };
-            let r = run_ok(t.name(), &inst, procs, &cfg);
-            let ratio: f64 = r
-                .pairs
-                .iter()
-                .map(|p| p.messages as f64 / (6.0 * (t.degree(p.process) + 1) as f64))
-                .sum::<f64>()
-                / r.pairs.len() as f64;
-            assert!(ratio <= 1.0, "{} seed {seed}: mean ratio {ratio}", t.name());
-            assert!(r.pairs.iter().all(|p| p.messages > 0));
+            for (rules, per_member) in [(paper, 6.0), (lkcs::LmutinRules::CORRECTED, 12.0)] {
+                let (inst, procs, _) = lmutin_with(t, &l, seed, rules);
+                let cfg = lkcs::SimConfig {
+                    workload: Workload::Concurrent,
+                    ..concurrent(seed, 4)
+                };
+                let r = run_ok(t.name(), &inst, procs, &cfg);
+                let ratio: f64 = r
+                    .pairs
+                    .iter()
+                    .map(|p| p.messages as f64 / (per_member * (t.degree(p.process) + 1) as f64))
+                    .sum::<f64>()
+                    / r.pairs.len() as f64;
+                assert!(
+                    ratio <= 1.0,
+                    "{} seed {seed}, {per_member} per closed member: mean ratio {ratio}, {:?}",
+                    t.name(),
+                    r.messages_by_kind
+                );
+                assert!(r.pairs.iter().all(|p| p.messages > 0));
+            }
         }
     }
 }

@@ -165,6 +165,22 @@ pub enum LmutinMsg {
     Unpark,
 }
 
+impl LmutinMsg {
+    /// Whether this message belongs to deviation 5 (`Kept`, `Probe`, `Blocked`, `Park`,
+    /// `Unpark`): the paper's rules never send one, and a process with
+    /// [`LmutinRules::hold_and_wait`] ignores it.
+    pub fn is_set_aside_rule(&self) -> bool {
+        matches!(
+            self,
+            LmutinMsg::Kept
+                | LmutinMsg::Probe
+                | LmutinMsg::Blocked
+                | LmutinMsg::Park
+                | LmutinMsg::Unpark
+        )
+    }
+}
+
 impl Message for LmutinMsg {
     fn kind(&self) -> Cow<'static, str> {
         Cow::Borrowed(match self {
@@ -411,6 +427,12 @@ impl Lmutin {
         }
     }
 
+    /// Whether the last exit completed and no call is in progress: every permission held is
+    /// held for the state (out of the CS), and comes back only on the next Release.
+    fn exit_completed(&self) -> bool {
+        self.state == CsState::OutCs && self.pending.is_none()
+    }
+
     /// Deviation 5, requester side: an arbiter says the exit is held by a bound there. The
     /// permissions held are set aside (`Park`) until every blocker granted.
     fn on_blocked(&mut self, from: ProcessId, out: &mut Outbox<LmutinMsg>) {
@@ -475,15 +497,7 @@ impl CsObject for Lmutin {
         if !self.closed.contains(&from) {
             return;
         }
-        let extension = matches!(
-            msg,
-            LmutinMsg::Kept
-                | LmutinMsg::Probe
-                | LmutinMsg::Blocked
-                | LmutinMsg::Park
-                | LmutinMsg::Unpark
-        );
-        if extension && self.rules.hold_and_wait {
+        if msg.is_set_aside_rule() && self.rules.hold_and_wait {
             return; // deviation 5's messages, which no peer of the paper's rules sends
         }
         let mut actions = Vec::new();
@@ -541,10 +555,7 @@ impl CsObject for Lmutin {
                     self.n_grants -= 1;
                     self.granters.remove(&from);
                     out.send(from, LmutinMsg::Relinquish);
-                } else if !self.rules.hold_and_wait
-                    && self.state == CsState::OutCs
-                    && self.pending.is_none()
-                {
+                } else if !self.rules.hold_and_wait && self.exit_completed() {
                     // the exit completed: the permission is held for the state
                     out.send(from, LmutinMsg::Kept);
                 }
@@ -558,9 +569,11 @@ impl CsObject for Lmutin {
                 }
             }
             LmutinMsg::Probe => {
-                if self.state == CsState::OutCs && self.pending.is_none() {
+                if self.exit_completed() {
                     out.send(from, LmutinMsg::Kept);
-                } else if self.granters.contains(&from) {
+                } else if self.pending == Some(Sequence::Exit) && self.granters.contains(&from) {
+                    // answered when the exit completes; a Probe that finds the process in
+                    // the CS is stale (the Release of its hold is on its way) and is dropped
                     self.probed.insert(from);
                 }
             }

@@ -437,3 +437,51 @@ impl fmt::Display for Waits {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocked(limits: Vec<Limit>, needs: Vec<usize>, held_by: Vec<usize>) -> Blocked {
+        Blocked {
+            member: 6,
+            entering: true,
+            limits,
+            waits_on: Vec::new(),
+            needs,
+            held_by,
+        }
+    }
+
+    /// A member no bound holds is reported as the algorithm's wait, with the permissions it
+    /// needs and who holds them (the paper's hold-and-wait, `--printed-rule hold-and-wait`,
+    /// forms such chains; the quota's runtime reports them through `Quota::waiting`).
+    #[test]
+    fn a_wait_no_bound_asks_for_names_the_permissions_and_their_holders() {
+        let chain = blocked(Vec::new(), vec![5], vec![4]);
+        assert_eq!(
+            chain.to_string(),
+            "member 6 waits to enter although no bound forbids it: it needs the permission of \
+             member 5, held by member 4 (a wait chain of the algorithm's permissions)"
+        );
+        let opaque = blocked(Vec::new(), Vec::new(), Vec::new());
+        assert_eq!(
+            opaque.to_string(),
+            "member 6 waits to enter although no bound forbids it (the algorithm holds it)"
+        );
+        let bound = blocked(
+            vec![Limit {
+                around: Some(5),
+                active: 1,
+                bound: 1,
+                tightened: false,
+            }],
+            vec![5],
+            vec![4],
+        );
+        assert!(
+            !bound.to_string().contains("no bound forbids"),
+            "a member held by a bound is not an algorithm's wait: {bound}"
+        );
+    }
+}

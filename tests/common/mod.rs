@@ -37,11 +37,21 @@ pub fn random_per_process(
 
 /// LMUTIN on `t` with lower bounds `l`, from a seeded safe initial configuration.
 pub fn lmutin(t: &Topology, l: &[usize], init_seed: u64) -> (Instance, Vec<Lmutin>, Vec<CsState>) {
+    lmutin_with(t, l, init_seed, LmutinRules::CORRECTED)
+}
+
+/// [`lmutin`] with the given rules.
+pub fn lmutin_with(
+    t: &Topology,
+    l: &[usize],
+    init_seed: u64,
+    rules: LmutinRules,
+) -> (Instance, Vec<Lmutin>, Vec<CsState>) {
     let inst = Lmutin::instance(t, l).expect("valid bounds");
     let init = inst
         .random_safe_initial(init_seed)
         .expect("LMUTIN always has a safe start");
-    let (inst, procs) = Lmutin::system(t, l, &init, LmutinRules::CORRECTED).expect("valid system");
+    let (inst, procs) = Lmutin::system(t, l, &init, rules).expect("valid system");
     (inst, procs, init)
 }
 
