@@ -31,17 +31,27 @@ fn ids(v: &serde_json::Value) -> Vec<i64> {
 #[test]
 fn every_starved_member_is_judged_and_the_exit_code_follows_the_judgement() {
     // ring:8: P0 stops after its first pair (back in its start state); the members next to
-    // it that need it to move are held by a bound, others may wait on permissions only
+    // it that need it to move are held by a bound. As built (deviation 5) every starved
+    // member is; with the paper's waiting (`--printed-rule hold-and-wait`) others wait on
+    // permissions only, and the run exits 1.
     let mut judged = 0;
     let mut held = 0;
+    let mut exits = [0usize; 2];
     // P0 stops in the CS under k = 1, outside it under l = 2
-    for (alg, bound, value, initial) in [
-        ("lmutex", "--k", "1", "in:0"),
-        ("lmutin", "--l", "2", "in:1,2,3,4,5,6,7"),
+    for (alg, bound, value, initial, rule) in [
+        ("lmutex", "--k", "1", "in:0", None),
+        ("lmutin", "--l", "2", "in:1,2,3,4,5,6,7", None),
+        (
+            "lmutin",
+            "--l",
+            "2",
+            "in:1,2,3,4,5,6,7",
+            Some("hold-and-wait"),
+        ),
     ] {
         for seed in 0..8u64 {
             let seed = seed.to_string();
-            let args = [
+            let mut args = vec![
                 "simulate",
                 "--algorithm",
                 alg,
@@ -57,11 +67,18 @@ fn every_starved_member_is_judged_and_the_exit_code_follows_the_judgement() {
                 "P0",
                 "--seed",
                 &seed,
-                "--json",
+                // the members that are done keep cycling until the limit: 200 K events
+                // leave every member that can complete its pairs room to
+                "--max-events",
+                "200000",
             ];
+            if let Some(rule) = rule {
+                args.extend(["--printed-rule", rule]);
+            }
+            args.push("--json");
             let out = lkcs(&args);
             let v = json(&out);
-            let what = format!("{alg} {bound} {value}, seed {seed}");
+            let what = format!("{alg} {bound} {value} {rule:?}, seed {seed}");
             assert_eq!(v["safety_violations"], 0, "{what}");
             let starved = v["starved"].as_array().expect("starved is reported");
             let mut locality = 0;
@@ -87,6 +104,11 @@ fn every_starved_member_is_judged_and_the_exit_code_follows_the_judgement() {
             );
             let code = out.status.code();
             assert_eq!(code, Some(if all_held { 0 } else { 1 }), "{what}: {v}");
+            exits[usize::from(!all_held)] += 1;
+            assert!(
+                all_held || rule.is_some(),
+                "{what}: as built, every starved member is held by a bound: {v}"
+            );
             if !all_held {
                 // the summary names each member no bound holds
                 let text = lkcs(&args[..args.len() - 1]);
@@ -106,8 +128,14 @@ fn every_starved_member_is_judged_and_the_exit_code_follows_the_judgement() {
     // with k = 1 and P0 in the CS for good, P1 and P7 can never enter (P0's bound); with
     // l = 2 and P0 out for good, P1 and P7 can never leave (their own bounds)
     assert!(
-        held >= 2 * 16,
+        held >= 2 * 24,
         "{judged} starved members judged, {held} held by a bound"
+    );
+    assert!(
+        exits[0] >= 16 && exits[1] > 0,
+        "both judgements are exercised: {} runs exit 0, {} exit 1",
+        exits[0],
+        exits[1]
     );
 }
 
