@@ -27,6 +27,7 @@ fn quota_error(e: NodeError) -> QuotaError {
     match e {
         NodeError::PeerUnreachable(p) => QuotaError::PeerUnreachable(p.index()),
         NodeError::Stopped => QuotaError::Shutdown,
+        NodeError::Evicted { .. } => QuotaError::Evicted,
         NodeError::Call(e) => QuotaError::Internal(format!("the node refused a call: {e}")),
     }
 }

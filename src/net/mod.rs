@@ -82,7 +82,10 @@ pub use channel::{PublicKey, SecretKey};
 pub use cluster::Cluster;
 pub use handshake::{HandshakeError, Trust};
 pub use link::{Net, NetEvent, NetSender};
-pub use node::{Node, NodeError, NodeHandle, NodeStatus, Observer, Wire};
+pub use node::{
+    rebuild_from, LinkTransport, Node, NodeError, NodeHandle, NodeStatus, Observer, Rebuild,
+    Rebuilt, ViewFrame, ViewOptions, ViewStatus, Wire, MAX_VIEW_FRAME,
+};
 
 use crate::id::ProcessId;
 use sha2::{Digest, Sha256};
@@ -292,6 +295,9 @@ pub enum LogEvent {
         /// Why.
         reason: String,
     },
+    /// What the view log did: a view installed, an eviction proposed and its outcome, or
+    /// why the log did not start.
+    View(String),
 }
 
 impl fmt::Display for LogEvent {
@@ -334,6 +340,7 @@ impl fmt::Display for LogEvent {
             }
             LogEvent::LinkLost { peer, reason } => write!(f, "link to {peer} lost: {reason}"),
             LogEvent::NodeStopped(why) => write!(f, "the node stopped: {why}"),
+            LogEvent::View(what) => write!(f, "view log: {what}"),
         }
     }
 }
@@ -357,6 +364,7 @@ pub fn level(event: &LogEvent) -> tracing::Level {
             ..
         } => Level::DEBUG,
         LogEvent::LinkLost { .. } | LogEvent::NodeStopped(_) => Level::ERROR,
+        LogEvent::View(_) => Level::INFO,
         _ => Level::WARN,
     }
 }

@@ -27,6 +27,22 @@
 //! [`Wire::Bye`] to its neighbours. [`NodeHandle::status`] tells when every member finished
 //! and when every neighbour said bye (or is unreachable): from then on no neighbour needs
 //! this node, and its process may exit.
+//!
+//! # Views
+//! A node started with [`Node::spawn_with_views`] runs the cluster's view log
+//! ([`crate::net::view`]) beside its object, over the same links ([`Wire::View`]), and its
+//! object's messages carry their view ([`Wire::InView`]). Every member proposes to evict a
+//! member whose link stayed unreachable for [`ViewOptions::evict_after`]. Once a change is
+//! committed, the object is **frozen** (it handles no message of its view and starts no move;
+//! a call waits), the member **reports** its stable state (the published one: entering
+//! counts as out, exiting as in), and once the log installs the next view the object is
+//! **rebuilt** for it from the agreed start ([`Rebuild`]; the view's system is renumbered,
+//! and the node translates ids at its links), the messages of the new view that came early
+//! are handled, and a waiting call starts its move again: the application sees a longer
+//! wait. A member the new view leaves out fences: its calls return [`NodeError::Evicted`].
+//! In a view that lowered a lower bound (a deficit view) exits wait. Evicting on silence is
+//! safe for a member that crashed; for one that is only paused or cut off, the leases of
+//! docs/fault-tolerance.md are needed, and are not built yet.
 
 use super::link::{Net, NetEvent, NetSender};
 use super::{LogEvent, Logger};
@@ -41,6 +57,14 @@ use std::hash::Hasher;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{oneshot, watch};
 
+mod views;
+
+pub use views::{
+    rebuild_from, LinkTransport, Rebuild, Rebuilt, ViewFrame, ViewOptions, ViewStatus,
+    MAX_VIEW_FRAME,
+};
+use views::{NodeViews, ViewCore};
+
 /// What a node sends its neighbours: its object's messages, and the few of its own that end
 /// a run together (see the module doc).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +75,17 @@ pub enum Wire<M> {
     Finished(Vec<ProcessId>),
     /// Every member has finished; the sender needs nothing more from the receiver.
     Bye,
+    /// A message of the view log (an encoded [`ViewFrame`]), between members that run it
+    /// ([`Node::spawn_with_views`]).
+    View(Vec<u8>),
+    /// A message of the CS object of view `view`, between members that run the view log:
+    /// the receiver handles it in that view only.
+    InView {
+        /// The view the sender's object runs in.
+        view: u64,
+        /// The message.
+        msg: M,
+    },
 }
 
 /// The object's messages on one link, in one direction: how many, and a hash of the whole
@@ -138,6 +173,9 @@ pub struct NodeStatus {
     pub links: std::collections::BTreeMap<ProcessId, LinkTally>,
     /// Members known to have finished ([`NodeHandle::finish`]).
     pub finished: usize,
+    /// The view, on a node that runs the view log ([`Node::spawn_with_views`]) once its
+    /// group started.
+    pub view: Option<ViewStatus>,
     /// Every member of the cluster has finished.
     pub all_finished: bool,
     /// Every member has finished and every neighbour said bye (or is unreachable): no
@@ -161,6 +199,13 @@ pub enum NodeError {
     PeerUnreachable(ProcessId),
     /// The node stopped.
     Stopped,
+    /// This member was evicted from the cluster (it is not in view `view`), or could not run
+    /// that view: it fenced, and its node stopped. Whatever the application did under the
+    /// slot must stop.
+    Evicted {
+        /// The view that left it out.
+        view: u64,
+    },
 }
 
 impl fmt::Display for NodeError {
@@ -172,6 +217,10 @@ impl fmt::Display for NodeError {
                 "{p} is unreachable; the move keeps running and the next call resolves it"
             ),
             NodeError::Stopped => f.write_str("the node stopped"),
+            NodeError::Evicted { view } => write!(
+                f,
+                "this member was evicted (view {view} left it out): it fenced and its node stopped"
+            ),
         }
     }
 }
@@ -362,13 +411,18 @@ impl<A: CsObject> Calls for Shared<A> {
     fn call(&self, seq: Sequence, reply: Reply) {
         let mut reply = Some(reply);
         self.run(|core| core.call(seq, reply.take().expect("once")));
-        // refused: the node stopped (dropping the reply answers Stopped)
-        drop(reply);
+        // refused: the node stopped (or fenced)
+        if let Some(reply) = reply {
+            let _ = reply.send(Err(match self.lock().evicted {
+                Some(view) => NodeError::Evicted { view },
+                None => NodeError::Stopped,
+            }));
+        }
     }
 
     fn finish(&self) -> bool {
         self.run(|core| {
-            let me = core.obj.id();
+            let me = core.me;
             core.learn_finished(&[me]);
         })
     }
@@ -401,7 +455,12 @@ struct Core<A: CsObject> {
     said_bye: BTreeSet<ProcessId>,
     connected: BTreeSet<ProcessId>,
     status: watch::Sender<NodeStatus>,
+    /// This member's id in the cluster (the object's own id is the view's numbering of it).
+    me: ProcessId,
+    /// The neighbours: the members the object talks to.
     peers: BTreeSet<ProcessId>,
+    /// The view log's side, on a node that runs it.
+    views: Option<NodeViews<A::Msg>>,
     observer: Option<Observer>,
     log: Logger,
     published: watch::Sender<(CsState, Option<Sequence>)>,
@@ -413,6 +472,8 @@ struct Core<A: CsObject> {
     start: std::time::Instant,
     /// The node stopped: calls are refused, messages ignored.
     stopped: bool,
+    /// The node fenced: the view that left this member out (its calls get `Evicted`).
+    evicted: Option<u64>,
 }
 
 impl<A: CsObject> fmt::Debug for Core<A> {
@@ -449,6 +510,78 @@ impl<A: CsObject> Node<A> {
         observer: Option<Observer>,
         log: Logger,
     ) -> Result<NodeHandle, super::NetError> {
+        let peers = net.peers().collect();
+        Self::start(obj, net, members, peers, None, observer, log)
+    }
+
+    /// [`Node::spawn_in`] with the view log running beside the object
+    /// (the module doc's "Views", docs/fault-tolerance.md): the cluster is the initial view's
+    /// members, which must be `P0..Pn` (the object's system's numbering); `net` links this
+    /// member to every one of them, the object talks to `views.neighbours` (a subset), and the
+    /// view log's messages go to any member. At each view change the object is rebuilt with
+    /// `rebuild` ([`rebuild_from`] builds it from the cluster's spec). Refused
+    /// (`NetError::Config`) when the initial view is not `P0..Pn` or does not hold this
+    /// member, when the net has no link to one of its members, or when a neighbour has no
+    /// link.
+    pub fn spawn_with_views(
+        obj: A,
+        net: Net<Wire<A::Msg>>,
+        views: ViewOptions,
+        rebuild: Rebuild<A>,
+        observer: Option<Observer>,
+        log: Logger,
+    ) -> Result<NodeHandle, super::NetError> {
+        let id = obj.id();
+        let links: BTreeSet<ProcessId> = net.peers().collect();
+        let members = views.initial.members.len();
+        if !views.initial.members.contains_key(&id) {
+            return Err(super::NetError::Config(format!(
+                "{id} is not a member of the initial view"
+            )));
+        }
+        if !views
+            .initial
+            .members
+            .keys()
+            .copied()
+            .eq((0..members).map(ProcessId::from))
+        {
+            return Err(super::NetError::Config(
+                "the initial view's members must be P0..Pn, the object's numbering".into(),
+            ));
+        }
+        let neighbours = views.neighbours.clone();
+        let missing = |p: &ProcessId| *p != id && !links.contains(p);
+        if let Some(p) = views.initial.members.keys().find(|p| missing(p)) {
+            return Err(super::NetError::Config(format!(
+                "no link to {p}, a member of the initial view: the view log needs one to every member"
+            )));
+        }
+        if let Some(p) = neighbours.iter().find(|p| missing(p)) {
+            return Err(super::NetError::Config(format!(
+                "no link to the neighbour {p}"
+            )));
+        }
+        Self::start(
+            obj,
+            net,
+            members,
+            neighbours,
+            Some((views, rebuild)),
+            observer,
+            log,
+        )
+    }
+
+    fn start(
+        obj: A,
+        net: Net<Wire<A::Msg>>,
+        members: usize,
+        peers: BTreeSet<ProcessId>,
+        views: Option<(ViewOptions, Rebuild<A>)>,
+        observer: Option<Observer>,
+        log: Logger,
+    ) -> Result<NodeHandle, super::NetError> {
         let id = obj.id();
         if id != net.id() {
             return Err(super::NetError::Config(format!(
@@ -456,6 +589,7 @@ impl<A: CsObject> Node<A> {
                 net.id()
             )));
         }
+        let node_views = views.as_ref().map(|(o, _)| NodeViews::new(&o.initial));
         let (published, state) = watch::channel((obj.state(), obj.pending()));
         let (status_tx, status) = watch::channel(NodeStatus::default());
         let core = Core {
@@ -465,7 +599,9 @@ impl<A: CsObject> Node<A> {
             said_bye: BTreeSet::new(),
             connected: BTreeSet::new(),
             status: status_tx,
-            peers: net.peers().collect(),
+            me: id,
+            peers,
+            views: node_views,
             obj,
             net: net.sender(),
             observer,
@@ -476,6 +612,7 @@ impl<A: CsObject> Node<A> {
             unreachable: BTreeSet::new(),
             start: std::time::Instant::now(),
             stopped: false,
+            evicted: None,
         };
         core.publish_status();
         let core = Arc::new(Shared {
@@ -486,10 +623,25 @@ impl<A: CsObject> Node<A> {
             core: core.clone(),
             net,
         };
+        let views_task = views.map(|(options, rebuild)| {
+            let guard = core.lock();
+            let v = guard.views.as_ref().expect("made with the options");
+            let transport = LinkTransport::new(guard.net.clone(), v.links.clone(), options.config);
+            let (cell, links, log) = (v.group.clone(), v.links.clone(), guard.log.clone());
+            drop(guard);
+            let handle = Box::new(CoreRef {
+                shared: Arc::downgrade(&core),
+                rebuild,
+            });
+            views::run(id, options, transport, cell, links, log, handle)
+        });
         // made before the task runs: a task dropped before its first poll stops the core too
         let stop = StopOnDrop(core.clone());
         let task = tokio::spawn(node.run(stop));
         let _ = core.task.set(task.abort_handle());
+        if let Some(views_task) = views_task {
+            tokio::spawn(views_task);
+        }
         Ok(NodeHandle {
             id,
             core,
@@ -514,9 +666,50 @@ impl<A: CsObject> Node<A> {
     }
 }
 
+/// The view task's hold on the core: it does not keep the node alive.
+struct CoreRef<A: CsObject> {
+    shared: std::sync::Weak<Shared<A>>,
+    rebuild: Rebuild<A>,
+}
+
+impl<A: CsObject> ViewCore for CoreRef<A> {
+    fn publish(&self, status: Option<ViewStatus>) -> bool {
+        self.shared.upgrade().is_some_and(|shared| {
+            shared.run(|core| {
+                if let Some(status) = status {
+                    core.status.send_modify(|s| s.view = Some(status));
+                }
+            })
+        })
+    }
+
+    fn freeze(&self, next: u64) -> Option<CsState> {
+        let shared = self.shared.upgrade()?;
+        let mut stable = None;
+        shared.run(|core| stable = Some(core.freeze(next)));
+        stable
+    }
+
+    fn install(&self, view: &super::view::View) -> Result<(), String> {
+        let rebuilt = (self.rebuild)(view)?;
+        let shared = self.shared.upgrade().ok_or("the node stopped")?;
+        match shared.run(|core| core.install(view.number, rebuilt)) {
+            true => Ok(()),
+            false => Err("the node stopped".into()),
+        }
+    }
+
+    fn fence(&self, view: u64, _why: String) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.run(|core| core.fence(view));
+            shared.end_task();
+        }
+    }
+}
+
 impl<A: CsObject> Core<A> {
     fn log(&self, event: LogEvent) {
-        (self.log)(self.obj.id(), &event);
+        (self.log)(self.me, &event);
     }
 
     /// Refuses every later call and answers the waiting one: [`NodeError::Stopped`]; a
@@ -535,6 +728,18 @@ impl<A: CsObject> Core<A> {
 
     fn on_net(&mut self, e: NetEvent<Wire<A::Msg>>) {
         match e {
+            NetEvent::Message {
+                from,
+                msg: Wire::View(bytes),
+            } => {
+                let handled = match &self.views {
+                    Some(v) => v.on_frame(from, &bytes, &self.net),
+                    None => Err("a view frame, and this node runs no view log".into()),
+                };
+                if let Err(reason) = handled {
+                    self.log(LogEvent::Dropped { peer: from, reason });
+                }
+            }
             NetEvent::Message { from, msg } => {
                 if !self.peers.contains(&from) {
                     self.log(LogEvent::Dropped {
@@ -544,36 +749,139 @@ impl<A: CsObject> Core<A> {
                     return;
                 }
                 match msg {
+                    Wire::Cs(_) if self.views.is_some() => self.log(LogEvent::Dropped {
+                        peer: from,
+                        reason: "a message outside any view, and this node runs views".into(),
+                    }),
                     Wire::Cs(msg) => {
-                        if !self.byes.contains(&from) {
-                            self.status.send_modify(|s| {
-                                s.links.entry(from).or_default().received.add(&msg);
-                            });
-                        }
+                        self.tally_received(from, &msg);
                         self.handle(from, msg)
                     }
+                    Wire::InView { view, msg } => self.in_view(from, view, msg),
                     Wire::Finished(ids) => self.learn_finished(&ids),
                     Wire::Bye => {
                         self.byes.insert(from);
                         self.publish_status();
                     }
+                    Wire::View(_) => {} // handled above
                 }
             }
             NetEvent::Unreachable(p) | NetEvent::Lost(p) => {
-                self.unreachable.insert(p);
-                self.publish_status();
-                self.fail_blocked();
+                if let Some(v) = &self.views {
+                    v.links.down(p);
+                }
+                // a link the view log alone uses fails no call
+                if self.peers.contains(&p) {
+                    self.unreachable.insert(p);
+                    self.publish_status();
+                    self.fail_blocked();
+                }
             }
             NetEvent::Reachable(p) => {
-                self.unreachable.remove(&p);
-                self.publish_status();
+                if let Some(v) = &self.views {
+                    v.links.up(p);
+                }
+                if self.unreachable.remove(&p) {
+                    self.publish_status();
+                }
             }
             NetEvent::Connected(p) => {
-                self.unreachable.remove(&p);
-                self.connected.insert(p);
-                self.publish_status();
+                if let Some(v) = &self.views {
+                    v.links.up(p);
+                }
+                if self.peers.contains(&p) {
+                    self.unreachable.remove(&p);
+                    self.connected.insert(p);
+                    self.publish_status();
+                }
             }
         }
+    }
+
+    fn tally_received(&self, from: ProcessId, msg: &A::Msg) {
+        if !self.byes.contains(&from) {
+            self.status.send_modify(|s| {
+                s.links.entry(from).or_default().received.add(msg);
+            });
+        }
+    }
+
+    /// A message of view `view`'s object from `from` (a cluster id): handled in that view,
+    /// kept until a later view installs, dropped when older or while frozen.
+    fn in_view(&mut self, from: ProcessId, view: u64, msg: A::Msg) {
+        let Some(v) = &mut self.views else {
+            self.log(LogEvent::Dropped {
+                peer: from,
+                reason: "a message of a view, and this node runs no view log".into(),
+            });
+            return;
+        };
+        if view > v.number {
+            v.ahead.push((from, view, msg));
+            return;
+        }
+        if view < v.number || v.frozen.is_some() {
+            return; // of a view that ended (or is ending): its objects are gone
+        }
+        match v.dense(from) {
+            Some(d) => {
+                self.tally_received(from, &msg);
+                self.handle(d, msg)
+            }
+            None => self.log(LogEvent::Dropped {
+                peer: from,
+                reason: format!("a message of view {view}, which it is not in"),
+            }),
+        }
+    }
+
+    /// Freezes the object for the change to view `next`: no message of the current view is
+    /// handled and no move starts from now on. Returns the stable state to report.
+    fn freeze(&mut self, next: u64) -> CsState {
+        if let Some(v) = &mut self.views {
+            v.frozen = Some(next);
+        }
+        self.obj.state()
+    }
+
+    /// Restarts in view `number` with its object: publishes its state, handles the messages
+    /// of the view that came early, and starts the waiting call's move again.
+    fn install(&mut self, number: u64, rebuilt: Rebuilt<A>) {
+        let Some(v) = &mut self.views else { return };
+        v.number = number;
+        v.members = rebuilt.members;
+        v.frozen = None;
+        v.gate_exits = rebuilt.deficit;
+        let ahead = std::mem::take(&mut v.ahead);
+        self.obj = rebuilt.obj;
+        // a move that completed unclaimed is in the reported state, which the object starts in
+        self.after(Outbox::new());
+        self.learn_finished(&[]);
+        for (from, view, msg) in ahead {
+            if view >= number {
+                self.in_view(from, view, msg);
+            }
+        }
+        if let Some((seq, reply)) = self.waiting.take() {
+            self.call(seq, reply);
+        }
+    }
+
+    /// Out of view `view`: the waiting call gets [`NodeError::Evicted`], and the node stops.
+    fn fence(&mut self, view: u64) {
+        self.evicted = Some(view);
+        if let Some((_, reply)) = self.waiting.take() {
+            let _ = reply.send(Err(NodeError::Evicted { view }));
+        }
+        self.stop();
+    }
+
+    /// Whether a call of `seq` must wait without starting: the object is frozen for a view
+    /// change, or the view is a deficit view and `seq` is an exit.
+    fn held(&self, seq: Sequence) -> bool {
+        self.views
+            .as_ref()
+            .is_some_and(|v| v.frozen.is_some() || (v.gate_exits && seq == Sequence::Exit))
     }
 
     fn now(&self) -> u64 {
@@ -585,6 +893,14 @@ impl<A: CsObject> Core<A> {
             Sequence::Entry => CsState::InCs,
             Sequence::Exit => CsState::OutCs,
         };
+        if self.held(seq) {
+            // it starts (or waits again) when the next view installs
+            if let Some((_, older)) = self.waiting.take() {
+                let _ = older.send(Err(NodeError::Call(CallError::Busy)));
+            }
+            self.waiting = Some((seq, reply));
+            return;
+        }
         if self.unclaimed.take() == Some(seq)
             && self.obj.state() == target
             && self.obj.pending().is_none()
@@ -629,7 +945,7 @@ impl<A: CsObject> Core<A> {
             let was = *self.published.borrow();
             if state != was.0 {
                 if let Some(o) = &self.observer {
-                    o(me, state);
+                    o(self.me, state);
                 }
             }
             let now = (state, self.obj.pending());
@@ -651,17 +967,31 @@ impl<A: CsObject> Core<A> {
                 }
             }
             for (to, msg) in out.drain() {
-                let counted = to != me && !self.said_bye.contains(&to);
+                if to == me {
+                    self.status.send_modify(|s| {
+                        s.sent += 1;
+                        s.sent_to_self += 1;
+                    });
+                    local.push_back(msg);
+                    continue;
+                }
+                // with views: to the cluster id of the view's process, tagged with the view
+                let (to, view) = match &self.views {
+                    Some(v) => (v.cluster(to), Some(v.number)),
+                    None => (to, None),
+                };
+                let counted = !self.said_bye.contains(&to);
                 self.status.send_modify(|s| {
                     s.sent += 1;
-                    s.sent_to_self += u64::from(to == me);
                     if counted {
                         s.links.entry(to).or_default().sent.add(&msg);
                     }
                 });
-                if to == me {
-                    local.push_back(msg);
-                } else if let Err(e) = self.net.send(to, Wire::Cs(msg)) {
+                let wire = match view {
+                    Some(view) => Wire::InView { view, msg },
+                    None => Wire::Cs(msg),
+                };
+                if let Err(e) = self.net.send(to, wire) {
                     self.log(LogEvent::Dropped {
                         peer: to,
                         reason: format!("a send the object made: {e}"),
@@ -680,16 +1010,18 @@ impl<A: CsObject> Core<A> {
         let before = self.finished.len();
         self.finished
             .extend(ids.iter().copied().filter(|p| p.index() < self.members));
-        if self.finished.len() == before {
+        let all = self.all_finished();
+        // nothing new, unless a view change just made it all (an evicted member counts as
+        // finished) and the byes are still to say
+        if self.finished.len() == before && !(all && self.said_bye.is_empty()) {
             return;
         }
         let known: Vec<ProcessId> = self.finished.iter().copied().collect();
-        let all = self.finished.len() == self.members;
         for &p in &self.peers {
             let send = |w| {
                 if let Err(e) = self.net.send(p, w) {
                     (self.log)(
-                        self.obj.id(),
+                        self.me,
                         &LogEvent::Dropped {
                             peer: p,
                             reason: format!("the end of the run: {e}"),
@@ -708,8 +1040,17 @@ impl<A: CsObject> Core<A> {
         self.publish_status();
     }
 
+    /// Whether every member has finished: every member of the current view, when the node
+    /// runs views (a member the views left out counts as finished).
+    fn all_finished(&self) -> bool {
+        match &self.views {
+            Some(v) => v.members.iter().all(|p| self.finished.contains(p)),
+            None => self.finished.len() == self.members,
+        }
+    }
+
     fn publish_status(&self) {
-        let all_finished = self.finished.len() == self.members;
+        let all_finished = self.all_finished();
         let quiet = all_finished
             && self
                 .peers
@@ -730,9 +1071,19 @@ impl<A: CsObject> Core<A> {
         if self.waiting.is_none() || self.unreachable.is_empty() {
             return;
         }
-        let awaiting = self.obj.awaiting();
+        let awaiting: Vec<ProcessId> = match &self.views {
+            Some(v) => self
+                .obj
+                .awaiting()
+                .into_iter()
+                .map(|d| v.cluster(d))
+                .collect(),
+            None => self.obj.awaiting().into_iter().collect(),
+        };
+        // with views, a member out of the view fails no call
+        let in_view = |p: &ProcessId| self.views.as_ref().is_none_or(|v| v.dense(*p).is_some());
         let blocker = if awaiting.is_empty() {
-            self.unreachable.iter().next().copied()
+            self.unreachable.iter().copied().find(|p| in_view(p))
         } else {
             awaiting.into_iter().find(|p| self.unreachable.contains(p))
         };

@@ -49,6 +49,10 @@ pub enum QuotaError {
     MembersTaken,
     /// The call is not available on this kind of member, for the reason given.
     Unsupported(String),
+    /// A member over TCP whose cluster runs views: the cluster evicted this member (it was
+    /// unreachable for the eviction delay), so it fenced. Its blocked and later calls return
+    /// this; whatever the application did under the member's slot must stop.
+    Evicted,
 }
 
 impl QuotaError {
@@ -104,6 +108,9 @@ impl fmt::Display for QuotaError {
                 f.write_str("the move would wait on a bound; the member is as it was")
             }
             QuotaError::Closed => f.write_str("the quota is closed: no more entries"),
+            QuotaError::Evicted => f.write_str(
+                "this member was evicted from the cluster and fenced: stop using its slot",
+            ),
             QuotaError::CannotWithdraw(why) => {
                 write!(f, "the move in progress cannot be withdrawn: {why}")
             }

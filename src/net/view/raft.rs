@@ -142,6 +142,10 @@ impl ViewConfig {
             heartbeat_interval: ms(self.heartbeat),
             election_timeout_min: ms(self.election_min),
             election_timeout_max: ms(self.election_max),
+            // a node carries each request in one link frame (`MAX_VIEW_FRAME`): a few entries
+            // per request, and snapshots (a few hundred bytes of view state) in small chunks
+            max_payload_entries: 16,
+            snapshot_max_chunk_size: 16 * 1024,
             ..Config::default()
         };
         config

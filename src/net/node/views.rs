@@ -1,0 +1,502 @@
+//! The node's side of the view log ([`crate::net::view`], docs/fault-tolerance.md): the log's
+//! requests and answers carried on the member's authenticated links as [`Wire::View`] frames,
+//! the member's [`ViewGroup`] started beside its object, the view shown in
+//! [`NodeStatus::view`](super::NodeStatus::view), an eviction proposed for every member
+//! whose link stays unreachable for [`ViewOptions::evict_after`], and the view change:
+//!
+//! - **freeze**: once a change is committed, the object handles no message of the current
+//!   view and starts no move (a call waits);
+//! - **report**: the member writes its stable state (the published one: entering counts as
+//!   out, exiting as in) to the log;
+//! - **install**: once the log installs the next view, the object is rebuilt for it
+//!   ([`Rebuild`]: the view's system, renumbered, from the agreed start), messages of the new
+//!   view that arrived early are handled, and a waiting call starts its move again; a member
+//!   the view leaves out **fences** (its waiting call gets [`NodeError::Evicted`](super::NodeError::Evicted)
+//!   and the node stops). In a deficit view (a lower bound lowered) exits wait.
+//!
+//! Not here yet (docs/fault-tolerance.md, "Status"): the leases that make an eviction safe for
+//! a member that is only paused or cut off (until then an eviction assumes the member
+//! crashed), the repair view that lifts a deficit view's exit gate, rejoin and fencing tokens.
+
+use super::Wire;
+use crate::catalog::{SystemSpec, SystemVisitor};
+use crate::config::Instance;
+use crate::cs::{CsObject, CsState};
+use crate::id::ProcessId;
+use crate::net::frame::MAX_FRAME_LEN;
+use crate::net::link::NetSender;
+use crate::net::view::{
+    Pending, Proposal, Unreachable, View, ViewConfig, ViewGroup, ViewRpc, ViewRpcReply,
+    ViewTransport,
+};
+use crate::net::{LogEvent, Logger};
+use crate::view_system::ViewSystem;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// A view-log message on a link (the bytes of [`Wire::View`]): a request with the number its
+/// answer carries, or that answer.
+#[derive(Debug, Serialize, Deserialize)]
+#[allow(clippy::large_enum_variant)]
+pub enum ViewFrame {
+    /// A request of the sender's view group.
+    Request {
+        /// The number the answer carries (the sender's own count).
+        id: u64,
+        /// The request.
+        rpc: ViewRpc,
+    },
+    /// The answer to the receiver's request `id`.
+    Reply {
+        /// The request's number.
+        id: u64,
+        /// The answer.
+        reply: ViewRpcReply,
+    },
+}
+
+/// The largest encoded [`ViewFrame`] a node sends: it must fit one link frame with the
+/// link's and the wire's own headers (a link that cannot encode a message gives up for good,
+/// so a larger one is refused before it reaches the link). The view log's messages stay far
+/// below it: [`ViewConfig::raft`] caps the entries per request and the snapshot chunk.
+pub const MAX_VIEW_FRAME: usize = MAX_FRAME_LEN - 64;
+
+/// How a node runs the view log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ViewOptions {
+    /// View 0, the cluster's first start: the same on every member.
+    pub initial: View,
+    /// The log's timers.
+    pub config: ViewConfig,
+    /// How long a member's link must stay unreachable (silent beyond the link's peer
+    /// timeout, or lost) before this node proposes to evict it.
+    pub evict_after: Duration,
+    /// The member's neighbours in the cluster's topology (cluster ids): the members its
+    /// object talks to. The view log talks to every member.
+    pub neighbours: BTreeSet<ProcessId>,
+}
+
+/// A member's object for a view: what [`Rebuild`] gives.
+#[derive(Debug)]
+pub struct Rebuilt<A> {
+    /// The object, numbered in the view's system (`members[i]` is its process `i`).
+    pub obj: A,
+    /// The view's members in the order of the view's numbering (cluster ids).
+    pub members: Vec<ProcessId>,
+    /// Whether the view lowered a lower bound (a deficit view: exits wait).
+    pub deficit: bool,
+}
+
+/// Builds this member's object for an installed view, from the view's start.
+pub type Rebuild<A> = Arc<dyn Fn(&View) -> Result<Rebuilt<A>, String> + Send + Sync>;
+
+/// The [`Rebuild`] of member `me` of the cluster `spec` with bounds `instance`: the view's
+/// system ([`ViewSystem`]) built as at a cluster's first start. Fails, naming why, when the
+/// view's system cannot be built (a bound the algorithm refuses in the view) or builds
+/// another type of object than `A`.
+pub fn rebuild_from<A: CsObject>(
+    spec: SystemSpec,
+    instance: Instance,
+    me: ProcessId,
+) -> Rebuild<A> {
+    Arc::new(move |view: &View| {
+        let system = ViewSystem::new(&spec, &instance, &view.start)
+            .map_err(|e| format!("view {}: {e}", view.number))?;
+        let dense = system
+            .dense(me)
+            .ok_or_else(|| format!("{me} is not a member of view {}", view.number))?;
+        let built = system
+            .spec()
+            .build(Take(dense.index()))
+            .map_err(|e| format!("view {}: {e}", view.number))?;
+        let obj = built
+            .downcast::<Option<A>>()
+            .map_err(|_| {
+                format!(
+                    "view {}: its system builds another object type",
+                    view.number
+                )
+            })?
+            .ok_or_else(|| format!("view {}: no object for {me}", view.number))?;
+        Ok(Rebuilt {
+            obj,
+            members: system.members().to_vec(),
+            deficit: !system.deficit().is_empty(),
+        })
+    })
+}
+
+/// Takes process `0` of a built system, type-erased.
+struct Take(usize);
+
+impl SystemVisitor for Take {
+    type Output = Box<dyn std::any::Any + Send>;
+    fn visit<B: CsObject>(self, _: &Instance, _: &[CsState], procs: Vec<B>) -> Self::Output {
+        Box::new(procs.into_iter().nth(self.0))
+    }
+}
+
+/// What the view task does to the node's core.
+pub(super) trait ViewCore: Send + Sync {
+    /// Publishes the view when it changed; `false` once the node stopped.
+    fn publish(&self, status: Option<ViewStatus>) -> bool;
+    /// Freezes the object for the change to view `next`; the stable state to report (`None`
+    /// once the node stopped).
+    fn freeze(&self, next: u64) -> Option<CsState>;
+    /// Restarts the object in `view`.
+    fn install(&self, view: &View) -> Result<(), String>;
+    /// This member is out of view `view` (or cannot run it): it fences, and the node stops.
+    fn fence(&self, view: u64, why: String);
+}
+
+/// The view as a node knows it, in its [`NodeStatus`](super::NodeStatus).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ViewStatus {
+    /// The current (last installed) view's number.
+    pub number: u64,
+    /// Its members.
+    pub members: BTreeSet<ProcessId>,
+    /// The change to the next view, if one is committed and waits for its reports.
+    pub pending: Option<Pending>,
+    /// The view log's leader, as far as this member knows.
+    pub leader: Option<ProcessId>,
+}
+
+type Answer = oneshot::Sender<ViewRpcReply>;
+
+/// What the transport, the node and the view task share: the requests waiting for their
+/// answers, and since when each link has been down.
+#[derive(Debug, Default)]
+pub(super) struct ViewLinks {
+    next: AtomicU64,
+    waiting: Mutex<HashMap<u64, (ProcessId, Answer)>>,
+    down: Mutex<BTreeMap<ProcessId, Instant>>,
+}
+
+impl ViewLinks {
+    fn register(&self, to: ProcessId, answer: Answer) -> u64 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        lock(&self.waiting).insert(id, (to, answer));
+        id
+    }
+
+    fn forget(&self, id: u64) {
+        lock(&self.waiting).remove(&id);
+    }
+
+    /// An answer from `from` to request `id`; `false` when no request of that number went
+    /// to `from` (a late answer, or one in another member's name), and it is dropped.
+    pub(super) fn answer(&self, from: ProcessId, id: u64, reply: ViewRpcReply) -> bool {
+        let mut waiting = lock(&self.waiting);
+        match waiting.get(&id) {
+            Some((to, _)) if *to == from => {
+                let (_, answer) = waiting.remove(&id).expect("present");
+                let _ = answer.send(reply);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The link to `p` went down (unreachable or lost); a link already down keeps its time.
+    pub(super) fn down(&self, p: ProcessId) {
+        lock(&self.down).entry(p).or_insert_with(Instant::now);
+    }
+
+    /// The link to `p` is up again.
+    pub(super) fn up(&self, p: ProcessId) {
+        lock(&self.down).remove(&p);
+    }
+
+    fn is_down(&self, p: ProcessId) -> bool {
+        lock(&self.down).contains_key(&p)
+    }
+
+    fn down_for(&self, at_least: Duration) -> Vec<ProcessId> {
+        lock(&self.down)
+            .iter()
+            .filter(|(_, since)| since.elapsed() >= at_least)
+            .map(|(p, _)| *p)
+            .collect()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Encodes a view frame, refusing one that would not fit a link's frame.
+pub(super) fn encode(frame: &ViewFrame) -> Result<Vec<u8>, String> {
+    let bytes = postcard::to_allocvec(frame).map_err(|e| format!("does not encode: {e}"))?;
+    if bytes.len() > MAX_VIEW_FRAME {
+        return Err(format!(
+            "{} bytes encoded, more than a view frame carries ({MAX_VIEW_FRAME})",
+            bytes.len()
+        ));
+    }
+    Ok(bytes)
+}
+
+/// The view log's transport over a node's links: a request goes out as a [`Wire::View`]
+/// frame and its answer comes back on the same link. A member whose link is down is
+/// unreachable at once (Raft backs off), and a request unanswered in time is unreachable too.
+pub struct LinkTransport<M> {
+    net: NetSender<Wire<M>>,
+    links: Arc<ViewLinks>,
+    config: ViewConfig,
+}
+
+impl<M> LinkTransport<M> {
+    pub(super) fn new(net: NetSender<Wire<M>>, links: Arc<ViewLinks>, config: ViewConfig) -> Self {
+        LinkTransport { net, links, config }
+    }
+}
+
+impl<M: Send + 'static> ViewTransport for LinkTransport<M> {
+    fn rpc(
+        &self,
+        to: ProcessId,
+        req: ViewRpc,
+    ) -> impl Future<Output = Result<ViewRpcReply, Unreachable>> + Send {
+        // a forwarded write waits at the leader for its commit; Raft's own requests are
+        // answered at once by a live member
+        let wait = match req {
+            ViewRpc::Write(_) => self.config.write_timeout,
+            _ => self.config.election_min,
+        };
+        async move {
+            let unreachable = |reason: String| Unreachable { member: to, reason };
+            if self.links.is_down(to) {
+                return Err(unreachable("its link is down".into()));
+            }
+            let (tx, rx) = oneshot::channel();
+            let id = self.links.register(to, tx);
+            let sent = encode(&ViewFrame::Request { id, rpc: req }).and_then(|bytes| {
+                self.net
+                    .send(to, Wire::View(bytes))
+                    .map_err(|e| e.to_string())
+            });
+            if let Err(e) = sent {
+                self.links.forget(id);
+                return Err(unreachable(e));
+            }
+            match tokio::time::timeout(wait, rx).await {
+                Ok(Ok(reply)) => Ok(reply),
+                Ok(Err(_)) => Err(unreachable("the node stopped".into())),
+                Err(_) => {
+                    self.links.forget(id);
+                    Err(unreachable(format!("no answer within {wait:?}")))
+                }
+            }
+        }
+    }
+}
+
+/// The node's view state: the shared link state, its group once started, and the view its
+/// object runs in.
+pub(super) struct NodeViews<M: Send + 'static> {
+    pub(super) links: Arc<ViewLinks>,
+    pub(super) group: Arc<OnceLock<ViewGroup<LinkTransport<M>>>>,
+    /// The number of the view the object runs in.
+    pub(super) number: u64,
+    /// Its members in the view's numbering: process `i` of the object is `members[i]`.
+    pub(super) members: Vec<ProcessId>,
+    /// The change the object is frozen for (the next view's number).
+    pub(super) frozen: Option<u64>,
+    /// A deficit view: exits wait for a view that restores the bounds.
+    pub(super) gate_exits: bool,
+    /// Messages of a later view than the object's, from their sender, kept until it installs.
+    pub(super) ahead: Vec<(ProcessId, u64, M)>,
+}
+
+impl<M: Send + 'static> NodeViews<M> {
+    pub(super) fn new(initial: &View) -> Self {
+        NodeViews {
+            links: Arc::default(),
+            group: Arc::new(OnceLock::new()),
+            number: initial.number,
+            members: initial.members.keys().copied().collect(),
+            frozen: None,
+            gate_exits: false,
+            ahead: Vec::new(),
+        }
+    }
+
+    /// The view's numbering of cluster member `p`.
+    pub(super) fn dense(&self, p: ProcessId) -> Option<ProcessId> {
+        self.members.binary_search(&p).ok().map(ProcessId::from)
+    }
+
+    /// The cluster id of the view's process `d`.
+    pub(super) fn cluster(&self, d: ProcessId) -> ProcessId {
+        self.members.get(d.index()).copied().unwrap_or(d)
+    }
+}
+
+impl<M: Send + 'static> NodeViews<M> {
+    /// A view frame `bytes` from `from`: an answer completes its request; a request goes to
+    /// the group, and its answer back to `from`, on a task of its own (the node's lock is
+    /// not held while Raft works).
+    pub(super) fn on_frame(
+        &self,
+        from: ProcessId,
+        bytes: &[u8],
+        net: &NetSender<Wire<M>>,
+    ) -> Result<(), String> {
+        match postcard::from_bytes::<ViewFrame>(bytes) {
+            Err(e) => Err(format!("a view frame that does not decode: {e}")),
+            Ok(ViewFrame::Reply { id, reply }) => match self.links.answer(from, id, reply) {
+                true => Ok(()),
+                false => Err(format!("an answer to no request of ours to it ({id})")),
+            },
+            Ok(ViewFrame::Request { id, rpc }) => {
+                // a group not started yet leaves the request unanswered: Raft asks again
+                if let Some(group) = self.group.get() {
+                    let group = group.clone();
+                    let net = net.clone();
+                    tokio::spawn(async move {
+                        let reply = group.handle_rpc(from, rpc).await;
+                        if let Ok(bytes) = encode(&ViewFrame::Reply { id, reply }) {
+                            let _ = net.send(from, Wire::View(bytes));
+                        }
+                    });
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// How often the view task looks at the log's state and the links.
+const TICK: Duration = Duration::from_millis(50);
+
+/// The view task of member `id`: starts its group, publishes the view whenever it changes
+/// (`publish(None)` each tick otherwise; `false` from it means the node stopped, and the
+/// group is shut down), installs each view the log installs (or fences when left out),
+/// freezes and reports when a change is committed (again after the write timeout while the
+/// report is not in the log), and proposes to evict the members whose link has been down for
+/// `evict_after` (again after `evict_after` or the write timeout, the longer, while the
+/// member is still in the view and no committed change removes it).
+pub(super) async fn run<M: Send + 'static>(
+    id: ProcessId,
+    options: ViewOptions,
+    transport: LinkTransport<M>,
+    cell: Arc<OnceLock<ViewGroup<LinkTransport<M>>>>,
+    links: Arc<ViewLinks>,
+    log: Logger,
+    core: Box<dyn ViewCore>,
+) {
+    let mut installed = options.initial.number;
+    let mut reported: Option<(u64, Instant)> = None;
+    let group = match ViewGroup::start(id, options.initial, transport, options.config).await {
+        Ok(g) => g,
+        Err(e) => {
+            log(
+                id,
+                &LogEvent::View(format!("the view log did not start: {e}")),
+            );
+            return;
+        }
+    };
+    let _ = cell.set(group.clone());
+    // the last proposal to evict each member: another waits as long again
+    let mut proposed: BTreeMap<ProcessId, Instant> = BTreeMap::new();
+    let again = options.evict_after.max(options.config.write_timeout);
+    let mut last: Option<ViewStatus> = None;
+    loop {
+        let state = group.state();
+        let now = ViewStatus {
+            number: state.view.number,
+            members: state.view.members.keys().copied().collect(),
+            pending: state.pending.clone(),
+            leader: group.leader(),
+        };
+        let changed = last.as_ref() != Some(&now);
+        if !core.publish(changed.then(|| now.clone())) {
+            group.shutdown().await;
+            return;
+        }
+        if state.view.number > installed {
+            let outcome = match state.view.members.contains_key(&id) {
+                false => Err(format!(
+                    "evicted: not a member of view {}",
+                    state.view.number
+                )),
+                true => core.install(&state.view),
+            };
+            if let Err(why) = outcome {
+                log(id, &LogEvent::View(format!("fenced: {why}")));
+                core.fence(state.view.number, why);
+                group.shutdown().await;
+                return;
+            }
+            installed = state.view.number;
+        }
+        if let Some(p) = state
+            .pending
+            .as_ref()
+            .filter(|p| !p.reports.contains_key(&id))
+        {
+            let due = reported.is_none_or(|(next, at)| {
+                next != p.next || at.elapsed() >= options.config.write_timeout
+            });
+            if due {
+                if let Some(stable) = core.freeze(p.next) {
+                    reported = Some((p.next, Instant::now()));
+                    let (group, log, next) = (group.clone(), log.clone(), p.next);
+                    tokio::spawn(async move {
+                        if let Err(e) = group.report(next, stable, 0).await {
+                            log(id, &LogEvent::View(format!("report for view {next}: {e}")));
+                        }
+                    });
+                }
+            }
+        }
+        if changed {
+            if last.as_ref().map(|l| l.number) != Some(now.number) {
+                log(
+                    id,
+                    &LogEvent::View(format!(
+                        "view {} installed: members {}",
+                        now.number,
+                        ids(&now.members)
+                    )),
+                );
+            }
+            last = Some(now);
+        }
+        for p in links.down_for(options.evict_after) {
+            let removed = state.pending.as_ref().is_some_and(|x| x.change.removes(p));
+            if p == id || !state.view.members.contains_key(&p) || removed {
+                continue;
+            }
+            if proposed.get(&p).is_some_and(|at| at.elapsed() < again) {
+                continue;
+            }
+            proposed.insert(p, Instant::now());
+            let (group, log) = (group.clone(), log.clone());
+            tokio::spawn(async move {
+                let outcome = group.propose(Proposal::Evict(p)).await;
+                let what = match outcome {
+                    Ok(applied) => format!("proposed to evict {p} (unreachable): {applied:?}"),
+                    Err(e) => format!("proposing to evict {p} (unreachable) failed: {e}"),
+                };
+                log(id, &LogEvent::View(what));
+            });
+        }
+        tokio::time::sleep(TICK).await;
+    }
+}
+
+fn ids(members: &BTreeSet<ProcessId>) -> String {
+    members
+        .iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}

@@ -1,0 +1,430 @@
+//! The view log run by nodes over their real links (127.0.0.1 sockets, the Noise channel):
+//! the members agree on view 0 and a leader, the object's messages flow beside the log's,
+//! and when a member's node dies (here: in the CS, holding its permissions, or out of it)
+//! the others evict it after `evict_after` of its links being down, freeze, report, install
+//! view 1 without it, and complete their pairs there, under a monitor that every node's
+//! observer reports to synchronously (a dead member holds no slot). The dead member is a
+//! node shut down in the test's process: its sockets close as a killed process's do; the
+//! case of a member that is only paused needs the leases, not built yet.
+#![cfg(feature = "net")]
+
+mod ports;
+
+use lkcs::net::view::{View, ViewConfig};
+use lkcs::net::{
+    rebuild_from, Identity, LogEvent, Logger, MemberAddress, Net, NetConfig, NetError, Node,
+    NodeError, NodeHandle, Observer, SecretKey, Timing, Trust, ViewOptions, ViewStatus,
+};
+use lkcs::{
+    Algorithm, CsObject, CsState, Instance, ProcessId, SystemSpec, SystemVisitor, Topology, Variant,
+};
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// A whole test's hang guard.
+const GUARD: Duration = Duration::from_secs(120);
+/// How long one awaited condition may take: far beyond an election, a peer timeout, the
+/// eviction delay and a few round trips.
+const WAIT: Duration = Duration::from_secs(40);
+
+fn key(id: u32) -> SecretKey {
+    let mut bytes = [0x3c; 32];
+    bytes[8..12].copy_from_slice(&id.to_le_bytes());
+    SecretKey::from_bytes(bytes)
+}
+
+fn trust(n: u32) -> Trust {
+    (0..n).map(|i| (ProcessId(i), key(i).public())).collect()
+}
+
+fn timing() -> Timing {
+    Timing {
+        heartbeat: Duration::from_millis(50),
+        peer_timeout: Duration::from_millis(400),
+        backoff_min: Duration::from_millis(5),
+        backoff_max: Duration::from_millis(80),
+        ..Timing::default()
+    }
+}
+
+/// The log events of every member, kept for the assertions.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<(ProcessId, String)>>>);
+
+impl Logs {
+    fn logger(&self) -> Logger {
+        let logs = self.0.clone();
+        Arc::new(move |me, e: &LogEvent| {
+            eprintln!("lkcs-net {me}: {e}");
+            logs.lock().unwrap().push((me, e.to_string()));
+        })
+    }
+}
+
+fn spec(algorithm: Algorithm, topology: Topology, k: Option<usize>) -> SystemSpec {
+    SystemSpec {
+        algorithm,
+        topology,
+        l: None,
+        k,
+        bounds: None,
+        initial: None,
+        variant: Variant::Corrected,
+        leader: None,
+        coterie: None,
+        mx: None,
+        maxreq: None,
+        migrate_after: None,
+    }
+}
+
+async fn bind() -> TcpListener {
+    let l = ports::listener();
+    l.set_nonblocking(true).unwrap();
+    TcpListener::from_std(l).unwrap()
+}
+
+/// The members' addresses and their nets, each linked to every other member (the view log
+/// talks to all of them; the object only to its neighbours).
+async fn nets<M>(n: u32, spec_text: &str, logs: &Logs) -> Vec<Net<M>>
+where
+    M: Clone + serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    let mut listeners = Vec::new();
+    for _ in 0..n {
+        listeners.push(bind().await);
+    }
+    let addrs: Vec<SocketAddr> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
+    listeners
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let me = ProcessId(i as u32);
+            let peers: BTreeMap<ProcessId, MemberAddress> = (0..n)
+                .map(ProcessId)
+                .filter(|&p| p != me)
+                .map(|p| (p, addrs[p.index()].into()))
+                .collect();
+            let identity = Identity::new(me, key(me.0), lkcs::net::spec_hash(spec_text), 1);
+            let cfg = NetConfig {
+                timing: timing(),
+                ..NetConfig::new(identity, peers, trust(n))
+            };
+            let cfg = NetConfig {
+                log: logs.logger(),
+                ..cfg
+            };
+            Net::start(cfg, l).unwrap()
+        })
+        .collect()
+}
+
+/// View 0 of `states`' members (incarnation 0 each), started from their states.
+fn view0(states: &[CsState]) -> View {
+    let members = (0..states.len())
+        .map(|i| (ProcessId(i as u32), 0))
+        .collect();
+    let start = states
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (ProcessId(i as u32), *s))
+        .collect();
+    View::initial(members, start).unwrap()
+}
+
+fn options(initial: View, neighbours: BTreeSet<ProcessId>) -> ViewOptions {
+    ViewOptions {
+        initial,
+        config: ViewConfig::default(),
+        evict_after: Duration::from_millis(300),
+        neighbours,
+    }
+}
+
+/// The bound monitor: every node's observer reports each change of its state here, inside
+/// the handler that made it, before the handler's messages leave. A member marked dead
+/// holds no slot, and its own bound is gone. Every live member's upper bound is checked
+/// after every report.
+#[derive(Clone)]
+struct Monitor {
+    instance: Instance,
+    seen: Arc<Mutex<Seen>>,
+}
+
+struct Seen {
+    states: Vec<CsState>,
+    dead: BTreeSet<ProcessId>,
+    violations: Vec<String>,
+}
+
+impl Monitor {
+    fn new(instance: &Instance, initial: &[CsState]) -> Monitor {
+        Monitor {
+            instance: instance.clone(),
+            seen: Arc::new(Mutex::new(Seen {
+                states: initial.to_vec(),
+                dead: BTreeSet::new(),
+                violations: Vec::new(),
+            })),
+        }
+    }
+
+    fn observer(&self) -> Observer {
+        let m = self.clone();
+        Arc::new(move |p, s| {
+            let mut g = m.seen.lock().unwrap();
+            g.states[p.index()] = s;
+            let (states, dead) = (g.states.clone(), g.dead.clone());
+            // a dead member's own bound goes with it (the view's topology is the cluster's
+            // restricted to its members); the live members' bounds hold over what is left
+            for q in (0..states.len())
+                .map(ProcessId::from)
+                .filter(|q| !dead.contains(q))
+            {
+                let closed = m.instance.topology().closed(q);
+                let held = closed
+                    .iter()
+                    .filter(|r| !dead.contains(r) && states[r.index()] == CsState::InCs)
+                    .count();
+                if held > m.instance.bounds(q).k {
+                    g.violations.push(format!(
+                        "{held} of {q}'s neighbourhood in the CS after {p} moved"
+                    ));
+                }
+            }
+        })
+    }
+
+    fn dead(&self, p: ProcessId) {
+        self.seen.lock().unwrap().dead.insert(p);
+    }
+
+    fn violations(&self) -> Vec<String> {
+        self.seen.lock().unwrap().violations.clone()
+    }
+}
+
+/// Completes `pairs` entry/exit pairs (leaving the CS first if it starts there), calling
+/// again after `PeerUnreachable` (the move keeps running; the view change resolves it).
+async fn pairs(h: NodeHandle, pairs: usize) -> Result<(), NodeError> {
+    async fn reach(h: &NodeHandle, s: CsState) -> Result<(), NodeError> {
+        loop {
+            match h.reach(s).await {
+                Err(NodeError::PeerUnreachable(_)) => {
+                    tokio::time::sleep(Duration::from_millis(20)).await
+                }
+                other => return other,
+            }
+        }
+    }
+    reach(&h, CsState::OutCs).await?;
+    for _ in 0..pairs {
+        reach(&h, CsState::InCs).await?;
+        reach(&h, CsState::OutCs).await?;
+    }
+    Ok(())
+}
+
+/// Waits until every handle's view satisfies `f`; returns the views.
+async fn views_where(
+    handles: &[&NodeHandle],
+    what: &str,
+    f: impl Fn(&ViewStatus) -> bool,
+) -> Vec<ViewStatus> {
+    let mut out = Vec::new();
+    for h in handles {
+        let waited =
+            tokio::time::timeout(WAIT, h.wait_status(|s| s.view.as_ref().is_some_and(&f))).await;
+        match waited {
+            Ok(Ok(s)) => out.push(s.view.expect("checked")),
+            Ok(Err(e)) => panic!("{}: the node stopped waiting for {what}: {e}", h.id()),
+            Err(_) => panic!(
+                "{}: never saw {what}; its view: {:?}",
+                h.id(),
+                h.status().view
+            ),
+        }
+    }
+    out
+}
+
+fn ids(range: impl IntoIterator<Item = u32>) -> BTreeSet<ProcessId> {
+    range.into_iter().map(ProcessId).collect()
+}
+
+/// `spec`'s members run as view nodes; P2 dies (in the CS when `dies_in_cs`, after entering
+/// it) and the four others must install view 1 without it and complete their pairs there.
+struct CrashRun {
+    spec: SystemSpec,
+    dies_in_cs: bool,
+}
+
+impl SystemVisitor for CrashRun {
+    type Output = ();
+    fn visit<A: CsObject>(self, instance: &Instance, initial: &[CsState], procs: Vec<A>) {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (instance, initial) = (instance.clone(), initial.to_vec());
+        rt.block_on(async move {
+            tokio::time::timeout(GUARD, self.crash(instance, initial, procs)).await
+        })
+        .expect("hang guard");
+    }
+}
+
+impl CrashRun {
+    async fn crash<A: CsObject>(self, instance: Instance, initial: Vec<CsState>, procs: Vec<A>) {
+        let logs = Logs::default();
+        let monitor = Monitor::new(&instance, &initial);
+        let n = procs.len() as u32;
+        let nets = nets::<lkcs::net::Wire<A::Msg>>(n, "views crash", &logs).await;
+        let view0 = view0(&initial);
+        let mut handles = Vec::new();
+        for (obj, net) in procs.into_iter().zip(nets) {
+            let me = obj.id();
+            let neighbours = instance.topology().neighbors(me).iter().copied().collect();
+            let rebuild = rebuild_from::<A>(self.spec.clone(), instance.clone(), me);
+            let h = Node::spawn_with_views(
+                obj,
+                net,
+                options(view0.clone(), neighbours),
+                rebuild,
+                Some(monitor.observer()),
+                logs.logger(),
+            )
+            .unwrap();
+            handles.push(h);
+        }
+        let all: Vec<&NodeHandle> = handles.iter().collect();
+        let agreed = views_where(&all, "view 0 with a leader", |v| {
+            v.number == 0 && v.leader.is_some()
+        })
+        .await;
+        assert!(
+            agreed
+                .iter()
+                .all(|v| v.members == ids(0..n) && v.pending.is_none()),
+            "view 0 is every member, nothing pending: {agreed:?}"
+        );
+        // the object's messages flow beside the log's: each member completes pairs
+        let before = handles.iter().cloned().map(|h| tokio::spawn(pairs(h, 3)));
+        for p in futures::future::join_all(before).await {
+            p.expect("task")
+                .expect("every member completes its pairs in view 0");
+        }
+        let dead = ProcessId(2);
+        if self.dies_in_cs {
+            handles[2].reach(CsState::InCs).await.expect("P2 enters");
+        }
+        // P2's node dies (its task and sockets close), holding its slot if it is in the CS
+        monitor.dead(dead);
+        handles[2].shutdown();
+        let survivors: Vec<NodeHandle> =
+            handles.iter().filter(|h| h.id() != dead).cloned().collect();
+        let after = survivors.iter().cloned().map(|h| tokio::spawn(pairs(h, 5)));
+        for p in futures::future::join_all(after).await {
+            p.expect("task")
+                .expect("every survivor completes its pairs after the crash");
+        }
+        let refs: Vec<&NodeHandle> = survivors.iter().collect();
+        let views = views_where(&refs, "view 1", |v| v.number >= 1).await;
+        for v in &views {
+            assert_eq!(v.number, 1, "one view change: {v:?}");
+            assert_eq!(
+                v.members,
+                ids([0, 1, 3, 4]),
+                "view 1 is the survivors: {v:?}"
+            );
+            assert!(
+                v.pending.is_none(),
+                "nothing pending after the install: {v:?}"
+            );
+        }
+        assert_eq!(
+            monitor.violations(),
+            Vec::<String>::new(),
+            "no bound broken"
+        );
+        let log = logs.0.lock().unwrap();
+        assert!(
+            log.iter()
+                .any(|(p, e)| *p != dead && e.contains("proposed to evict P2")),
+            "a survivor logged its proposal"
+        );
+    }
+}
+
+/// LMUTEX (k = 1) on ring:5: the object talks to its two neighbours, the view log to all.
+/// P2 dies out of the CS; view 1 is the path P3-P4-P0-P1, renumbered, where the survivors
+/// complete their pairs.
+#[test]
+fn a_dead_member_is_evicted_and_a_local_quota_serves_on_in_the_next_view() {
+    let spec = spec(Algorithm::Lmutex, Topology::ring(5).unwrap(), Some(1));
+    spec.clone()
+        .build(CrashRun {
+            spec,
+            dies_in_cs: false,
+        })
+        .unwrap();
+}
+
+/// Maekawa on complete:5: P2 dies in the CS, holding the locks of its quorum; the others
+/// cannot enter until view 1 (a fresh Maekawa of four) reclaims its slot.
+#[test]
+fn a_member_dead_in_the_cs_is_evicted_and_mutual_exclusion_serves_on_in_the_next_view() {
+    let spec = spec(Algorithm::Maekawa, Topology::complete(5).unwrap(), Some(1));
+    spec.clone()
+        .build(CrashRun {
+            spec,
+            dies_in_cs: true,
+        })
+        .unwrap();
+}
+
+/// A node that runs the view log must reach every member of the initial view: a net
+/// without a link to one is refused, naming the member.
+#[test]
+fn a_view_node_without_a_link_to_a_member_is_refused() {
+    struct Run(SystemSpec);
+    impl SystemVisitor for Run {
+        type Output = ();
+        fn visit<A: CsObject>(self, instance: &Instance, initial: &[CsState], procs: Vec<A>) {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let obj = procs.into_iter().next().unwrap();
+                let listener = bind().await;
+                let other = bind().await.local_addr().unwrap();
+                // links to P1 only, of three members
+                let peers = [(ProcessId(1), other.into())].into_iter().collect();
+                let identity = Identity::new(ProcessId(0), key(0), lkcs::net::spec_hash("x"), 1);
+                let net = Net::start(NetConfig::new(identity, peers, trust(3)), listener).unwrap();
+                let refused = Node::spawn_with_views(
+                    obj,
+                    net,
+                    options(view0(initial), ids([1])),
+                    rebuild_from::<A>(self.0.clone(), instance.clone(), ProcessId(0)),
+                    None,
+                    Logs::default().logger(),
+                );
+                match refused {
+                    Err(NetError::Config(why)) => assert!(
+                        why.contains("no link to P2") && why.contains("initial view"),
+                        "names the member without a link: {why}"
+                    ),
+                    other => panic!("expected a configuration error, got {other:?}"),
+                }
+            });
+        }
+    }
+    let spec = spec(Algorithm::Maekawa, Topology::complete(3).unwrap(), Some(1));
+    spec.clone().build(Run(spec)).unwrap();
+}
