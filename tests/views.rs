@@ -20,9 +20,10 @@ use lkcs::{
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
 /// A whole test's hang guard.
 const GUARD: Duration = Duration::from_secs(120);
@@ -87,9 +88,40 @@ async fn bind() -> TcpListener {
     TcpListener::from_std(l).unwrap()
 }
 
+/// A TCP proxy to `target`; once `cut` is set it closes what it carries and drops every new
+/// connection (a member behind such proxies is cut off from the others, both ways).
+async fn proxy(target: SocketAddr, cut: Arc<AtomicBool>) -> SocketAddr {
+    let listener = bind().await;
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            if cut.load(Ordering::SeqCst) {
+                continue;
+            }
+            let cut = cut.clone();
+            tokio::spawn(async move {
+                let Ok(mut outbound) = TcpStream::connect(target).await else {
+                    return;
+                };
+                let until_cut = async {
+                    while !cut.load(Ordering::SeqCst) {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                };
+                tokio::select! {
+                    _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                    _ = until_cut => {}
+                }
+            });
+        }
+    });
+    addr
+}
+
 /// The members' addresses and their nets, each linked to every other member (the view log
-/// talks to all of them; the object only to its neighbours).
-async fn nets<M>(n: u32, spec_text: &str, logs: &Logs) -> Vec<Net<M>>
+/// talks to all of them; the object only to its neighbours). With `cut`, every link of P2
+/// goes through a proxy that the flag cuts.
+async fn nets<M>(n: u32, spec_text: &str, logs: &Logs, cut: Option<Arc<AtomicBool>>) -> Vec<Net<M>>
 where
     M: Clone + serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
@@ -98,6 +130,18 @@ where
         listeners.push(bind().await);
     }
     let addrs: Vec<SocketAddr> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
+    // the address member `me` reaches `p` at
+    let mut via: BTreeMap<(u32, u32), SocketAddr> = BTreeMap::new();
+    for me in 0..n {
+        for p in (0..n).filter(|&p| p != me) {
+            let direct = addrs[p as usize];
+            let a = match &cut {
+                Some(cut) if me == 2 || p == 2 => proxy(direct, cut.clone()).await,
+                _ => direct,
+            };
+            via.insert((me, p), a);
+        }
+    }
     listeners
         .into_iter()
         .enumerate()
@@ -106,7 +150,7 @@ where
             let peers: BTreeMap<ProcessId, MemberAddress> = (0..n)
                 .map(ProcessId)
                 .filter(|&p| p != me)
-                .map(|p| (p, addrs[p.index()].into()))
+                .map(|p| (p, via[&(me.0, p.0)].into()))
                 .collect();
             let identity = Identity::new(me, key(me.0), lkcs::net::spec_hash(spec_text), 1);
             let cfg = NetConfig {
@@ -139,8 +183,12 @@ fn options(initial: View, neighbours: BTreeSet<ProcessId>) -> ViewOptions {
     ViewOptions {
         initial,
         config: ViewConfig::default(),
-        evict_after: Duration::from_millis(300),
+        // generous against a loaded machine: a healthy member that misses its majority's
+        // answers for a whole lease fences (and the test fails)
+        evict_after: Duration::from_millis(1500),
         neighbours,
+        heartbeat: Duration::from_millis(50),
+        lease: Duration::from_millis(1000),
     }
 }
 
@@ -255,11 +303,22 @@ fn ids(range: impl IntoIterator<Item = u32>) -> BTreeSet<ProcessId> {
     range.into_iter().map(ProcessId).collect()
 }
 
-/// `spec`'s members run as view nodes; P2 dies (in the CS when `dies_in_cs`, after entering
-/// it) and the four others must install view 1 without it and complete their pairs there.
+/// What happens to P2.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    /// Its node dies out of the CS.
+    Dies,
+    /// Its node dies in the CS.
+    DiesInCs,
+    /// It is cut off from every other member while in the CS, and lives on.
+    CutOffInCs,
+}
+
+/// `spec`'s members run as view nodes; P2 meets `fault`, and the four others must install
+/// view 1 without it and complete their pairs there.
 struct CrashRun {
     spec: SystemSpec,
-    dies_in_cs: bool,
+    fault: Fault,
 }
 
 impl SystemVisitor for CrashRun {
@@ -283,7 +342,9 @@ impl CrashRun {
         let logs = Logs::default();
         let monitor = Monitor::new(&instance, &initial);
         let n = procs.len() as u32;
-        let nets = nets::<lkcs::net::Wire<A::Msg>>(n, "views crash", &logs).await;
+        let cut = Arc::new(AtomicBool::new(false));
+        let proxied = (self.fault == Fault::CutOffInCs).then(|| cut.clone());
+        let nets = nets::<lkcs::net::Wire<A::Msg>>(n, "views crash", &logs, proxied).await;
         let view0 = view0(&initial);
         let mut handles = Vec::new();
         for (obj, net) in procs.into_iter().zip(nets) {
@@ -319,12 +380,18 @@ impl CrashRun {
                 .expect("every member completes its pairs in view 0");
         }
         let dead = ProcessId(2);
-        if self.dies_in_cs {
+        if self.fault != Fault::Dies {
             handles[2].reach(CsState::InCs).await.expect("P2 enters");
         }
-        // P2's node dies (its task and sockets close), holding its slot if it is in the CS
-        monitor.dead(dead);
-        handles[2].shutdown();
+        if self.fault == Fault::CutOffInCs {
+            // P2 lives on, cut off: it must fence (give its slot up) before the others
+            // reclaim it; the monitor sees its fence as its leaving the CS
+            cut.store(true, Ordering::SeqCst);
+        } else {
+            // P2's node dies (its task and sockets close), holding its slot if in the CS
+            monitor.dead(dead);
+            handles[2].shutdown();
+        }
         let survivors: Vec<NodeHandle> =
             handles.iter().filter(|h| h.id() != dead).cloned().collect();
         let after = survivors.iter().cloned().map(|h| tokio::spawn(pairs(h, 5)));
@@ -351,6 +418,25 @@ impl CrashRun {
             Vec::<String>::new(),
             "no bound broken"
         );
+        if self.fault == Fault::CutOffInCs {
+            let h2 = &handles[2];
+            let stopped = tokio::time::timeout(WAIT, h2.wait_status(|_| false)).await;
+            assert!(
+                matches!(stopped, Ok(Err(NodeError::Stopped))),
+                "P2's node stopped when it fenced: {stopped:?}"
+            );
+            assert_eq!(
+                h2.enter().await,
+                Err(NodeError::Evicted { view: 0 }),
+                "a fenced member's later calls say it was evicted"
+            );
+            let log = logs.0.lock().unwrap();
+            assert!(
+                log.iter()
+                    .any(|(p, e)| *p == dead && e.contains("fenced: the lease ran out")),
+                "P2 logged its fence"
+            );
+        }
         let log = logs.0.lock().unwrap();
         assert!(
             log.iter()
@@ -369,7 +455,7 @@ fn a_dead_member_is_evicted_and_a_local_quota_serves_on_in_the_next_view() {
     spec.clone()
         .build(CrashRun {
             spec,
-            dies_in_cs: false,
+            fault: Fault::Dies,
         })
         .unwrap();
 }
@@ -382,7 +468,21 @@ fn a_member_dead_in_the_cs_is_evicted_and_mutual_exclusion_serves_on_in_the_next
     spec.clone()
         .build(CrashRun {
             spec,
-            dies_in_cs: true,
+            fault: Fault::DiesInCs,
+        })
+        .unwrap();
+}
+
+/// Maekawa on complete:5: P2 is cut off from every other member while in the CS, and lives
+/// on. Its lease runs out and it fences (its slot given up, its calls `Evicted`) before the
+/// four others, which evict it, reclaim the slot in view 1; the monitor checks that order.
+#[test]
+fn a_member_cut_off_in_the_cs_fences_before_the_others_reclaim_its_slot() {
+    let spec = spec(Algorithm::Maekawa, Topology::complete(5).unwrap(), Some(1));
+    spec.clone()
+        .build(CrashRun {
+            spec,
+            fault: Fault::CutOffInCs,
         })
         .unwrap();
 }

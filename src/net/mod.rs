@@ -83,8 +83,8 @@ pub use cluster::Cluster;
 pub use handshake::{HandshakeError, Trust};
 pub use link::{Net, NetEvent, NetSender};
 pub use node::{
-    rebuild_from, LinkTransport, Node, NodeError, NodeHandle, NodeStatus, Observer, Rebuild,
-    Rebuilt, ViewFrame, ViewOptions, ViewStatus, Wire, MAX_VIEW_FRAME,
+    margin_holds, rebuild_from, LinkTransport, Node, NodeError, NodeHandle, NodeStatus, Observer,
+    Rebuild, Rebuilt, ViewFrame, ViewOptions, ViewStatus, Wire, CLOCK_DRIFT, MAX_VIEW_FRAME,
 };
 
 use crate::id::ProcessId;

@@ -57,7 +57,10 @@ use std::hash::Hasher;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{oneshot, watch};
 
+mod lease;
 mod views;
+
+pub use lease::{margin_holds, CLOCK_DRIFT};
 
 pub use views::{
     rebuild_from, LinkTransport, Rebuild, Rebuilt, ViewFrame, ViewOptions, ViewStatus,
@@ -550,6 +553,7 @@ impl<A: CsObject> Node<A> {
                 "the initial view's members must be P0..Pn, the object's numbering".into(),
             ));
         }
+        views.check().map_err(super::NetError::Config)?;
         let neighbours = views.neighbours.clone();
         let missing = |p: &ProcessId| *p != id && !links.contains(p);
         if let Some(p) = views.initial.members.keys().find(|p| missing(p)) {
@@ -589,7 +593,9 @@ impl<A: CsObject> Node<A> {
                 net.id()
             )));
         }
-        let node_views = views.as_ref().map(|(o, _)| NodeViews::new(&o.initial));
+        let node_views = views
+            .as_ref()
+            .map(|(o, _)| NodeViews::new(&o.initial, o.lease));
         let (published, state) = watch::channel((obj.state(), obj.pending()));
         let (status_tx, status) = watch::channel(NodeStatus::default());
         let core = Core {
@@ -628,12 +634,13 @@ impl<A: CsObject> Node<A> {
             let v = guard.views.as_ref().expect("made with the options");
             let transport = LinkTransport::new(guard.net.clone(), v.links.clone(), options.config);
             let (cell, links, log) = (v.group.clone(), v.links.clone(), guard.log.clone());
+            let lease = v.lease.clone();
             drop(guard);
             let handle = Box::new(CoreRef {
                 shared: Arc::downgrade(&core),
                 rebuild,
             });
-            views::run(id, options, transport, cell, links, log, handle)
+            views::run(id, options, transport, cell, links, lease, log, handle)
         });
         // made before the task runs: a task dropped before its first poll stops the core too
         let stop = StopOnDrop(core.clone());
@@ -867,9 +874,25 @@ impl<A: CsObject> Core<A> {
         }
     }
 
-    /// Out of view `view`: the waiting call gets [`NodeError::Evicted`], and the node stops.
+    fn lease_expired(&self) -> bool {
+        self.views
+            .as_ref()
+            .is_some_and(|v| views::lock(&v.lease).expired(std::time::Instant::now()))
+    }
+
+    /// Out of view `view` (or its lease ran out): the slot is given up (the observer sees the
+    /// member leave the CS, if it showed it in), the waiting call gets
+    /// [`NodeError::Evicted`], and the node stops.
     fn fence(&mut self, view: u64) {
+        if self.stopped {
+            return;
+        }
         self.evicted = Some(view);
+        if self.published.borrow().0 == CsState::InCs {
+            if let Some(o) = &self.observer {
+                o(self.me, CsState::OutCs);
+            }
+        }
         if let Some((_, reply)) = self.waiting.take() {
             let _ = reply.send(Err(NodeError::Evicted { view }));
         }
@@ -943,6 +966,16 @@ impl<A: CsObject> Core<A> {
         loop {
             let state = self.obj.state();
             let was = *self.published.borrow();
+            if state == CsState::InCs && was.0 == CsState::OutCs && self.lease_expired() {
+                // an entry completed past the lease (a grant delayed, the member paused): it
+                // fences instead, and the entry never shows
+                let view = self.views.as_ref().map_or(0, |v| v.number);
+                self.log(LogEvent::View(format!(
+                    "fenced: an entry completed after the lease ran out (view {view})"
+                )));
+                self.fence(view);
+                return;
+            }
             if state != was.0 {
                 if let Some(o) = &self.observer {
                     o(self.me, state);

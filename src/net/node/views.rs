@@ -18,6 +18,7 @@
 //! a member that is only paused or cut off (until then an eviction assumes the member
 //! crashed), the repair view that lifts a deficit view's exit gate, rejoin and fencing tokens.
 
+use super::lease::{margin_holds, Lease, CLOCK_DRIFT};
 use super::Wire;
 use crate::catalog::{SystemSpec, SystemVisitor};
 use crate::config::Instance;
@@ -58,6 +59,17 @@ pub enum ViewFrame {
         /// The answer.
         reply: ViewRpcReply,
     },
+    /// The sender's lease beat `n`: the receiver answers it unless a committed change
+    /// removes the sender.
+    Beat {
+        /// The beat's number.
+        n: u64,
+    },
+    /// The answer to the receiver's beat `n`.
+    BeatAck {
+        /// The beat's number.
+        n: u64,
+    },
 }
 
 /// The largest encoded [`ViewFrame`] a node sends: it must fit one link frame with the
@@ -79,6 +91,51 @@ pub struct ViewOptions {
     /// The member's neighbours in the cluster's topology (cluster ids): the members its
     /// object talks to. The view log talks to every member.
     pub neighbours: BTreeSet<ProcessId>,
+    /// How often the member sends its lease beat to every member of its view.
+    pub heartbeat: Duration,
+    /// How long the member may act on its slot after a majority of its view last answered
+    /// a beat (from that beat's sending). When it runs out the member fences. It must keep
+    /// the margin `lease·(1+ρ) < evict_after·(1−ρ)`, `ρ` = [`CLOCK_DRIFT`].
+    pub lease: Duration,
+}
+
+impl ViewOptions {
+    /// The defaults of docs/fault-tolerance.md around `initial` and `neighbours`: the view
+    /// log's default timers, a lease beat every 500 ms, a 3 s lease, eviction after 5 s.
+    pub fn new(initial: View, neighbours: BTreeSet<ProcessId>) -> ViewOptions {
+        ViewOptions {
+            initial,
+            config: ViewConfig::default(),
+            evict_after: Duration::from_secs(5),
+            neighbours,
+            heartbeat: Duration::from_millis(500),
+            lease: Duration::from_secs(3),
+        }
+    }
+
+    /// Refuses timers that cannot work, naming them: a zero beat, a lease not longer than
+    /// the beat, or a lease without its margin below `evict_after`.
+    pub fn check(&self) -> Result<(), String> {
+        if self.heartbeat.is_zero() {
+            return Err("views: the lease heartbeat must be positive".into());
+        }
+        if self.lease <= self.heartbeat {
+            return Err(format!(
+                "views: the lease ({:?}) must be longer than its heartbeat ({:?})",
+                self.lease, self.heartbeat
+            ));
+        }
+        if !margin_holds(self.lease, self.evict_after) {
+            return Err(format!(
+                "views: the lease ({:?}) must stay below evict_after ({:?}) with the clock drift's margin: lease·{} < evict_after·{}",
+                self.lease,
+                self.evict_after,
+                1.0 + CLOCK_DRIFT,
+                1.0 - CLOCK_DRIFT
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// A member's object for a view: what [`Rebuild`] gives.
@@ -226,7 +283,7 @@ impl ViewLinks {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -312,11 +369,14 @@ pub(super) struct NodeViews<M: Send + 'static> {
     pub(super) gate_exits: bool,
     /// Messages of a later view than the object's, from their sender, kept until it installs.
     pub(super) ahead: Vec<(ProcessId, u64, M)>,
+    /// The member's lease.
+    pub(super) lease: Arc<Mutex<Lease>>,
 }
 
 impl<M: Send + 'static> NodeViews<M> {
-    pub(super) fn new(initial: &View) -> Self {
+    pub(super) fn new(initial: &View, lease: Duration) -> Self {
         NodeViews {
+            lease: Arc::new(Mutex::new(Lease::new(Instant::now(), lease))),
             links: Arc::default(),
             group: Arc::new(OnceLock::new()),
             number: initial.number,
@@ -354,6 +414,23 @@ impl<M: Send + 'static> NodeViews<M> {
                 true => Ok(()),
                 false => Err(format!("an answer to no request of ours to it ({id})")),
             },
+            Ok(ViewFrame::Beat { n }) => {
+                // only a member of this member's view gets an answer
+                let member = self.dense(from).is_some();
+                if member && lock(&self.lease).answer(from, Instant::now()) {
+                    let bytes = encode(&ViewFrame::BeatAck { n })?;
+                    net.send(from, Wire::View(bytes))
+                        .map_err(|e| e.to_string())?;
+                }
+                Ok(())
+            }
+            Ok(ViewFrame::BeatAck { n }) => {
+                if self.dense(from).is_some() {
+                    let majority = self.members.len() / 2 + 1;
+                    lock(&self.lease).acked(from, n, majority);
+                }
+                Ok(())
+            }
             Ok(ViewFrame::Request { id, rpc }) => {
                 // a group not started yet leaves the request unanswered: Raft asks again
                 if let Some(group) = self.group.get() {
@@ -372,8 +449,8 @@ impl<M: Send + 'static> NodeViews<M> {
     }
 }
 
-/// How often the view task looks at the log's state and the links.
-const TICK: Duration = Duration::from_millis(50);
+/// How often the view task looks at the log's state, the links and the lease.
+const TICK: Duration = Duration::from_millis(20);
 
 /// The view task of member `id`: starts its group, publishes the view whenever it changes
 /// (`publish(None)` each tick otherwise; `false` from it means the node stopped, and the
@@ -382,15 +459,19 @@ const TICK: Duration = Duration::from_millis(50);
 /// report is not in the log), and proposes to evict the members whose link has been down for
 /// `evict_after` (again after `evict_after` or the write timeout, the longer, while the
 /// member is still in the view and no committed change removes it).
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn run<M: Send + 'static>(
     id: ProcessId,
     options: ViewOptions,
     transport: LinkTransport<M>,
     cell: Arc<OnceLock<ViewGroup<LinkTransport<M>>>>,
     links: Arc<ViewLinks>,
+    lease: Arc<Mutex<Lease>>,
     log: Logger,
     core: Box<dyn ViewCore>,
 ) {
+    let net = transport.net.clone();
+    let mut last_beat: Option<Instant> = None;
     let mut installed = options.initial.number;
     let mut reported: Option<(u64, Instant)> = None;
     let group = match ViewGroup::start(id, options.initial, transport, options.config).await {
@@ -421,6 +502,26 @@ pub(super) async fn run<M: Send + 'static>(
             group.shutdown().await;
             return;
         }
+        if lock(&lease).expired(Instant::now()) {
+            let why = format!(
+                "the lease ran out: no majority of view {} answered a beat for {:?}",
+                installed, options.lease
+            );
+            log(id, &LogEvent::View(format!("fenced: {why}")));
+            core.fence(installed, why);
+            group.shutdown().await;
+            return;
+        }
+        if last_beat.is_none_or(|at| at.elapsed() >= options.heartbeat) {
+            let now = Instant::now();
+            last_beat = Some(now);
+            let n = lock(&lease).beat(now);
+            if let Ok(bytes) = encode(&ViewFrame::Beat { n }) {
+                for &p in state.view.members.keys().filter(|p| **p != id) {
+                    let _ = net.send(p, Wire::View(bytes.clone()));
+                }
+            }
+        }
         if state.view.number > installed {
             let outcome = match state.view.members.contains_key(&id) {
                 false => Err(format!(
@@ -445,11 +546,26 @@ pub(super) async fn run<M: Send + 'static>(
             let due = reported.is_none_or(|(next, at)| {
                 next != p.next || at.elapsed() >= options.config.write_timeout
             });
+            // a report is a promise not to renew the removed members' leases
+            let removed: Vec<ProcessId> = state
+                .view
+                .members
+                .keys()
+                .copied()
+                .filter(|m| p.change.removes(*m))
+                .collect();
+            for &m in &removed {
+                lock(&lease).refuse(m);
+            }
             if due {
                 if let Some(stable) = core.freeze(p.next) {
                     reported = Some((p.next, Instant::now()));
+                    // ... and waits until they have fenced: evict_after since the last answer
+                    let wait =
+                        lock(&lease).report_wait(removed, options.evict_after, Instant::now());
                     let (group, log, next) = (group.clone(), log.clone(), p.next);
                     tokio::spawn(async move {
+                        tokio::time::sleep(wait).await;
                         if let Err(e) = group.report(next, stable, 0).await {
                             log(id, &LogEvent::View(format!("report for view {next}: {e}")));
                         }
