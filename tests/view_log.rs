@@ -304,8 +304,9 @@ async fn five_members_a_second_crash_extends_the_change() {
                 .is_some_and(|x| x.change.evict == ids(&[3, 4]))
         })
         .await;
-        // 0's report, made before the extension, still counts
-        assert_eq!(s.awaiting(), ids(&[1, 2]));
+        // the extension cleared 0's report: 0 reports again (its state is frozen)
+        assert_eq!(s.awaiting(), ids(&[0, 1, 2]));
+        c.g(0).report(1, InCs, 0).await.expect("0 reports again");
         c.g(1).report(1, OutCs, 0).await.expect("1 reports");
         c.g(2).report(1, InCs, 0).await.expect("2 reports");
         let expected = View {

@@ -4,8 +4,9 @@
 //! the others evict it after `evict_after` of its links being down, freeze, report, install
 //! view 1 without it, and complete their pairs there, under a monitor that every node's
 //! observer reports to synchronously (a dead member holds no slot). The dead member is a
-//! node shut down in the test's process: its sockets close as a killed process's do; the
-//! case of a member that is only paused needs the leases, not built yet.
+//! node shut down in the test's process: its sockets close as a killed process's do. A
+//! member cut off by proxies while it holds the slot, and alive, must fence when its lease
+//! runs out, before the others reclaim the slot.
 #![cfg(feature = "net")]
 
 mod ports;

@@ -40,9 +40,19 @@
 //! and the node translates ids at its links), the messages of the new view that came early
 //! are handled, and a waiting call starts its move again: the application sees a longer
 //! wait. A member the new view leaves out fences: its calls return [`NodeError::Evicted`].
-//! In a view that lowered a lower bound (a deficit view) exits wait. Evicting on silence is
-//! safe for a member that crashed; for one that is only paused or cut off, the leases of
-//! docs/fault-tolerance.md are needed, and are not built yet.
+//! In a view that lowered a lower bound (a deficit view) exits wait.
+//!
+//! Evicting on silence is safe for a member that is only paused or cut off, not only for one
+//! that crashed, because of **leases**: a member beats every member of its view each
+//! [`ViewOptions::heartbeat`]; once a majority answered a beat, it may act on its slot until
+//! [`ViewOptions::lease`] after that beat went out, and it fences when that runs out (on a
+//! timer, and whenever an entry completes). A member stops answering the beats of a member a
+//! committed change removes, and reports only once [`ViewOptions::evict_after`] has passed
+//! since it last answered it; reports name the change's round, so a change that grows needs
+//! fresh ones. With `lease·(1+ρ)` below `evict_after·(1−ρ)` ([`ViewOptions::check`]), a
+//! removed member has fenced before the view that gives its slot away installs. A node that
+//! hears from no majority within `lease` of its start fences too: start a cluster's members
+//! within that time.
 
 use super::link::{Net, NetEvent, NetSender};
 use super::{LogEvent, Logger};
@@ -101,6 +111,9 @@ pub struct Tally {
     /// The chained hash of their encodings.
     pub hash: u64,
 }
+
+/// At most this many messages of the next view are kept until it installs.
+const MAX_AHEAD: usize = 1 << 16;
 
 /// At most this many network events are handled in a row (each under the lock on its own)
 /// before the node task looks whether the node stopped.
@@ -824,7 +837,18 @@ impl<A: CsObject> Core<A> {
             return;
         };
         if view > v.number {
-            v.ahead.push((from, view, msg));
+            // a member installs one view at a time, and reports for the next only after it
+            // installed this one: a message two views ahead, or beyond the bound, cannot be
+            // needed
+            if view == v.number + 1 && v.ahead.len() < MAX_AHEAD {
+                v.ahead.push((from, view, msg));
+            } else {
+                let at = v.number;
+                self.log(LogEvent::Dropped {
+                    peer: from,
+                    reason: format!("a message of view {view}, this member is at {at}"),
+                });
+            }
             return;
         }
         if view < v.number || v.frozen.is_some() {
@@ -856,6 +880,7 @@ impl<A: CsObject> Core<A> {
     fn install(&mut self, number: u64, rebuilt: Rebuilt<A>) {
         let Some(v) = &mut self.views else { return };
         v.number = number;
+        views::lock(&v.lease).installed(&rebuilt.members);
         v.members = rebuilt.members;
         v.frozen = None;
         v.gate_exits = rebuilt.deficit;
@@ -893,6 +918,8 @@ impl<A: CsObject> Core<A> {
                 o(self.me, CsState::OutCs);
             }
         }
+        // the slot is given up: the handle shows the member out
+        self.published.send_replace((CsState::OutCs, None));
         if let Some((_, reply)) = self.waiting.take() {
             let _ = reply.send(Err(NodeError::Evicted { view }));
         }
@@ -916,19 +943,19 @@ impl<A: CsObject> Core<A> {
             Sequence::Entry => CsState::InCs,
             Sequence::Exit => CsState::OutCs,
         };
-        if self.held(seq) {
-            // it starts (or waits again) when the next view installs
-            if let Some((_, older)) = self.waiting.take() {
-                let _ = older.send(Err(NodeError::Call(CallError::Busy)));
-            }
-            self.waiting = Some((seq, reply));
-            return;
-        }
         if self.unclaimed.take() == Some(seq)
             && self.obj.state() == target
             && self.obj.pending().is_none()
         {
             let _ = reply.send(Ok(()));
+            return;
+        }
+        if self.held(seq) && self.obj.state() != target {
+            // it starts (or waits again) when the next view installs
+            if let Some((_, older)) = self.waiting.take() {
+                let _ = older.send(Err(NodeError::Call(CallError::Busy)));
+            }
+            self.waiting = Some((seq, reply));
             return;
         }
         if self.obj.pending() == Some(seq) {

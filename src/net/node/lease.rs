@@ -100,6 +100,14 @@ impl Lease {
         true
     }
 
+    /// A view installed with `members`: beats sent so far are forgotten (their answers came
+    /// from the old view, whose majority is not the new one's), and the members of the new
+    /// view are answered again (one that a change named but that reported in time is kept).
+    pub(super) fn installed(&mut self, members: &[ProcessId]) {
+        self.sent.clear();
+        self.refused.retain(|p| !members.contains(p));
+    }
+
     /// Stops answering `p`'s beats (a committed change removes it).
     pub(super) fn refuse(&mut self, p: ProcessId) {
         self.refused.insert(p);

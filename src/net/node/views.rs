@@ -14,9 +14,10 @@
 //!   the view leaves out **fences** (its waiting call gets [`NodeError::Evicted`](super::NodeError::Evicted)
 //!   and the node stops). In a deficit view (a lower bound lowered) exits wait.
 //!
-//! Not here yet (docs/fault-tolerance.md, "Status"): the leases that make an eviction safe for
-//! a member that is only paused or cut off (until then an eviction assumes the member
-//! crashed), the repair view that lifts a deficit view's exit gate, rejoin and fencing tokens.
+//! The leases that make an eviction safe for a member that is only paused or cut off are in
+//! `lease.rs`, driven from here (see the node module's doc). Not here yet
+//! (docs/fault-tolerance.md, "Status"): the repair view that lifts a deficit view's exit
+//! gate, rejoin and fencing tokens.
 
 use super::lease::{margin_holds, Lease, CLOCK_DRIFT};
 use super::Wire;
@@ -114,7 +115,9 @@ impl ViewOptions {
     }
 
     /// Refuses timers that cannot work, naming them: a zero beat, a lease not longer than
-    /// the beat, or a lease without its margin below `evict_after`.
+    /// the beat, view log timers openraft refuses, or a lease without its margin below
+    /// `evict_after` (the clock drift, and two ticks of the view task, 40 ms, for noticing
+    /// the expiry).
     pub fn check(&self) -> Result<(), String> {
         if self.heartbeat.is_zero() {
             return Err("views: the lease heartbeat must be positive".into());
@@ -125,11 +128,14 @@ impl ViewOptions {
                 self.lease, self.heartbeat
             ));
         }
-        if !margin_holds(self.lease, self.evict_after) {
+        self.config.raft().map_err(|e| format!("views: {e}"))?;
+        // the lease's expiry is noticed within a tick or two of the view task
+        if !margin_holds(self.lease + 2 * TICK, self.evict_after) {
             return Err(format!(
-                "views: the lease ({:?}) must stay below evict_after ({:?}) with the clock drift's margin: lease·{} < evict_after·{}",
+                "views: the lease ({:?}) must stay below evict_after ({:?}) with the clock drift's margin and the fencing delay: (lease + {:?})·{} < evict_after·{}",
                 self.lease,
                 self.evict_after,
+                2 * TICK,
                 1.0 + CLOCK_DRIFT,
                 1.0 - CLOCK_DRIFT
             ));
@@ -333,24 +339,32 @@ impl<M: Send + 'static> ViewTransport for LinkTransport<M> {
             }
             let (tx, rx) = oneshot::channel();
             let id = self.links.register(to, tx);
+            // however this request ends (answered, timed out, or dropped by Raft), its entry
+            // goes
+            let _forget = Forget(&self.links, id);
             let sent = encode(&ViewFrame::Request { id, rpc: req }).and_then(|bytes| {
                 self.net
                     .send(to, Wire::View(bytes))
                     .map_err(|e| e.to_string())
             });
             if let Err(e) = sent {
-                self.links.forget(id);
                 return Err(unreachable(e));
             }
             match tokio::time::timeout(wait, rx).await {
                 Ok(Ok(reply)) => Ok(reply),
                 Ok(Err(_)) => Err(unreachable("the node stopped".into())),
-                Err(_) => {
-                    self.links.forget(id);
-                    Err(unreachable(format!("no answer within {wait:?}")))
-                }
+                Err(_) => Err(unreachable(format!("no answer within {wait:?}"))),
             }
         }
+    }
+}
+
+/// Forgets a request's entry when dropped.
+struct Forget<'a>(&'a ViewLinks, u64);
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.0.forget(self.1);
     }
 }
 
@@ -473,14 +487,15 @@ pub(super) async fn run<M: Send + 'static>(
     let net = transport.net.clone();
     let mut last_beat: Option<Instant> = None;
     let mut installed = options.initial.number;
-    let mut reported: Option<(u64, Instant)> = None;
+    // the last report written: for which view and round of the change, and when
+    let mut reported: Option<(u64, u64, Instant)> = None;
     let group = match ViewGroup::start(id, options.initial, transport, options.config).await {
         Ok(g) => g,
         Err(e) => {
-            log(
-                id,
-                &LogEvent::View(format!("the view log did not start: {e}")),
-            );
+            // without its log the member can neither renew its lease nor follow the views
+            let why = format!("the view log did not start: {e}");
+            log(id, &LogEvent::View(format!("fenced: {why}")));
+            core.fence(installed, why);
             return;
         }
     };
@@ -538,15 +553,9 @@ pub(super) async fn run<M: Send + 'static>(
             }
             installed = state.view.number;
         }
-        if let Some(p) = state
-            .pending
-            .as_ref()
-            .filter(|p| !p.reports.contains_key(&id))
-        {
-            let due = reported.is_none_or(|(next, at)| {
-                next != p.next || at.elapsed() >= options.config.write_timeout
-            });
-            // a report is a promise not to renew the removed members' leases
+        if let Some(p) = &state.pending {
+            // a committed change removes these members: their leases are not renewed from
+            // now on (a report is that promise)
             let removed: Vec<ProcessId> = state
                 .view
                 .members
@@ -557,16 +566,24 @@ pub(super) async fn run<M: Send + 'static>(
             for &m in &removed {
                 lock(&lease).refuse(m);
             }
+            let due = !p.reports.contains_key(&id)
+                && reported.is_none_or(|(next, round, at)| {
+                    next != p.next
+                        || round != p.round
+                        || at.elapsed() >= options.config.write_timeout
+                });
             if due {
                 if let Some(stable) = core.freeze(p.next) {
-                    reported = Some((p.next, Instant::now()));
-                    // ... and waits until they have fenced: evict_after since the last answer
+                    reported = Some((p.next, p.round, Instant::now()));
+                    // ... and it waits until they have fenced: evict_after since its last
+                    // answer to each. The report names the change's round: if the change
+                    // grows meanwhile, the log refuses it, and the member reports again
                     let wait =
                         lock(&lease).report_wait(removed, options.evict_after, Instant::now());
-                    let (group, log, next) = (group.clone(), log.clone(), p.next);
+                    let (group, log, next, round) = (group.clone(), log.clone(), p.next, p.round);
                     tokio::spawn(async move {
                         tokio::time::sleep(wait).await;
-                        if let Err(e) = group.report(next, stable, 0).await {
+                        if let Err(e) = group.report_round(next, round, stable, 0).await {
                             log(id, &LogEvent::View(format!("report for view {next}: {e}")));
                         }
                     });

@@ -560,10 +560,25 @@ impl<T: ViewTransport> ViewGroup<T> {
     }
 
     /// Reports this member's stable state (and the highest fencing token it saw) for the
-    /// pending view `view`; returns the outcome once committed and applied.
+    /// pending view `view`, at the round of the change this member last applied; returns the
+    /// outcome once committed and applied.
     pub async fn report(
         &self,
         view: u64,
+        state: CsState,
+        token: u64,
+    ) -> Result<Applied, ViewError> {
+        let round = self.state().pending.map_or(0, |p| p.round);
+        self.report_round(view, round, state, token).await
+    }
+
+    /// [`ViewGroup::report`] for round `round` of the pending change
+    /// ([`Pending::round`](super::Pending::round)): the round whose removed members this
+    /// member stopped renewing and waited out. A report of another round is refused.
+    pub async fn report_round(
+        &self,
+        view: u64,
+        round: u64,
         state: CsState,
         token: u64,
     ) -> Result<Applied, ViewError> {
@@ -573,6 +588,7 @@ impl<T: ViewTransport> ViewGroup<T> {
             incarnation: self.inner.incarnation,
             state,
             token,
+            round,
         })
         .await
     }

@@ -6,7 +6,11 @@
 //! - a [`Proposal`] when nothing is pending **opens** a change to view `v+1`
 //!   ([`Applied::Opened`]: every member of `M_v` freezes and reports);
 //! - an eviction or a leave while a change is pending **extends** it ([`Applied::Extended`]):
-//!   a change is never cancelled, only extended; a rejoin while a change is pending is
+//!   a change is never cancelled, only extended, and an extension **clears the reports**:
+//!   every member reports again, after it stopped renewing the lease of each member the
+//!   change now removes and waited out that lease (a report made for the smaller change
+//!   made no such promise about the member added, which may still hold a slot under a lease
+//!   others renew); a rejoin while a change is pending is
 //!   **refused** with [`Refusal::ChangePending`], and the proposer proposes it again once the
 //!   pending view installed (it then opens the next change);
 //! - a proposal that changes nothing (evicting or removing a member not in `M_v`, a rejoin of
@@ -134,6 +138,9 @@ pub enum Command {
         state: CsState,
         /// The highest fencing token it saw (0 until tokens are built).
         token: u64,
+        /// The round of the pending change it reports for ([`Pending::round`]): the reporter
+        /// stopped renewing the leases of that round's removed members and waited them out.
+        round: u64,
     },
 }
 
@@ -178,6 +185,10 @@ pub struct Pending {
     pub change: Change,
     /// The reports recorded so far, from members of the current view.
     pub reports: BTreeMap<ProcessId, Report>,
+    /// How many times the change was extended. A report names the round it was made for;
+    /// one of an earlier round (made before the change grew, so promising nothing about the
+    /// member added) is refused ([`Refusal::OutdatedReport`]).
+    pub round: u64,
 }
 
 /// Why a command changed nothing ([`Applied::Ignored`]).
@@ -217,6 +228,13 @@ pub enum Refusal {
     },
     /// A report while no change is pending.
     NoChangePending,
+    /// A report made for an earlier round of the pending change: the member reports again.
+    OutdatedReport {
+        /// The change's round.
+        round: u64,
+        /// The round the report was made for.
+        got: u64,
+    },
     /// A report for another view than the pending one.
     WrongView {
         /// The pending view.
@@ -262,6 +280,10 @@ impl fmt::Display for Refusal {
                 "the change would leave {remaining} members, fewer than a majority ({needed})"
             ),
             Refusal::NoChangePending => write!(f, "no change is pending"),
+            Refusal::OutdatedReport { round, got } => write!(
+                f,
+                "a report for round {got} of the pending change, which is at round {round} (it grew since): report again"
+            ),
             Refusal::WrongView { pending, got } => {
                 write!(f, "a report for view {got} while view {pending} is pending")
             }
@@ -345,7 +367,8 @@ impl ViewState {
                 incarnation,
                 state,
                 token,
-            } => self.report(view, member, incarnation, Report { state, token }),
+                round,
+            } => self.report(view, member, incarnation, round, Report { state, token }),
         }
     }
 
@@ -415,23 +438,32 @@ impl ViewState {
                     next,
                     change: change.clone(),
                     reports: BTreeMap::new(),
+                    round: 0,
                 });
                 Applied::Opened { next, change }
             }
             Some(pending) => {
                 pending.change = change.clone();
-                let next = pending.next;
-                // an extension removes a member whose report the install waited for: it may
-                // install now
-                match self.try_install() {
-                    Some(view) => Applied::Installed(view),
-                    None => Applied::Extended { next, change },
+                // the reports so far promised nothing about the member added: every member
+                // reports again (its state is frozen, so the same state)
+                pending.reports.clear();
+                pending.round += 1;
+                Applied::Extended {
+                    next: pending.next,
+                    change,
                 }
             }
         }
     }
 
-    fn report(&mut self, view: u64, member: ProcessId, incarnation: u64, r: Report) -> Applied {
+    fn report(
+        &mut self,
+        view: u64,
+        member: ProcessId,
+        incarnation: u64,
+        round: u64,
+        r: Report,
+    ) -> Applied {
         let Some(pending) = &mut self.pending else {
             return Applied::Ignored(Refusal::NoChangePending);
         };
@@ -439,6 +471,12 @@ impl ViewState {
             return Applied::Ignored(Refusal::WrongView {
                 pending: pending.next,
                 got: view,
+            });
+        }
+        if round != pending.round {
+            return Applied::Ignored(Refusal::OutdatedReport {
+                round: pending.round,
+                got: round,
             });
         }
         let in_view = self.view.members.get(&member).copied();

@@ -18,12 +18,14 @@ fn state(active: &[bool]) -> ViewState {
 }
 
 fn report(s: &mut ViewState, view: u64, i: u32, st: CsState) -> Applied {
+    let round = s.pending.as_ref().map_or(0, |x| x.round);
     s.apply(&Command::Report {
         view,
         member: p(i),
         incarnation: 10 + u64::from(i),
         state: st,
         token: 0,
+        round,
     })
 }
 
@@ -126,7 +128,22 @@ fn a_further_eviction_extends_the_pending_change() {
             }
         }
     );
-    // the report made before the extension stays valid
+    // a report made for the change before it grew is refused
+    let old = Command::Report {
+        view: 1,
+        member: p(1),
+        incarnation: 11,
+        state: OutCs,
+        token: 0,
+        round: 0,
+    };
+    assert_eq!(
+        s.apply(&old),
+        Applied::Ignored(Refusal::OutdatedReport { round: 1, got: 0 })
+    );
+    // the report made before the extension is cleared: 0 reports again
+    assert_eq!(s.awaiting(), [p(0), p(1), p(2)].into());
+    report(&mut s, 1, 0, OutCs);
     report(&mut s, 1, 1, OutCs);
     let a = report(&mut s, 1, 2, InCs);
     assert_eq!(
@@ -159,14 +176,20 @@ fn a_leave_extends_too_and_is_out_even_if_it_reported() {
 }
 
 #[test]
-fn an_extension_that_completes_the_reports_installs() {
-    // 0 and 1 reported, 2 has not: evicting 2 leaves nothing to wait for
+fn an_extension_waits_for_fresh_reports_even_when_it_removes_the_last_one_awaited() {
+    // 0, 1 and 3 reported, 2 has not: evicting 2 does not install on the old reports (they
+    // promised nothing about 2, whose lease the others may still renew)
     let mut s = state(&[false; 5]);
     s.apply(&evict(4));
     report(&mut s, 1, 0, OutCs);
     report(&mut s, 1, 1, OutCs);
     report(&mut s, 1, 3, InCs);
     let a = s.apply(&evict(2));
+    assert!(matches!(a, Applied::Extended { next: 1, .. }), "{a:?}");
+    assert_eq!(s.awaiting(), [p(0), p(1), p(3)].into());
+    report(&mut s, 1, 0, OutCs);
+    report(&mut s, 1, 1, OutCs);
+    let a = report(&mut s, 1, 3, InCs);
     assert_eq!(
         a,
         Applied::Installed(View {
@@ -354,6 +377,7 @@ fn reports_are_recorded_once_and_only_for_the_pending_view() {
         incarnation: 1,
         state: InCs,
         token: 0,
+        round: 0,
     };
     assert_eq!(
         s.apply(&stranger),
@@ -369,6 +393,7 @@ fn reports_are_recorded_once_and_only_for_the_pending_view() {
         incarnation: 3,
         state: InCs,
         token: 0,
+        round: 0,
     };
     assert_eq!(
         s.apply(&old),
@@ -391,6 +416,7 @@ fn the_highest_reported_token_is_kept() {
             incarnation: 10 + u64::from(i),
             state: OutCs,
             token,
+            round: 0,
         });
     }
     assert_eq!(s.token, 7);
@@ -422,8 +448,8 @@ fn command() -> impl Strategy<Value = Command> {
         )),
         // reports: mostly for the right view and incarnation (10 + i, or 0..3 after a
         // rejoin), some not
-        (0u64..6, id, 0u64..3, any::<bool>(), st, 0u64..100).prop_map(
-            |(view, member, i, original, state, token)| Command::Report {
+        (0u64..6, id, 0u64..3, any::<bool>(), st, 0u64..100, 0u64..3).prop_map(
+            |(view, member, i, original, state, token, round)| Command::Report {
                 view,
                 member,
                 incarnation: if original {
@@ -433,6 +459,7 @@ fn command() -> impl Strategy<Value = Command> {
                 },
                 state,
                 token,
+                round,
             }
         ),
     ]
@@ -448,12 +475,14 @@ fn aim(s: &ViewState, c: &Command) -> Command {
             incarnation,
             state,
             token,
+            round,
         } if view % 2 == 0 => Command::Report {
             view: s.pending.as_ref().map_or(view, |x| x.next),
             member,
             incarnation: s.view.members.get(&member).copied().unwrap_or(incarnation),
             state,
             token,
+            round: s.pending.as_ref().map_or(round, |x| x.round),
         },
         ref other => other.clone(),
     }
@@ -479,17 +508,14 @@ proptest! {
                     prop_assert_eq!(&a.view, v);
                     prop_assert!(v.check().is_ok());
                     let pending = before.pending.clone();
-                    // the install came from the change pending before, or from this one
-                    // (an extension that completed the reports)
-                    let mut change = pending.as_ref().map(|x| x.change.clone()).unwrap_or_default();
+                    // only a report completes a change (an extension clears the reports)
+                    let change = pending.as_ref().map(|x| x.change.clone()).unwrap_or_default();
                     let mut reports = pending.map(|x| x.reports).unwrap_or_default();
                     match c {
-                        Command::Propose(Proposal::Evict(q)) => { change.evict.insert(q); }
-                        Command::Propose(Proposal::Leave(q)) => { change.leave.insert(q); }
                         Command::Report { member, state, token, .. } => {
                             reports.insert(member, Report { state, token });
                         }
-                        Command::Propose(Proposal::Rejoin { .. }) => {}
+                        other => prop_assert!(false, "{other:?} installed"),
                     }
                     let old = &before.view.members;
                     let kept = v.members.keys().filter(|q| old.contains_key(q)).count();
