@@ -609,6 +609,10 @@ impl<A: CsObject> Node<A> {
         let node_views = views
             .as_ref()
             .map(|(o, _)| NodeViews::new(&o.initial, o.lease));
+        // what the view task gets: the state it shares with the core, the links, the log
+        let view_task_parts = node_views
+            .as_ref()
+            .map(|v| (v.shared.clone(), net.sender(), log.clone()));
         let (published, state) = watch::channel((obj.state(), obj.pending()));
         let (status_tx, status) = watch::channel(NodeStatus::default());
         let core = Core {
@@ -642,19 +646,16 @@ impl<A: CsObject> Node<A> {
             core: core.clone(),
             net,
         };
-        let views_task = views.map(|(options, rebuild)| {
-            let guard = core.lock();
-            let v = guard.views.as_ref().expect("made with the options");
-            let transport = LinkTransport::new(guard.net.clone(), v.links.clone(), options.config);
-            let (cell, links, log) = (v.group.clone(), v.links.clone(), guard.log.clone());
-            let lease = v.lease.clone();
-            drop(guard);
-            let handle = Box::new(CoreRef {
-                shared: Arc::downgrade(&core),
-                rebuild,
-            });
-            views::run(id, options, transport, cell, links, lease, log, handle)
-        });
+        let views_task =
+            views
+                .zip(view_task_parts)
+                .map(|((options, rebuild), (shared, net, log))| {
+                    let handle = Box::new(CoreRef {
+                        shared: Arc::downgrade(&core),
+                        rebuild,
+                    });
+                    views::run(id, options, shared, net, log, handle)
+                });
         // made before the task runs: a task dropped before its first poll stops the core too
         let stop = StopOnDrop(core.clone());
         let task = tokio::spawn(node.run(stop));
@@ -719,7 +720,7 @@ impl<A: CsObject> ViewCore for CoreRef<A> {
         }
     }
 
-    fn fence(&self, view: u64, _why: String) {
+    fn fence(&self, view: u64) {
         if let Some(shared) = self.shared.upgrade() {
             shared.run(|core| core.fence(view));
             shared.end_task();
@@ -788,7 +789,7 @@ impl<A: CsObject> Core<A> {
             }
             NetEvent::Unreachable(p) | NetEvent::Lost(p) => {
                 if let Some(v) = &self.views {
-                    v.links.down(p);
+                    v.shared.links.down(p);
                 }
                 // a link the view log alone uses fails no call
                 if self.peers.contains(&p) {
@@ -799,7 +800,7 @@ impl<A: CsObject> Core<A> {
             }
             NetEvent::Reachable(p) => {
                 if let Some(v) = &self.views {
-                    v.links.up(p);
+                    v.shared.links.up(p);
                 }
                 if self.unreachable.remove(&p) {
                     self.publish_status();
@@ -807,7 +808,7 @@ impl<A: CsObject> Core<A> {
             }
             NetEvent::Connected(p) => {
                 if let Some(v) = &self.views {
-                    v.links.up(p);
+                    v.shared.links.up(p);
                 }
                 if self.peers.contains(&p) {
                     self.unreachable.remove(&p);
@@ -880,7 +881,7 @@ impl<A: CsObject> Core<A> {
     fn install(&mut self, number: u64, rebuilt: Rebuilt<A>) {
         let Some(v) = &mut self.views else { return };
         v.number = number;
-        views::lock(&v.lease).installed(&rebuilt.members);
+        views::lock(&v.shared.lease).installed(&rebuilt.members);
         v.members = rebuilt.members;
         v.frozen = None;
         v.gate_exits = rebuilt.deficit;
@@ -902,7 +903,7 @@ impl<A: CsObject> Core<A> {
     fn lease_expired(&self) -> bool {
         self.views
             .as_ref()
-            .is_some_and(|v| views::lock(&v.lease).expired(std::time::Instant::now()))
+            .is_some_and(|v| views::lock(&v.shared.lease).expired(std::time::Instant::now()))
     }
 
     /// Out of view `view` (or its lease ran out): the slot is given up (the observer sees the

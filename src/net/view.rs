@@ -31,6 +31,7 @@ pub use raft::{
     Event, Unreachable, ViewConfig, ViewError, ViewGroup, ViewRpc, ViewRpcReply, ViewTransport,
     WriteRefusal,
 };
+pub(crate) use state::majority;
 pub use state::{
     Applied, Change, Command, InvalidView, Pending, Proposal, Refusal, Report, View, ViewState,
 };

@@ -28,7 +28,7 @@ use crate::id::ProcessId;
 use crate::net::frame::MAX_FRAME_LEN;
 use crate::net::link::NetSender;
 use crate::net::view::{
-    Pending, Proposal, Unreachable, View, ViewConfig, ViewGroup, ViewRpc, ViewRpcReply,
+    majority, Pending, Proposal, Unreachable, View, ViewConfig, ViewGroup, ViewRpc, ViewRpcReply,
     ViewTransport,
 };
 use crate::net::{LogEvent, Logger};
@@ -214,7 +214,7 @@ pub(super) trait ViewCore: Send + Sync {
     /// Restarts the object in `view`.
     fn install(&self, view: &View) -> Result<(), String>;
     /// This member is out of view `view` (or cannot run it): it fences, and the node stops.
-    fn fence(&self, view: u64, why: String);
+    fn fence(&self, view: u64);
 }
 
 /// The view as a node knows it, in its [`NodeStatus`](super::NodeStatus).
@@ -315,7 +315,7 @@ pub struct LinkTransport<M> {
 }
 
 impl<M> LinkTransport<M> {
-    pub(super) fn new(net: NetSender<Wire<M>>, links: Arc<ViewLinks>, config: ViewConfig) -> Self {
+    fn new(net: NetSender<Wire<M>>, links: Arc<ViewLinks>, config: ViewConfig) -> Self {
         LinkTransport { net, links, config }
     }
 }
@@ -368,11 +368,18 @@ impl Drop for Forget<'_> {
     }
 }
 
-/// The node's view state: the shared link state, its group once started, and the view its
-/// object runs in.
-pub(super) struct NodeViews<M: Send + 'static> {
+/// What the node's core and its view task share: the link state (which the transport holds
+/// too), the group once started, and the lease.
+pub(super) struct ViewShared<M: Send + 'static> {
     pub(super) links: Arc<ViewLinks>,
-    pub(super) group: Arc<OnceLock<ViewGroup<LinkTransport<M>>>>,
+    pub(super) group: OnceLock<ViewGroup<LinkTransport<M>>>,
+    pub(super) lease: Mutex<Lease>,
+}
+
+/// The node's view state: what it shares with the view task, and the view its object runs
+/// in.
+pub(super) struct NodeViews<M: Send + 'static> {
+    pub(super) shared: Arc<ViewShared<M>>,
     /// The number of the view the object runs in.
     pub(super) number: u64,
     /// Its members in the view's numbering: process `i` of the object is `members[i]`.
@@ -383,16 +390,16 @@ pub(super) struct NodeViews<M: Send + 'static> {
     pub(super) gate_exits: bool,
     /// Messages of a later view than the object's, from their sender, kept until it installs.
     pub(super) ahead: Vec<(ProcessId, u64, M)>,
-    /// The member's lease.
-    pub(super) lease: Arc<Mutex<Lease>>,
 }
 
 impl<M: Send + 'static> NodeViews<M> {
     pub(super) fn new(initial: &View, lease: Duration) -> Self {
         NodeViews {
-            lease: Arc::new(Mutex::new(Lease::new(Instant::now(), lease))),
-            links: Arc::default(),
-            group: Arc::new(OnceLock::new()),
+            shared: Arc::new(ViewShared {
+                links: Arc::default(),
+                group: OnceLock::new(),
+                lease: Mutex::new(Lease::new(Instant::now(), lease)),
+            }),
             number: initial.number,
             members: initial.members.keys().copied().collect(),
             frozen: None,
@@ -410,9 +417,7 @@ impl<M: Send + 'static> NodeViews<M> {
     pub(super) fn cluster(&self, d: ProcessId) -> ProcessId {
         self.members.get(d.index()).copied().unwrap_or(d)
     }
-}
 
-impl<M: Send + 'static> NodeViews<M> {
     /// A view frame `bytes` from `from`: an answer completes its request; a request goes to
     /// the group, and its answer back to `from`, on a task of its own (the node's lock is
     /// not held while Raft works).
@@ -424,14 +429,14 @@ impl<M: Send + 'static> NodeViews<M> {
     ) -> Result<(), String> {
         match postcard::from_bytes::<ViewFrame>(bytes) {
             Err(e) => Err(format!("a view frame that does not decode: {e}")),
-            Ok(ViewFrame::Reply { id, reply }) => match self.links.answer(from, id, reply) {
+            Ok(ViewFrame::Reply { id, reply }) => match self.shared.links.answer(from, id, reply) {
                 true => Ok(()),
                 false => Err(format!("an answer to no request of ours to it ({id})")),
             },
             Ok(ViewFrame::Beat { n }) => {
                 // only a member of this member's view gets an answer
                 let member = self.dense(from).is_some();
-                if member && lock(&self.lease).answer(from, Instant::now()) {
+                if member && lock(&self.shared.lease).answer(from, Instant::now()) {
                     let bytes = encode(&ViewFrame::BeatAck { n })?;
                     net.send(from, Wire::View(bytes))
                         .map_err(|e| e.to_string())?;
@@ -440,14 +445,14 @@ impl<M: Send + 'static> NodeViews<M> {
             }
             Ok(ViewFrame::BeatAck { n }) => {
                 if self.dense(from).is_some() {
-                    let majority = self.members.len() / 2 + 1;
-                    lock(&self.lease).acked(from, n, majority);
+                    let majority = majority(self.members.len());
+                    lock(&self.shared.lease).acked(from, n, majority);
                 }
                 Ok(())
             }
             Ok(ViewFrame::Request { id, rpc }) => {
                 // a group not started yet leaves the request unanswered: Raft asks again
-                if let Some(group) = self.group.get() {
+                if let Some(group) = self.shared.group.get() {
                     let group = group.clone();
                     let net = net.clone();
                     tokio::spawn(async move {
@@ -473,33 +478,33 @@ const TICK: Duration = Duration::from_millis(20);
 /// report is not in the log), and proposes to evict the members whose link has been down for
 /// `evict_after` (again after `evict_after` or the write timeout, the longer, while the
 /// member is still in the view and no committed change removes it).
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn run<M: Send + 'static>(
     id: ProcessId,
     options: ViewOptions,
-    transport: LinkTransport<M>,
-    cell: Arc<OnceLock<ViewGroup<LinkTransport<M>>>>,
-    links: Arc<ViewLinks>,
-    lease: Arc<Mutex<Lease>>,
+    shared: Arc<ViewShared<M>>,
+    net: NetSender<Wire<M>>,
     log: Logger,
     core: Box<dyn ViewCore>,
 ) {
-    let net = transport.net.clone();
+    let (links, lease) = (&shared.links, &shared.lease);
+    let transport = LinkTransport::new(net.clone(), links.clone(), options.config);
     let mut last_beat: Option<Instant> = None;
     let mut installed = options.initial.number;
     // the last report written: for which view and round of the change, and when
     let mut reported: Option<(u64, u64, Instant)> = None;
+    let fenced = |view: u64, why: String| {
+        log(id, &LogEvent::View(format!("fenced: {why}")));
+        core.fence(view);
+    };
     let group = match ViewGroup::start(id, options.initial, transport, options.config).await {
         Ok(g) => g,
         Err(e) => {
             // without its log the member can neither renew its lease nor follow the views
-            let why = format!("the view log did not start: {e}");
-            log(id, &LogEvent::View(format!("fenced: {why}")));
-            core.fence(installed, why);
+            fenced(installed, format!("the view log did not start: {e}"));
             return;
         }
     };
-    let _ = cell.set(group.clone());
+    let _ = shared.group.set(group.clone());
     // the last proposal to evict each member: another waits as long again
     let mut proposed: BTreeMap<ProcessId, Instant> = BTreeMap::new();
     let again = options.evict_after.max(options.config.write_timeout);
@@ -517,20 +522,19 @@ pub(super) async fn run<M: Send + 'static>(
             group.shutdown().await;
             return;
         }
-        if lock(&lease).expired(Instant::now()) {
+        if lock(lease).expired(Instant::now()) {
             let why = format!(
                 "the lease ran out: no majority of view {} answered a beat for {:?}",
                 installed, options.lease
             );
-            log(id, &LogEvent::View(format!("fenced: {why}")));
-            core.fence(installed, why);
+            fenced(installed, why);
             group.shutdown().await;
             return;
         }
         if last_beat.is_none_or(|at| at.elapsed() >= options.heartbeat) {
             let now = Instant::now();
             last_beat = Some(now);
-            let n = lock(&lease).beat(now);
+            let n = lock(lease).beat(now);
             if let Ok(bytes) = encode(&ViewFrame::Beat { n }) {
                 for &p in state.view.members.keys().filter(|p| **p != id) {
                     let _ = net.send(p, Wire::View(bytes.clone()));
@@ -546,8 +550,7 @@ pub(super) async fn run<M: Send + 'static>(
                 true => core.install(&state.view),
             };
             if let Err(why) = outcome {
-                log(id, &LogEvent::View(format!("fenced: {why}")));
-                core.fence(state.view.number, why);
+                fenced(state.view.number, why);
                 group.shutdown().await;
                 return;
             }
@@ -564,7 +567,7 @@ pub(super) async fn run<M: Send + 'static>(
                 .filter(|m| p.change.removes(*m))
                 .collect();
             for &m in &removed {
-                lock(&lease).refuse(m);
+                lock(lease).refuse(m);
             }
             let due = !p.reports.contains_key(&id)
                 && reported.is_none_or(|(next, round, at)| {
@@ -579,7 +582,7 @@ pub(super) async fn run<M: Send + 'static>(
                     // answer to each. The report names the change's round: if the change
                     // grows meanwhile, the log refuses it, and the member reports again
                     let wait =
-                        lock(&lease).report_wait(removed, options.evict_after, Instant::now());
+                        lock(lease).report_wait(removed, options.evict_after, Instant::now());
                     let (group, log, next, round) = (group.clone(), log.clone(), p.next, p.round);
                     tokio::spawn(async move {
                         tokio::time::sleep(wait).await;
