@@ -12,7 +12,7 @@
 
 use lkcs::{
     check, format_initial, Algorithm, CheckConfig, CheckReport, CsObject, CsState, Instance,
-    Network, SystemSpec, SystemVisitor, Topology, Variant, Verdict,
+    Network, SystemSpec, SystemVisitor, Topology, Verdict,
 };
 
 /// One instance: its name in the table and its spec.
@@ -23,18 +23,12 @@ struct Row {
 
 fn spec(algorithm: &str, topology: &str, l: Option<usize>, k: Option<usize>) -> SystemSpec {
     SystemSpec {
-        algorithm: algorithm.parse::<Algorithm>().expect("an algorithm"),
-        topology: Topology::parse(topology).expect("a topology"),
         l,
         k,
-        bounds: None,
-        initial: None,
-        variant: Variant::Corrected,
-        leader: None,
-        coterie: None,
-        mx: None,
-        maxreq: None,
-        migrate_after: None,
+        ..SystemSpec::new(
+            algorithm.parse::<Algorithm>().expect("an algorithm"),
+            Topology::parse(topology).expect("a topology"),
+        )
     }
 }
 

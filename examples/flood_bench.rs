@@ -31,9 +31,7 @@
 mod bench {
     use lkcs::cs::{CsObject, CsState};
     use lkcs::net::{Identity, Logger, Net, NetConfig, Node, NodeHandle, SecretKey, Timing};
-    use lkcs::{
-        Algorithm, Instance, ProcessId, Sequence, SystemSpec, SystemVisitor, Topology, Variant,
-    };
+    use lkcs::{Algorithm, Instance, ProcessId, Sequence, SystemSpec, SystemVisitor, Topology};
     use std::collections::BTreeMap;
     use std::io::{Read, Write};
     use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -212,18 +210,9 @@ mod bench {
 
     fn cases() -> Result<Vec<Case>, Error> {
         let spec = |algorithm, l, k| SystemSpec {
-            algorithm,
-            topology: Topology::complete(4).expect("complete:4"),
             l,
             k,
-            bounds: None,
-            initial: None,
-            variant: Variant::Corrected,
-            leader: None,
-            coterie: None,
-            mx: None,
-            maxreq: None,
-            migrate_after: None,
+            ..SystemSpec::new(algorithm, Topology::complete(4).expect("complete:4"))
         };
         Ok(vec![
             Case {

@@ -545,6 +545,27 @@ pub trait SystemVisitor {
 }
 
 impl SystemSpec {
+    /// `algorithm` on `topology` with every other setting left to its default: the
+    /// algorithm's default bounds (no `l`, `k` or per-process bounds), its default start, the
+    /// corrected variant, and no leader, coterie, `mx`, `maxreq` or migration. Set the rest
+    /// with struct update syntax: `SystemSpec { k: Some(1), ..SystemSpec::new(a, t) }`.
+    pub fn new(algorithm: Algorithm, topology: Topology) -> SystemSpec {
+        SystemSpec {
+            algorithm,
+            topology,
+            l: None,
+            k: None,
+            bounds: None,
+            initial: None,
+            variant: Variant::Corrected,
+            leader: None,
+            coterie: None,
+            mx: None,
+            maxreq: None,
+            migrate_after: None,
+        }
+    }
+
     /// Validates the spec, builds the system and hands it to `visitor`. Every problem found
     /// is reported, one per line.
     pub fn build<V: SystemVisitor>(&self, visitor: V) -> Result<V::Output, ConfigError> {

@@ -213,7 +213,6 @@ fn restricted_spec(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cs::Variant;
 
     fn spec(
         algorithm: Algorithm,
@@ -222,18 +221,12 @@ mod tests {
         k: Option<usize>,
     ) -> SystemSpec {
         SystemSpec {
-            algorithm,
-            topology: Topology::parse(topology).expect("a valid topology"),
             l,
             k,
-            bounds: None,
-            initial: None,
-            variant: Variant::Corrected,
-            leader: None,
-            coterie: None,
-            mx: None,
-            maxreq: None,
-            migrate_after: None,
+            ..SystemSpec::new(
+                algorithm,
+                Topology::parse(topology).expect("a valid topology"),
+            )
         }
     }
 

@@ -4,24 +4,18 @@
 
 use lkcs::{
     check, Algorithm, CheckConfig, CheckReport, CsObject, CsState, Instance, Limit, Network,
-    Search, SystemSpec, SystemVisitor, Topology, Variant, Verdict,
+    Search, SystemSpec, SystemVisitor, Topology, Verdict,
 };
 use std::time::Duration;
 
 fn spec(algorithm: &str, topology: &str, l: Option<usize>, k: Option<usize>) -> SystemSpec {
     SystemSpec {
-        algorithm: algorithm.parse::<Algorithm>().unwrap(),
-        topology: Topology::parse(topology).unwrap(),
         l,
         k,
-        bounds: None,
-        initial: None,
-        variant: Variant::Corrected,
-        leader: None,
-        coterie: None,
-        mx: None,
-        maxreq: None,
-        migrate_after: None,
+        ..SystemSpec::new(
+            algorithm.parse::<Algorithm>().unwrap(),
+            Topology::parse(topology).unwrap(),
+        )
     }
 }
 

@@ -11,7 +11,7 @@ use lkcs::net::{
 };
 use lkcs::{
     Algorithm, CsObject, CsState, Instance, Observed, ProcessId, Sequence, SystemSpec,
-    SystemVisitor, Topology, Variant,
+    SystemVisitor, Topology,
 };
 use ports::free_ports;
 use rand::{Rng, SeedableRng};
@@ -1155,18 +1155,9 @@ fn spec(
     k: Option<usize>,
 ) -> SystemSpec {
     SystemSpec {
-        algorithm,
-        topology,
         l,
         k,
-        bounds: None,
-        initial: None,
-        variant: Variant::Corrected,
-        leader: None,
-        coterie: None,
-        mx: None,
-        maxreq: None,
-        migrate_after: None,
+        ..SystemSpec::new(algorithm, topology)
     }
 }
 

@@ -17,7 +17,7 @@ use lkcs::net::{
     NodeError, NodeHandle, Observer, SecretKey, Timing, Trust, ViewOptions, ViewStatus,
 };
 use lkcs::{
-    Algorithm, CsObject, CsState, Instance, ProcessId, SystemSpec, SystemVisitor, Topology, Variant,
+    Algorithm, CsObject, CsState, Instance, ProcessId, SystemSpec, SystemVisitor, Topology,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -68,18 +68,8 @@ impl Logs {
 
 fn spec(algorithm: Algorithm, topology: Topology, k: Option<usize>) -> SystemSpec {
     SystemSpec {
-        algorithm,
-        topology,
-        l: None,
         k,
-        bounds: None,
-        initial: None,
-        variant: Variant::Corrected,
-        leader: None,
-        coterie: None,
-        mx: None,
-        maxreq: None,
-        migrate_after: None,
+        ..SystemSpec::new(algorithm, topology)
     }
 }
 

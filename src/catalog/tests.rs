@@ -39,20 +39,7 @@ impl SystemVisitor for Count {
 }
 
 fn spec(algorithm: Algorithm) -> SystemSpec {
-    SystemSpec {
-        algorithm,
-        topology: Topology::ring(5).unwrap(),
-        l: None,
-        k: None,
-        bounds: None,
-        initial: None,
-        variant: Variant::Corrected,
-        leader: None,
-        coterie: None,
-        mx: None,
-        maxreq: None,
-        migrate_after: None,
-    }
+    SystemSpec::new(algorithm, Topology::ring(5).unwrap())
 }
 
 #[test]
