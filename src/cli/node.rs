@@ -2,7 +2,7 @@
 //! a line protocol on stdin/stdout or by the cycle workload.
 
 use clap::Args;
-use lkcs::net::{Cluster, NodeError, NodeHandle, NodeStatus, Observer};
+use lkcs::net::{Cluster, LeaseWatch, NodeError, NodeHandle, NodeStatus, Observer};
 use lkcs::{CsState, ProcessId, Sequence, Stats, Waiting};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -47,8 +47,8 @@ pub struct NodeArgs {
     /// Log every link event to stderr (as --log-level debug).
     #[arg(long)]
     verbose: bool,
-    /// The log filter: error, warn, info (default), debug, trace, or a `tracing` filter
-    /// (e.g. `lkcs::net=debug`). Without it, RUST_LOG when set.
+    /// The log filter: error, warn, info, debug, trace, or a `tracing` filter (e.g.
+    /// `lkcs::net=debug`). Without it, RUST_LOG when set, else `info,openraft=warn`.
     #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
     /// Accept the example keys published in examples/ (and skip the checks of their
@@ -56,8 +56,9 @@ pub struct NodeArgs {
     /// their members.
     #[arg(long)]
     allow_example_keys: bool,
-    /// Report every change of the member's state to a monitor at ADDR and wait for its
-    /// answer before the change can be seen by anyone (tests; see docs/net.md).
+    /// Report every change of the member's state, and every new end of its lease, to a
+    /// monitor at ADDR and wait for its answer before the change can be seen by anyone
+    /// (tests; see docs/net.md).
     #[arg(long, value_name = "ADDR")]
     monitor: Option<std::net::SocketAddr>,
 }
@@ -70,17 +71,23 @@ written by `lkcs cluster init`).
 Without --workload the node serves a line protocol on stdin/stdout, one command per line:
   enter [TIMEOUT_MS]   become active (blocks while entering would break a bound)
   exit [TIMEOUT_MS]    become inactive (blocks while leaving would break a bound)
-  state                active, inactive, entering or exiting
-  status               peers, unreachable peers, messages sent
+  state                active, inactive, entering, exiting or evicted
+  status               peers, unreachable peers, messages sent, view, view members
   quit                 stop the node (also at the end of stdin)
 Each answer is one line: `ok`, `ok VALUE`, or `error: ...` (a timed-out move keeps running:
 the next call of the same kind waits for it). A call that waits on a peer silent beyond the
-peer timeout answers `error: P2 is unreachable ...`.
+peer timeout answers `error: P2 is unreachable ...`; once the member is evicted, every call
+answers `error: this member was evicted ...`.
+
+Views (docs/fault-tolerance.md; off with `[timing] evict_after_ms = 0`): a member
+unreachable for evict_after_ms (default 5000) is evicted by the majority and its slot
+reclaimed; a member that no majority answers for lease_ms (default 3000) fences.
 
 With --workload cycle --pairs P the member makes P exit/entry pairs, keeps cycling until
-every member has made its own, prints its report (the fields of `lkcs simulate`, waiting
-times in ms) and exits 0; it exits 1 with an `error:` line naming the peer when a peer
-becomes unreachable first.
+every member has made its own (an evicted member counts as done), prints its report (the
+fields of `lkcs simulate`, waiting times in ms) and exits 0. It exits 1 with an `error:`
+line when this member is evicted, or, without views, naming the peer when a peer becomes
+unreachable first.
 
 Logs go to stderr through `tracing`, one line per event with a timestamp and a level
 (--log-level, or RUST_LOG).
@@ -104,6 +111,9 @@ pub const FILE_HELP: &str = "Cluster file (TOML; `lkcs cluster init` writes one)
   # [members.1], [members.2] alike
   [timing]                        # optional, milliseconds
   peer_timeout_ms = 3000
+  evict_after_ms = 5000           # 0: no views
+  lease_ms = 3000
+  lease_heartbeat_ms = 500
 The members refuse each other unless each holds the private key of the public key pinned for
 its id, their quotas are the same (a hash of its canonical text is compared at the
 handshake) and they run the same epoch.";
@@ -184,9 +194,9 @@ fn init_logs(args: &NodeArgs) -> Result<(), String> {
             EnvFilter::try_new(level).map_err(|e| format!("--log-level `{level}`: {e}"))?
         }
         (None, true) => EnvFilter::new("debug"),
-        (None, false) => {
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"))
-        }
+        // the view log's Raft logs every election and vote at info: warnings only
+        (None, false) => EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| EnvFilter::new("info,openraft=warn")),
     };
     // a second subscriber (never, in the binary) keeps the first
     let _ = tracing_subscriber::fmt()
@@ -199,8 +209,9 @@ fn init_logs(args: &NodeArgs) -> Result<(), String> {
 
 /// The test monitor's side in the node: a blocking round trip per state change, made inside
 /// the handler that changed the state, before its messages leave and before the call is
-/// answered (see docs/net.md).
-fn monitor_observer(addr: std::net::SocketAddr) -> Result<Observer, String> {
+/// answered, and one per new end of the lease, before the member relies on it (`I lease
+/// MICROS`, the end in microseconds since the Unix epoch; see docs/net.md).
+fn monitor_observer(addr: std::net::SocketAddr) -> Result<(Observer, LeaseWatch), String> {
     use std::io::{BufRead, BufReader, Write};
     let stream = std::net::TcpStream::connect(addr)
         .map_err(|e| format!("cannot reach the monitor at {addr}: {e}"))?;
@@ -210,23 +221,37 @@ fn monitor_observer(addr: std::net::SocketAddr) -> Result<Observer, String> {
             .try_clone()
             .map_err(|e| format!("monitor at {addr}: {e}"))?,
     );
-    let conn = Mutex::new((stream, reader));
-    Ok(Arc::new(move |me: ProcessId, state: CsState| {
+    let conn = Arc::new(Mutex::new((stream, reader)));
+    let report = move |line: String| {
         let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
         let (stream, reader) = &mut *guard;
-        let word = match state {
-            CsState::InCs => "in",
-            CsState::OutCs => "out",
-        };
         let mut answer = String::new();
-        let ok = writeln!(stream, "{} {word}", me.index()).is_ok()
+        let ok = writeln!(stream, "{line}").is_ok()
             && reader.read_line(&mut answer).is_ok()
             && answer.trim() == "ok";
         if !ok {
             warn!("error: the monitor at {addr} did not answer `ok` ({answer:?}): stopping");
             std::process::exit(1);
         }
-    }))
+    };
+    let states = report.clone();
+    let observer: Observer = Arc::new(move |me: ProcessId, state: CsState| {
+        let word = match state {
+            CsState::InCs => "in",
+            CsState::OutCs => "out",
+        };
+        states(format!("{} {word}", me.index()));
+    });
+    let lease = LeaseWatch(Arc::new(move |me: ProcessId, end: Instant| {
+        // the same host's clocks: the end on the wall clock, for the monitor to compare
+        let left = end.saturating_duration_since(Instant::now());
+        let wall = std::time::SystemTime::now() + left;
+        let micros = wall
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros());
+        report(format!("{} lease {micros}", me.index()));
+    }));
+    Ok((observer, lease))
 }
 
 async fn node(cluster: &Cluster, args: &NodeArgs) -> ExitCode {
@@ -251,14 +276,16 @@ async fn node(cluster: &Cluster, args: &NodeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let observer = match args.monitor.map(monitor_observer).transpose() {
-        Ok(o) => o,
+    let (observer, lease) = match args.monitor.map(monitor_observer).transpose() {
+        Ok(Some((o, l))) => (Some(o), Some(l)),
+        Ok(None) => (None, None),
         Err(e) => {
             warn!("error: {e}");
             return ExitCode::from(1);
         }
     };
-    let handle = match cluster.spawn(me, listener, observer, lkcs::net::tracing_logger()) {
+    let log = lkcs::net::tracing_logger();
+    let handle = match cluster.spawn_watched(me, listener, observer, lease, log) {
         Ok(h) => h,
         Err(e) => {
             warn!("error: {e}");
@@ -297,8 +324,12 @@ async fn serve(h: &NodeHandle) -> ExitCode {
             ["state"] => format!("ok {}", state_word(h)),
             ["status"] => {
                 let s = h.status();
+                let (view, members) = match &s.view {
+                    Some(v) => (v.number.to_string(), ids(v.members.iter())),
+                    None => ("-".into(), "-".into()),
+                };
                 format!(
-                    "ok peers={} unreachable={} sent={}",
+                    "ok peers={} unreachable={} sent={} view={view} members={members}",
                     ids(s.peers.iter()),
                     ids(s.unreachable.iter()),
                     s.sent
@@ -354,6 +385,9 @@ fn ids<'a>(ps: impl Iterator<Item = &'a ProcessId>) -> String {
 }
 
 fn state_word(h: &NodeHandle) -> &'static str {
+    if h.status().evicted.is_some() {
+        return "evicted";
+    }
     match (h.state(), h.pending()) {
         (CsState::InCs, Some(_)) => "exiting",
         (CsState::InCs, None) => "active",
@@ -394,8 +428,10 @@ struct Run {
 }
 
 enum Stop {
-    /// A peer became unreachable.
+    /// A peer became unreachable (without views).
     Unreachable(ProcessId),
+    /// This member was evicted: it is out of this view.
+    Evicted(u64),
     Stopped,
 }
 
@@ -428,12 +464,18 @@ async fn cycle(cluster: &Cluster, h: &NodeHandle, args: &NodeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     }
-    let run = match drive(h, args.pairs).await {
+    let run = match drive(h, args.pairs, cluster.views().is_some()).await {
         Ok(run) => run,
         Err(Stop::Unreachable(p)) => {
             warn!(
                 "error: {me}: {p} is unreachable (silent for {} ms) before every member finished",
                 cluster.timing().peer_timeout.as_millis()
+            );
+            return ExitCode::from(1);
+        }
+        Err(Stop::Evicted(view)) => {
+            warn!(
+                "error: {me}: evicted (view {view} left it out): it fenced before every member finished"
             );
             return ExitCode::from(1);
         }
@@ -447,7 +489,9 @@ async fn cycle(cluster: &Cluster, h: &NodeHandle, args: &NodeArgs) -> ExitCode {
 }
 
 /// Cycles pairs until every member finished, then waits until no neighbour needs this node.
-async fn drive(h: &NodeHandle, pairs: usize) -> Result<Run, Stop> {
+/// With `views`, an unreachable peer fails no run: the call is made again until the view
+/// change resolves it (the peer comes back, or it is evicted).
+async fn drive(h: &NodeHandle, pairs: usize, views: bool) -> Result<Run, Stop> {
     let t0 = Instant::now();
     let mut run = Run {
         pairs_completed: 0,
@@ -460,7 +504,11 @@ async fn drive(h: &NodeHandle, pairs: usize) -> Result<Run, Stop> {
     };
     let mut moves = 0usize;
     let mut finished = false;
-    let failed = |s: &NodeStatus| !s.all_finished && !s.unreachable.is_empty();
+    let failed = |s: &NodeStatus| !views && !s.all_finished && !s.unreachable.is_empty();
+    let stopped = |e: NodeError| match e {
+        NodeError::Evicted { view } => Stop::Evicted(view),
+        _ => Stop::Stopped,
+    };
     loop {
         let seq = Sequence::leaving(h.state());
         let began = Instant::now();
@@ -475,7 +523,7 @@ async fn drive(h: &NodeHandle, pairs: usize) -> Result<Run, Stop> {
             s = h.wait_status(|s| s.all_finished || failed(s)) => match s {
                 Ok(s) if s.all_finished => None,
                 Ok(s) => return Err(Stop::Unreachable(*s.unreachable.iter().next().expect("failed"))),
-                Err(_) => return Err(Stop::Stopped),
+                Err(_) => return Err(evicted_or_stopped(h)),
             },
         };
         let Some(result) = outcome else { break };
@@ -485,9 +533,14 @@ async fn drive(h: &NodeHandle, pairs: usize) -> Result<Run, Stop> {
                 if h.status().all_finished {
                     break;
                 }
-                return Err(Stop::Unreachable(p));
+                if !views {
+                    return Err(Stop::Unreachable(p));
+                }
+                // the move keeps running: call again once the links had a moment
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
             }
-            Err(_) => return Err(Stop::Stopped),
+            Err(e) => return Err(stopped(e)),
         }
         let ms = began.elapsed().as_secs_f64() * 1e3;
         match seq {
@@ -503,7 +556,7 @@ async fn drive(h: &NodeHandle, pairs: usize) -> Result<Run, Stop> {
         }
         if !finished && moves == 2 * pairs {
             finished = true;
-            h.finish().map_err(|_| Stop::Stopped)?;
+            h.finish().map_err(|_| evicted_or_stopped(h))?;
         }
         if h.status().all_finished {
             break;
@@ -514,10 +567,18 @@ async fn drive(h: &NodeHandle, pairs: usize) -> Result<Run, Stop> {
     run.status = h
         .wait_status(|s| s.quiet)
         .await
-        .map_err(|_| Stop::Stopped)?;
+        .map_err(|_| evicted_or_stopped(h))?;
     // let the last byes and acknowledgements leave before the process ends
     tokio::time::sleep(Duration::from_millis(50)).await;
     Ok(run)
+}
+
+/// Why the node stopped: evicted (its status says by which view), or stopped.
+fn evicted_or_stopped(h: &NodeHandle) -> Stop {
+    match h.status().evicted {
+        Some(view) => Stop::Evicted(view),
+        None => Stop::Stopped,
+    }
 }
 
 /// Per-pair differences of a running count.

@@ -18,7 +18,20 @@
 //!
 //! [timing]                       # optional, milliseconds
 //! peer_timeout_ms = 3000
+//! evict_after_ms = 5000          # views: evict a member unreachable this long; 0: no views
+//! lease_ms = 3000                # a member fences when no majority answered it this long
+//! lease_heartbeat_ms = 500       # how often a member asks for its lease
 //! ```
+//!
+//! **Views.** Unless `evict_after_ms = 0`, the members run the view log
+//! ([`Node::spawn_with_views`](super::Node::spawn_with_views), docs/fault-tolerance.md):
+//! each member links to every other member (the log talks to all of them, the object to its
+//! neighbours), a member unreachable for `evict_after_ms` is evicted by the majority and its
+//! slot reclaimed, and a member no majority answers for `lease_ms` fences. The three view
+//! timers are part of the canonical text: the safety margin between a member's lease and
+//! the others' `evict_after` holds only when every member runs the same ones. With
+//! `evict_after_ms = 0` a member that goes silent fails the calls that need it, as before
+//! views.
 //!
 //! `[quota]` takes the system options of `lkcs simulate` under the same names: `algorithm`,
 //! `topology`, `l`, `k`, `bounds = { l = [...], k = [...] }`, `initial = "in:0,2"`,
@@ -119,6 +132,21 @@ struct TimingTable {
     max_handshakes_per_source: Option<usize>,
     refusal_log_interval_ms: Option<u64>,
     window: Option<usize>,
+    evict_after_ms: Option<u64>,
+    lease_ms: Option<u64>,
+    lease_heartbeat_ms: Option<u64>,
+}
+
+/// The view timers of a cluster file's `[timing]` (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ViewTiming {
+    /// A member unreachable this long is evicted (`evict_after_ms`, default 5 s).
+    pub evict_after: Duration,
+    /// A member fences when no majority of its view answered it this long (`lease_ms`,
+    /// default 3 s).
+    pub lease: Duration,
+    /// How often a member asks for its lease (`lease_heartbeat_ms`, default 500 ms).
+    pub heartbeat: Duration,
 }
 
 /// A cluster, read and checked: build a member's node with [`Cluster::spawn`].
@@ -134,6 +162,7 @@ pub struct Cluster {
     allow_example_keys: bool,
     epoch: u64,
     timing: Timing,
+    views: Option<ViewTiming>,
     initial: Vec<CsState>,
     instance: Instance,
     canonical: String,
@@ -148,6 +177,7 @@ impl fmt::Debug for Cluster {
             .field("path", &self.path)
             .field("epoch", &self.epoch)
             .field("timing", &self.timing)
+            .field("views", &self.views)
             .finish()
     }
 }
@@ -213,6 +243,7 @@ impl Cluster {
         let mut problems = Vec::new();
         let (members, keys, private_keys) = members(&file.members, base, &mut problems);
         let timing = timing(&file.timing, &mut problems);
+        let views = view_timing(&file.timing);
         let q = &file.quota;
         let topology = match &q.topology {
             Some(t) => Topology::parse(t)
@@ -279,8 +310,8 @@ impl Cluster {
             "quota: ",
         ))?;
         let (initial, instance) = spec.build(Resolve)?;
-        let canonical = canonical(&spec, &initial, members.len());
-        Ok(Cluster {
+        let canonical = canonical(&spec, &initial, members.len(), views);
+        let cluster = Cluster {
             spec,
             members,
             keys,
@@ -289,10 +320,17 @@ impl Cluster {
             allow_example_keys: false,
             epoch: file.epoch,
             timing,
+            views,
             initial,
             instance,
             canonical,
-        })
+        };
+        if let Some(options) = cluster.view_options(ProcessId(0)) {
+            options
+                .check()
+                .map_err(|e| ConfigError::one(invalid(format!("[timing]: {e}"))))?;
+        }
+        Ok(cluster)
     }
 
     /// The number of members.
@@ -402,6 +440,34 @@ impl Cluster {
         self.timing
     }
 
+    /// The view timers; `None` when the cluster runs no views (`evict_after_ms = 0`).
+    pub fn views(&self) -> Option<ViewTiming> {
+        self.views
+    }
+
+    /// View 0: every member (incarnation 0) in its initial state.
+    pub fn initial_view(&self) -> super::view::View {
+        let ids = (0..self.len()).map(ProcessId::from);
+        super::view::View::initial(
+            ids.clone().map(|p| (p, 0)).collect(),
+            ids.zip(self.initial.iter().copied()).collect(),
+        )
+        .expect("a cluster has members, each with its initial state")
+    }
+
+    /// How member `id` runs the view log: the cluster's view timers around view 0 and its
+    /// neighbours; `None` when the cluster runs no views.
+    pub fn view_options(&self, id: ProcessId) -> Option<super::ViewOptions> {
+        let t = self.views?;
+        let neighbours = self.spec.topology.neighbors(id).iter().copied().collect();
+        Some(super::ViewOptions {
+            evict_after: t.evict_after,
+            lease: t.lease,
+            heartbeat: t.heartbeat,
+            ..super::ViewOptions::new(self.initial_view(), neighbours)
+        })
+    }
+
     /// The cluster epoch.
     pub fn epoch(&self) -> u64 {
         self.epoch
@@ -418,7 +484,8 @@ impl Cluster {
     }
 
     /// The member's identity (with a fresh incarnation) and its links' configuration: its
-    /// neighbours in the quota's topology and their addresses.
+    /// neighbours in the quota's topology and their addresses, or every other member when
+    /// the cluster runs views (the view log talks to all of them).
     pub fn net_config(&self, id: ProcessId, log: super::Logger) -> Result<NetConfig, NetError> {
         if id.index() >= self.len() {
             return Err(NetError::Config(format!(
@@ -426,12 +493,16 @@ impl Cluster {
                 self.len()
             )));
         }
-        let peers = self
-            .spec
-            .topology
-            .neighbors(id)
-            .iter()
-            .map(|&p| (p, self.members[p.index()].clone()))
+        let linked: Vec<ProcessId> = match self.views {
+            Some(_) => (0..self.len())
+                .map(ProcessId::from)
+                .filter(|&p| p != id)
+                .collect(),
+            None => self.spec.topology.neighbors(id).to_vec(),
+        };
+        let peers = linked
+            .into_iter()
+            .map(|p| (p, self.members[p.index()].clone()))
             .collect();
         Ok(NetConfig {
             identity: Identity::new(id, self.member_key(id)?, self.spec_hash(), self.epoch),
@@ -443,8 +514,8 @@ impl Cluster {
     }
 
     /// Starts member `id`'s node on `listener` (bound to its address, or to `bind` when the
-    /// member listens elsewhere than where its peers reach it). Must run inside a tokio
-    /// runtime.
+    /// member listens elsewhere than where its peers reach it), running the view log unless
+    /// the cluster runs no views. Must run inside a tokio runtime.
     pub fn spawn(
         &self,
         id: ProcessId,
@@ -452,12 +523,30 @@ impl Cluster {
         observer: Option<super::Observer>,
         log: super::Logger,
     ) -> Result<super::NodeHandle, NetError> {
+        self.spawn_watched(id, listener, observer, None, log)
+    }
+
+    /// [`Cluster::spawn`], with `lease` told each new end of the member's lease before the
+    /// member relies on it (a test monitor's hook; ignored without views).
+    pub fn spawn_watched(
+        &self,
+        id: ProcessId,
+        listener: tokio::net::TcpListener,
+        observer: Option<super::Observer>,
+        lease: Option<super::LeaseWatch>,
+        log: super::Logger,
+    ) -> Result<super::NodeHandle, NetError> {
         let cfg = self.net_config(id, log.clone())?;
+        let views = self.view_options(id).map(|o| super::ViewOptions {
+            on_lease: lease,
+            ..o
+        });
         let visitor = Spawn {
             id,
             cfg,
             listener,
             members: self.len(),
+            views: views.map(|v| (v, self.spec.clone(), self.instance.clone())),
             observer,
             log,
         };
@@ -607,6 +696,19 @@ fn members(
     (addrs, keys, privates)
 }
 
+/// The view timers, or `None` with `evict_after_ms = 0`.
+fn view_timing(t: &TimingTable) -> Option<ViewTiming> {
+    let ms = |v: Option<u64>, default: u64| Duration::from_millis(v.unwrap_or(default));
+    match t.evict_after_ms {
+        Some(0) => None,
+        evict => Some(ViewTiming {
+            evict_after: ms(evict, 5000),
+            lease: ms(t.lease_ms, 3000),
+            heartbeat: ms(t.lease_heartbeat_ms, 500),
+        }),
+    }
+}
+
 fn timing(t: &TimingTable, problems: &mut Vec<Problem>) -> Timing {
     let d = Timing::default();
     let ms = |v: Option<u64>, default: Duration| v.map_or(default, Duration::from_millis);
@@ -631,7 +733,12 @@ fn timing(t: &TimingTable, problems: &mut Vec<Problem>) -> Timing {
 
 /// The quota's options in a fixed order, the resolved initial configuration and the member
 /// count: equal texts mean the members build the same system.
-fn canonical(spec: &SystemSpec, initial: &[CsState], members: usize) -> String {
+fn canonical(
+    spec: &SystemSpec,
+    initial: &[CsState],
+    members: usize,
+    views: Option<ViewTiming>,
+) -> String {
     let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
     let list = |v: &Option<Vec<usize>>| {
         v.as_ref()
@@ -657,6 +764,15 @@ fn canonical(spec: &SystemSpec, initial: &[CsState], members: usize) -> String {
             "migrate_after={}",
             opt(spec.migrate_after.map(|v| v.to_string()))
         ),
+        format!(
+            "views={}",
+            opt(views.map(|v| format!(
+                "evict_after_ms:{},lease_ms:{},lease_heartbeat_ms:{}",
+                v.evict_after.as_millis(),
+                v.lease.as_millis(),
+                v.heartbeat.as_millis()
+            )))
+        ),
     ]
     .join("\n")
 }
@@ -681,6 +797,8 @@ struct Spawn {
     cfg: NetConfig,
     listener: tokio::net::TcpListener,
     members: usize,
+    /// The view options, and what the object is rebuilt from at each view.
+    views: Option<(super::ViewOptions, SystemSpec, Instance)>,
     observer: Option<super::Observer>,
     log: super::Logger,
 }
@@ -692,7 +810,13 @@ impl SystemVisitor for Spawn {
             return Err(NetError::Config(format!("no member {}", self.id)));
         };
         let net = super::Net::start(self.cfg, self.listener)?;
-        super::Node::spawn_in(obj, net, self.members, self.observer, self.log)
+        match self.views {
+            None => super::Node::spawn_in(obj, net, self.members, self.observer, self.log),
+            Some((options, spec, instance)) => {
+                let rebuild = super::rebuild_from(spec, instance, self.id);
+                super::Node::spawn_with_views(obj, net, options, rebuild, self.observer, self.log)
+            }
+        }
     }
 }
 

@@ -181,6 +181,7 @@ pub enum NetEvent<M> {
 #[derive(Debug)]
 pub struct Net<M> {
     me: ProcessId,
+    timing: Timing,
     links: NetSender<M>,
     events: mpsc::UnboundedReceiver<NetEvent<M>>,
     tasks: Vec<JoinHandle<()>>,
@@ -280,6 +281,7 @@ where
         tasks.push(tokio::spawn(acceptor.run::<M>(listener)));
         Ok(Net {
             me,
+            timing: config.timing,
             links: NetSender(Arc::new(links)),
             events,
             tasks,
@@ -290,6 +292,11 @@ where
     /// This member's id.
     pub fn id(&self) -> ProcessId {
         self.me
+    }
+
+    /// The links' timers.
+    pub fn timing(&self) -> Timing {
+        self.timing
     }
 
     /// The address the listener is bound to.

@@ -79,12 +79,13 @@ pub mod view;
 
 pub use address::MemberAddress;
 pub use channel::{PublicKey, SecretKey};
-pub use cluster::Cluster;
+pub use cluster::{Cluster, ViewTiming};
 pub use handshake::{HandshakeError, Trust};
 pub use link::{Net, NetEvent, NetSender};
 pub use node::{
-    margin_holds, rebuild_from, LinkTransport, Node, NodeError, NodeHandle, NodeStatus, Observer,
-    Rebuild, Rebuilt, ViewFrame, ViewOptions, ViewStatus, Wire, CLOCK_DRIFT, MAX_VIEW_FRAME,
+    margin_holds, rebuild_from, LeaseWatch, LinkTransport, Node, NodeError, NodeHandle, NodeStatus,
+    Observer, Rebuild, Rebuilt, ViewFrame, ViewOptions, ViewStatus, Wire, CLOCK_DRIFT,
+    MAX_VIEW_FRAME,
 };
 
 use crate::id::ProcessId;

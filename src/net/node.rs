@@ -50,9 +50,9 @@
 //! committed change removes, and reports only once [`ViewOptions::evict_after`] has passed
 //! since it last answered it; reports name the change's round, so a change that grows needs
 //! fresh ones. With `lease·(1+ρ)` below `evict_after·(1−ρ)` ([`ViewOptions::check`]), a
-//! removed member has fenced before the view that gives its slot away installs. A node that
-//! hears from no majority within `lease` of its start fences too: start a cluster's members
-//! within that time.
+//! removed member has fenced before the view that gives its slot away installs. A node
+//! starts with no lease: its calls wait until a majority first answers one of its beats (the
+//! members may start minutes apart), and only a lease once granted can run out.
 
 use super::link::{Net, NetEvent, NetSender};
 use super::{LogEvent, Logger};
@@ -70,7 +70,7 @@ use tokio::sync::{oneshot, watch};
 mod lease;
 mod views;
 
-pub use lease::{margin_holds, CLOCK_DRIFT};
+pub use lease::{margin_holds, LeaseWatch, CLOCK_DRIFT};
 
 pub use views::{
     rebuild_from, LinkTransport, Rebuild, Rebuilt, ViewFrame, ViewOptions, ViewStatus,
@@ -192,6 +192,9 @@ pub struct NodeStatus {
     /// The view, on a node that runs the view log ([`Node::spawn_with_views`]) once its
     /// group started.
     pub view: Option<ViewStatus>,
+    /// The view that left this member out: it fenced, and its node stopped (its calls
+    /// return [`NodeError::Evicted`]).
+    pub evicted: Option<u64>,
     /// Every member of the cluster has finished.
     pub all_finished: bool,
     /// Every member has finished and every neighbour said bye (or is unreachable): no
@@ -608,7 +611,7 @@ impl<A: CsObject> Node<A> {
         }
         let node_views = views
             .as_ref()
-            .map(|(o, _)| NodeViews::new(&o.initial, o.lease));
+            .map(|(o, _)| NodeViews::new(id, o, net.timing().peer_timeout));
         // what the view task gets: the state it shares with the core, the links, the log
         let view_task_parts = node_views
             .as_ref()
@@ -726,6 +729,14 @@ impl<A: CsObject> ViewCore for CoreRef<A> {
             shared.end_task();
         }
     }
+
+    fn gated(&self) -> bool {
+        self.shared.upgrade().is_some_and(|shared| {
+            let core = shared.lock();
+            let deficit = core.views.as_ref().is_some_and(|v| v.gate_exits);
+            deficit && matches!(core.waiting, Some((Sequence::Exit, _)))
+        })
+    }
 }
 
 impl<A: CsObject> Core<A> {
@@ -760,6 +771,8 @@ impl<A: CsObject> Core<A> {
                 if let Err(reason) = handled {
                     self.log(LogEvent::Dropped { peer: from, reason });
                 }
+                // the first lease may have come with it
+                self.resume_held();
             }
             NetEvent::Message { from, msg } => {
                 if !self.peers.contains(&from) {
@@ -789,7 +802,13 @@ impl<A: CsObject> Core<A> {
             }
             NetEvent::Unreachable(p) | NetEvent::Lost(p) => {
                 if let Some(v) = &self.views {
-                    v.shared.links.down(p);
+                    // unreachable: silent for the peer timeout, so last heard that long ago
+                    let now = std::time::Instant::now();
+                    let since = match e {
+                        NetEvent::Unreachable(_) => now.checked_sub(v.silence).unwrap_or(now),
+                        _ => now,
+                    };
+                    v.shared.links.down(p, since);
                 }
                 // a link the view log alone uses fails no call
                 if self.peers.contains(&p) {
@@ -886,6 +905,7 @@ impl<A: CsObject> Core<A> {
         v.frozen = None;
         v.gate_exits = rebuilt.deficit;
         let ahead = std::mem::take(&mut v.ahead);
+        let early = ahead.len();
         self.obj = rebuilt.obj;
         // a move that completed unclaimed is in the reported state, which the object starts in
         self.after(Outbox::new());
@@ -895,6 +915,27 @@ impl<A: CsObject> Core<A> {
                 self.in_view(from, view, msg);
             }
         }
+        let waiting = match self.waiting.as_ref().map(|(seq, _)| *seq) {
+            Some(Sequence::Entry) => "an entry",
+            Some(Sequence::Exit) => "an exit",
+            None => "none",
+        };
+        self.log(LogEvent::View(format!(
+            "view {number}: the object restarts {}{}; the call waiting: {waiting}{}",
+            match self.obj.state() {
+                CsState::InCs => "in the CS",
+                CsState::OutCs => "out of the CS",
+            },
+            if self.views.as_ref().is_some_and(|v| v.gate_exits) {
+                " in a deficit view (exits wait)"
+            } else {
+                ""
+            },
+            match early {
+                0 => String::new(),
+                n => format!("; {n} messages of the view came early"),
+            }
+        )));
         if let Some((seq, reply)) = self.waiting.take() {
             self.call(seq, reply);
         }
@@ -914,6 +955,7 @@ impl<A: CsObject> Core<A> {
             return;
         }
         self.evicted = Some(view);
+        self.status.send_modify(|s| s.evicted = Some(view));
         if self.published.borrow().0 == CsState::InCs {
             if let Some(o) = &self.observer {
                 o(self.me, CsState::OutCs);
@@ -927,12 +969,26 @@ impl<A: CsObject> Core<A> {
         self.stop();
     }
 
-    /// Whether a call of `seq` must wait without starting: the object is frozen for a view
-    /// change, or the view is a deficit view and `seq` is an exit.
+    /// Whether a call of `seq` must wait without starting: no majority has granted the
+    /// member a lease yet, the object is frozen for a view change, or the view is a deficit
+    /// view and `seq` is an exit.
     fn held(&self, seq: Sequence) -> bool {
-        self.views
-            .as_ref()
-            .is_some_and(|v| v.frozen.is_some() || (v.gate_exits && seq == Sequence::Exit))
+        self.views.as_ref().is_some_and(|v| {
+            !views::lock(&v.shared.lease).granted()
+                || v.frozen.is_some()
+                || (v.gate_exits && seq == Sequence::Exit)
+        })
+    }
+
+    /// A call that waits without having started (held, see [`Core::held`]) starts once
+    /// nothing holds it any more.
+    fn resume_held(&mut self) {
+        let ready = matches!(&self.waiting, Some((seq, _)) if !self.held(*seq)
+            && self.obj.pending() != Some(*seq));
+        if ready {
+            let (seq, reply) = self.waiting.take().expect("checked");
+            self.call(seq, reply);
+        }
     }
 
     fn now(&self) -> u64 {

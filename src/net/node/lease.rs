@@ -10,12 +10,30 @@
 //!   before it reports a change that removes a peer, it waits until `evict_after` has passed
 //!   since then.
 //!
+//! - A member starts with no lease: until a majority answers its first beat it may not act
+//!   on its slot (its calls wait), and it does not fence either (it may be waiting for the
+//!   others to start).
+//!
 //! With clock rates within `1 ± ρ` of real time, a removed member has fenced before any
 //! survivor reports if `lease·(1+ρ) < evict_after·(1−ρ)` ([`margin_holds`]).
 
 use crate::id::ProcessId;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Told each new end of the member's lease, before the member relies on it (a test monitor
+/// that counts a member active only while its lease holds; see [`ViewOptions::on_lease`]).
+///
+/// [`ViewOptions::on_lease`]: super::ViewOptions::on_lease
+#[derive(Clone)]
+pub struct LeaseWatch(pub Arc<dyn Fn(ProcessId, Instant) + Send + Sync>);
+
+impl std::fmt::Debug for LeaseWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LeaseWatch")
+    }
+}
 
 /// The largest rate difference between a member's clock and real time assumed: 1 %, far
 /// above what a crystal drifts.
@@ -31,11 +49,14 @@ const KEPT_BEATS: usize = 256;
 
 #[derive(Debug)]
 pub(super) struct Lease {
+    me: ProcessId,
     length: Duration,
     next: u64,
     /// Beats sent and not yet superseded: when, and who answered.
     sent: BTreeMap<u64, (Instant, BTreeSet<ProcessId>)>,
-    until: Instant,
+    /// The lease's end; none before a majority answered a beat.
+    until: Option<Instant>,
+    watch: Option<LeaseWatch>,
     /// When this member last answered each peer's beat.
     answered: BTreeMap<ProcessId, Instant>,
     /// Peers whose beats it no longer answers.
@@ -43,14 +64,16 @@ pub(super) struct Lease {
 }
 
 impl Lease {
-    /// A lease of `length` that holds from `now` (a member starts with one, as if a
-    /// majority had just answered: none can have evicted it before it started).
-    pub(super) fn new(now: Instant, length: Duration) -> Lease {
+    /// Member `me`'s lease of `length`, not yet granted: it is granted when a majority
+    /// answers a beat. `watch` is told each new end before it counts.
+    pub(super) fn new(me: ProcessId, length: Duration, watch: Option<LeaseWatch>) -> Lease {
         Lease {
+            me,
             length,
             next: 1,
             sent: BTreeMap::new(),
-            until: now + length,
+            until: None,
+            watch,
             answered: BTreeMap::new(),
             refused: BTreeSet::new(),
         }
@@ -62,9 +85,10 @@ impl Lease {
         self.next += 1;
         self.sent.insert(n, (now, BTreeSet::new()));
         // a beat that can no longer extend the lease is forgotten
-        let until = self.until;
-        let length = self.length;
-        self.sent.retain(|_, (t, _)| *t + length > until);
+        if let Some(until) = self.until {
+            let length = self.length;
+            self.sent.retain(|_, (t, _)| *t + length > until);
+        }
         while self.sent.len() > KEPT_BEATS {
             self.sent.pop_first();
         }
@@ -80,15 +104,25 @@ impl Lease {
         who.insert(from);
         if who.len() + 1 >= majority {
             let end = *t + self.length;
-            if end > self.until {
-                self.until = end;
+            if self.until.is_none_or(|u| end > u) {
+                // the watcher hears of the end before the member can rely on it
+                if let Some(w) = &self.watch {
+                    (w.0)(self.me, end);
+                }
+                self.until = Some(end);
             }
         }
     }
 
-    /// Whether the lease has run out at `now`.
+    /// Whether the lease was granted and has run out at `now` (a member never granted one
+    /// waits; it does not fence).
     pub(super) fn expired(&self, now: Instant) -> bool {
-        now >= self.until
+        self.until.is_some_and(|u| now >= u)
+    }
+
+    /// Whether a majority ever answered a beat: before, the member may not act on its slot.
+    pub(super) fn granted(&self) -> bool {
+        self.until.is_some()
     }
 
     /// A beat from `from` at `now`: whether to answer it (and, if so, it is remembered).
@@ -139,19 +173,22 @@ mod tests {
     #[test]
     fn the_lease_runs_from_the_last_beat_a_majority_answered() {
         let t0 = Instant::now();
-        let mut lease = Lease::new(t0, 100 * MS);
-        assert!(!lease.expired(t0 + 99 * MS), "the start's lease holds");
-        assert!(lease.expired(t0 + 100 * MS));
+        let ends = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = ends.clone();
+        let watch = LeaseWatch(Arc::new(move |p, end| seen.lock().unwrap().push((p, end))));
+        let mut lease = Lease::new(ProcessId(0), 100 * MS, Some(watch));
+        assert!(
+            !lease.granted() && !lease.expired(t0 + 1000 * MS),
+            "none yet: it waits"
+        );
         let b1 = lease.beat(t0 + 50 * MS);
         // a view of five: this member and two others make a majority
         lease.acked(ProcessId(1), b1, 3);
-        assert!(lease.expired(t0 + 100 * MS), "one answer of the two needed");
+        assert!(!lease.granted(), "one answer of the two needed");
         lease.acked(ProcessId(1), b1, 3);
-        assert!(
-            lease.expired(t0 + 100 * MS),
-            "the same member twice counts once"
-        );
+        assert!(!lease.granted(), "the same member twice counts once");
         lease.acked(ProcessId(2), b1, 3);
+        assert!(lease.granted());
         assert!(
             !lease.expired(t0 + 149 * MS),
             "runs from the beat's sending"
@@ -168,12 +205,17 @@ mod tests {
         // an answer to a beat never sent changes nothing
         lease.acked(ProcessId(1), 999, 1);
         assert!(lease.expired(t0 + 220 * MS));
+        assert_eq!(
+            *ends.lock().unwrap(),
+            [(ProcessId(0), t0 + 150 * MS), (ProcessId(0), t0 + 220 * MS)],
+            "the watcher heard each new end, and only new ends"
+        );
     }
 
     #[test]
     fn a_refused_peer_is_not_answered_and_the_report_waits_for_its_last_answer() {
         let t0 = Instant::now();
-        let mut lease = Lease::new(t0, 100 * MS);
+        let mut lease = Lease::new(ProcessId(0), 100 * MS, None);
         assert!(lease.answer(ProcessId(2), t0 + 10 * MS));
         assert!(lease.answer(ProcessId(3), t0 + 40 * MS));
         lease.refuse(ProcessId(2));

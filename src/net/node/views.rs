@@ -19,7 +19,7 @@
 //! (docs/fault-tolerance.md, "Status"): the repair view that lifts a deficit view's exit
 //! gate, rejoin and fencing tokens.
 
-use super::lease::{margin_holds, Lease, CLOCK_DRIFT};
+use super::lease::{margin_holds, Lease, LeaseWatch, CLOCK_DRIFT};
 use super::Wire;
 use crate::catalog::{SystemSpec, SystemVisitor};
 use crate::config::Instance;
@@ -80,14 +80,15 @@ pub enum ViewFrame {
 pub const MAX_VIEW_FRAME: usize = MAX_FRAME_LEN - 64;
 
 /// How a node runs the view log.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct ViewOptions {
     /// View 0, the cluster's first start: the same on every member.
     pub initial: View,
     /// The log's timers.
     pub config: ViewConfig,
-    /// How long a member's link must stay unreachable (silent beyond the link's peer
-    /// timeout, or lost) before this node proposes to evict it.
+    /// How long a member must stay unheard (its link silent, counted from the last frame
+    /// heard once the link declares it unreachable, or lost) before this node proposes to
+    /// evict it.
     pub evict_after: Duration,
     /// The member's neighbours in the cluster's topology (cluster ids): the members its
     /// object talks to. The view log talks to every member.
@@ -96,8 +97,12 @@ pub struct ViewOptions {
     pub heartbeat: Duration,
     /// How long the member may act on its slot after a majority of its view last answered
     /// a beat (from that beat's sending). When it runs out the member fences. It must keep
-    /// the margin `lease·(1+ρ) < evict_after·(1−ρ)`, `ρ` = [`CLOCK_DRIFT`].
+    /// the margin `lease·(1+ρ) < evict_after·(1−ρ)`, `ρ` = [`CLOCK_DRIFT`]. Before a
+    /// majority first answers, the member has no lease: its calls wait.
     pub lease: Duration,
+    /// Told each new end of the lease before the member relies on it (tests: a monitor that
+    /// counts a member active only while its lease holds).
+    pub on_lease: Option<LeaseWatch>,
 }
 
 impl ViewOptions {
@@ -111,6 +116,7 @@ impl ViewOptions {
             neighbours,
             heartbeat: Duration::from_millis(500),
             lease: Duration::from_secs(3),
+            on_lease: None,
         }
     }
 
@@ -215,6 +221,8 @@ pub(super) trait ViewCore: Send + Sync {
     fn install(&self, view: &View) -> Result<(), String>;
     /// This member is out of view `view` (or cannot run it): it fences, and the node stops.
     fn fence(&self, view: u64);
+    /// Whether an exit waits because the view is a deficit view.
+    fn gated(&self) -> bool;
 }
 
 /// The view as a node knows it, in its [`NodeStatus`](super::NodeStatus).
@@ -266,9 +274,10 @@ impl ViewLinks {
         }
     }
 
-    /// The link to `p` went down (unreachable or lost); a link already down keeps its time.
-    pub(super) fn down(&self, p: ProcessId) {
-        lock(&self.down).entry(p).or_insert_with(Instant::now);
+    /// The link to `p` went down (unreachable or lost), the peer last heard at `since`; a
+    /// link already down keeps its time.
+    pub(super) fn down(&self, p: ProcessId, since: Instant) {
+        lock(&self.down).entry(p).or_insert(since);
     }
 
     /// The link to `p` is up again.
@@ -390,21 +399,26 @@ pub(super) struct NodeViews<M: Send + 'static> {
     pub(super) gate_exits: bool,
     /// Messages of a later view than the object's, from their sender, kept until it installs.
     pub(super) ahead: Vec<(ProcessId, u64, M)>,
+    /// The links' peer timeout: a peer declared unreachable was last heard this long ago.
+    pub(super) silence: Duration,
 }
 
 impl<M: Send + 'static> NodeViews<M> {
-    pub(super) fn new(initial: &View, lease: Duration) -> Self {
+    pub(super) fn new(me: ProcessId, options: &ViewOptions, silence: Duration) -> Self {
+        let initial = &options.initial;
+        let lease = Lease::new(me, options.lease, options.on_lease.clone());
         NodeViews {
             shared: Arc::new(ViewShared {
                 links: Arc::default(),
                 group: OnceLock::new(),
-                lease: Mutex::new(Lease::new(Instant::now(), lease)),
+                lease: Mutex::new(lease),
             }),
             number: initial.number,
             members: initial.members.keys().copied().collect(),
             frozen: None,
             gate_exits: false,
             ahead: Vec::new(),
+            silence,
         }
     }
 
@@ -509,6 +523,8 @@ pub(super) async fn run<M: Send + 'static>(
     let mut proposed: BTreeMap<ProcessId, Instant> = BTreeMap::new();
     let again = options.evict_after.max(options.config.write_timeout);
     let mut last: Option<ViewStatus> = None;
+    // the last restore proposed (an exit gated by a deficit view): another waits as long
+    let mut restored: Option<Instant> = None;
     loop {
         let state = group.state();
         let now = ViewStatus {
@@ -605,6 +621,25 @@ pub(super) async fn run<M: Send + 'static>(
                 );
             }
             last = Some(now);
+        }
+        if state.pending.is_none()
+            && core.gated()
+            && restored.is_none_or(|at| at.elapsed() >= again)
+        {
+            // a deficit view: once entries brought the counts back, a view started from the
+            // states now restores the bounds, and the exits go on
+            restored = Some(Instant::now());
+            let (group, log, view) = (group.clone(), log.clone(), installed);
+            tokio::spawn(async move {
+                let outcome = group.propose(Proposal::Restore { view }).await;
+                let what = match outcome {
+                    Ok(applied) => {
+                        format!("proposed to restore the bounds of view {view}: {applied:?}")
+                    }
+                    Err(e) => format!("proposing to restore the bounds of view {view} failed: {e}"),
+                };
+                log(id, &LogEvent::View(what));
+            });
         }
         for p in links.down_for(options.evict_after) {
             let removed = state.pending.as_ref().is_some_and(|x| x.change.removes(p));

@@ -119,6 +119,13 @@ pub enum Proposal {
     },
     /// A member leaves on its own (it exited first if it was active).
     Leave(ProcessId),
+    /// View `view` is a deficit view (it lowered a lower bound, and exits wait): change to a
+    /// view of the same members started from their states now, which restores the bounds
+    /// if entries brought the counts back up (docs/fault-tolerance.md).
+    Restore {
+        /// The deficit view: a proposal made in an older view is ignored.
+        view: u64,
+    },
 }
 
 /// A command of the view log: what a member writes to it.
@@ -253,6 +260,13 @@ pub enum Refusal {
     },
     /// A second report from the same member for the pending view.
     AlreadyReported(ProcessId),
+    /// A restore proposed in another view than the current one.
+    NotCurrent {
+        /// The current view.
+        current: u64,
+        /// The view the proposal was made in.
+        got: u64,
+    },
 }
 
 impl fmt::Display for Refusal {
@@ -301,6 +315,10 @@ impl fmt::Display for Refusal {
                 "{member} (incarnation {got}) is not a member of the view"
             ),
             Refusal::AlreadyReported(p) => write!(f, "{p} has already reported"),
+            Refusal::NotCurrent { current, got } => write!(
+                f,
+                "a restore proposed in view {got}, and the current view is {current}"
+            ),
         }
     }
 }
@@ -396,10 +414,19 @@ impl ViewState {
                 }
                 None => {}
             },
+            Proposal::Restore { view } => {
+                if view != self.view.number {
+                    return Applied::Ignored(Refusal::NotCurrent {
+                        current: self.view.number,
+                        got: view,
+                    });
+                }
+            }
         }
         let mut change = match (&self.pending, proposal) {
             (None, _) => Change::default(),
-            (Some(pending), Proposal::Rejoin { .. }) => {
+            // a pending change restarts every object from the reports anyway
+            (Some(pending), Proposal::Rejoin { .. } | Proposal::Restore { .. }) => {
                 return Applied::Ignored(Refusal::ChangePending { next: pending.next });
             }
             (Some(pending), Proposal::Evict(p) | Proposal::Leave(p)) => {
@@ -425,6 +452,8 @@ impl ViewState {
             } => {
                 change.rejoin.insert(member, incarnation);
             }
+            // the same members, started from their reports
+            Proposal::Restore { .. } => {}
         }
         let remaining = members.keys().filter(|p| !change.removes(**p)).count();
         let needed = self.view.majority();

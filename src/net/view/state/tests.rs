@@ -99,6 +99,42 @@ fn an_eviction_installs_once_the_survivors_reported() {
     assert_eq!(s.pending, None);
 }
 
+/// A restore opens a change of the same members, which installs from their reports now
+/// (the counts the entries of a deficit view brought back); one made in an older view, or
+/// while a change is pending, changes nothing.
+#[test]
+fn a_restore_restarts_the_same_members_from_their_states_now() {
+    let mut s = state(&[true, false, false]);
+    let restore = |view| Command::Propose(Proposal::Restore { view });
+    assert_eq!(
+        s.apply(&restore(3)),
+        Applied::Ignored(Refusal::NotCurrent { current: 0, got: 3 })
+    );
+    assert_eq!(
+        s.apply(&restore(0)),
+        Applied::Opened {
+            next: 1,
+            change: Change::default()
+        }
+    );
+    assert_eq!(
+        s.apply(&restore(0)),
+        Applied::Ignored(Refusal::ChangePending { next: 1 })
+    );
+    report(&mut s, 1, 0, InCs);
+    report(&mut s, 1, 1, InCs);
+    let a = report(&mut s, 1, 2, OutCs);
+    let Applied::Installed(v) = a else {
+        panic!("expected an install, got {a:?}")
+    };
+    assert_eq!(v.members, [(p(0), 10), (p(1), 11), (p(2), 12)].into());
+    assert_eq!(v.start, [(p(0), InCs), (p(1), InCs), (p(2), OutCs)].into());
+    assert_eq!(
+        s.apply(&restore(0)),
+        Applied::Ignored(Refusal::NotCurrent { current: 1, got: 0 })
+    );
+}
+
 #[test]
 fn the_start_is_the_reported_states_not_the_previous_start() {
     // member 0 was entering when it froze (reports OutCs), member 1 was exiting (InCs)
@@ -446,6 +482,7 @@ fn command() -> impl Strategy<Value = Command> {
                 incarnation
             }
         )),
+        (0u64..4).prop_map(|view| Command::Propose(Proposal::Restore { view })),
         // reports: mostly for the right view and incarnation (10 + i, or 0..3 after a
         // rejoin), some not
         (0u64..6, id, 0u64..3, any::<bool>(), st, 0u64..100, 0u64..3).prop_map(
