@@ -180,6 +180,7 @@ fn options(initial: View, neighbours: BTreeSet<ProcessId>) -> ViewOptions {
         neighbours,
         heartbeat: Duration::from_millis(50),
         lease: Duration::from_millis(1000),
+        on_lease: None,
     }
 }
 

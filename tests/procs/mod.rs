@@ -1,0 +1,337 @@
+//! Real `lkcs node` processes for the tests: cluster files with per-member keys, a monitor
+//! every node reports to synchronously, starting and reaping nodes under a hang guard.
+#![allow(dead_code)]
+
+use super::ports;
+use lkcs::net::{Cluster, SecretKey};
+use lkcs::{CsState, Instance, Observed, ProcessId};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_lkcs");
+
+/// The longest any node process may run in these tests.
+pub const GUARD: Duration = Duration::from_secs(120);
+
+/// The name of the key set of the tests' clusters.
+pub const SECRET: &str = "tests/cluster.rs keys";
+
+/// A scratch directory for one test's files.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lkcs-cluster-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Member `i`'s private key of the key set `keys` (derived from the set's name: the same
+/// name gives the same keys), written once (mode 600) to a scratch folder.
+pub fn key_file(keys: &str, i: usize) -> (PathBuf, SecretKey) {
+    let mut bytes = [0u8; 32];
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (n, chunk) in bytes.chunks_mut(8).enumerate() {
+        for b in keys.bytes().chain([i as u8, n as u8]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        chunk.copy_from_slice(&h.to_le_bytes());
+    }
+    let key = SecretKey::from_bytes(bytes);
+    // a folder per call: tests running in parallel never write the same file
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "lkcs-cluster-{}-keys-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{i}.key"));
+    lkcs::net::cluster::write_key(&path, i, &key).unwrap();
+    (path, key)
+}
+
+/// A cluster file's text: `quota` is the `[quota]` table's body; `keys` names the key set
+/// (two files with the same name pin the same keys).
+pub fn cluster_text(keys: &str, quota: &str, ports: &[u16], peer_timeout_ms: u64) -> String {
+    let members: String = ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let (path, key) = key_file(keys, i);
+            format!(
+                "[members.{i}]\naddress = \"127.0.0.1:{p}\"\npublic_key = \"{}\"\nprivate_key = {:?}\n",
+                key.public(),
+                path.display().to_string()
+            )
+        })
+        .collect();
+    format!(
+        "epoch = 1\n[quota]\n{quota}\n{members}[timing]\nheartbeat_ms = 100\npeer_timeout_ms = {peer_timeout_ms}\nbackoff_max_ms = 200\n"
+    )
+}
+
+/// Writes a file readable by its owner only (as a node requires of a cluster file).
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    path
+}
+
+/// The test monitor: every node reports each change of its member's state (`I in`,
+/// `I out`) and each new end of its lease (`I lease MICROS`, on the wall clock), and waits
+/// for `ok` before the change can be seen by anyone; the monitor checks the bounds after
+/// every report.
+///
+/// - **Strict** ([`Monitor::start`]): every bound, lower and upper, over the reported states
+///   (a run without faults).
+/// - **Faults** ([`Monitor::for_faults`]): the upper bounds, counting a member active only
+///   while it is in the CS and its lease holds (what a cluster with views guarantees when
+///   members crash, pause or are cut off: a member whose lease ran out may not use its slot;
+///   a member that never reported a lease counts by its state).
+pub struct Monitor {
+    pub addr: SocketAddr,
+    pub state: Arc<Mutex<Watch>>,
+}
+
+pub struct Watch {
+    pub inst: Instance,
+    pub observed: Observed,
+    pub faults: bool,
+    /// Each member's lease end (microseconds since the Unix epoch), once reported.
+    pub leases: Vec<Option<u128>>,
+    pub violations: Vec<String>,
+    pub reports: usize,
+    /// The members that reported at least one change.
+    pub movers: std::collections::BTreeSet<usize>,
+    /// Every state change reported: when, and by whom.
+    pub moves: Vec<(Instant, usize)>,
+    pub max_in_cs: usize,
+    pub min_in_cs: usize,
+}
+
+fn wall_micros() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros()
+}
+
+impl Watch {
+    /// Member `r` counts as active: in the CS, and (fault mode) within its lease.
+    fn active(&self, r: ProcessId, now: u128) -> bool {
+        self.observed.states()[r.index()] == CsState::InCs
+            && (!self.faults || self.leases[r.index()].is_none_or(|end| now < end))
+    }
+
+    /// The upper bounds, counting active members as [`Watch::active`] does.
+    fn check_upper(&mut self, after: &str) {
+        let now = wall_micros();
+        for q in (0..self.inst.len()).map(ProcessId::from) {
+            let closed = self.inst.topology().closed(q);
+            let held = closed.iter().filter(|r| self.active(**r, now)).count();
+            let k = self.inst.bounds(q).k;
+            if held > k {
+                self.violations.push(format!(
+                    "{q}: {held} active around it (leases counted), above {k}, after {after}"
+                ));
+            }
+        }
+    }
+}
+
+impl Monitor {
+    /// A strict monitor of `cluster` (see the type's doc).
+    pub fn start(cluster: &Cluster) -> Monitor {
+        Monitor::new(cluster, false)
+    }
+
+    /// A monitor of `cluster` for runs with faults (see the type's doc).
+    pub fn for_faults(cluster: &Cluster) -> Monitor {
+        Monitor::new(cluster, true)
+    }
+
+    fn new(cluster: &Cluster, faults: bool) -> Monitor {
+        let listener = ports::listener();
+        let addr = listener.local_addr().unwrap();
+        let initial = cluster.initial().to_vec();
+        let in_cs = initial.iter().filter(|s| **s == CsState::InCs).count();
+        let state = Arc::new(Mutex::new(Watch {
+            inst: cluster.instance().clone(),
+            observed: Observed::new(cluster.instance(), initial),
+            faults,
+            leases: vec![None; cluster.len()],
+            violations: Vec::new(),
+            reports: 0,
+            movers: Default::default(),
+            moves: Vec::new(),
+            max_in_cs: in_cs,
+            min_in_cs: in_cs,
+        }));
+        let shared = state.clone();
+        thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { return };
+                let shared = shared.clone();
+                thread::spawn(move || serve_monitor(conn, &shared));
+            }
+        });
+        Monitor { addr, state }
+    }
+
+    pub fn arg(&self) -> String {
+        self.addr.to_string()
+    }
+
+    pub fn violations(&self) -> Vec<String> {
+        self.state.lock().unwrap().violations.clone()
+    }
+
+    /// Member `p`'s reported state.
+    pub fn state_of(&self, p: usize) -> CsState {
+        self.state.lock().unwrap().observed.states()[p]
+    }
+
+    /// How many state changes member `p` reported.
+    pub fn moves_of(&self, p: usize) -> usize {
+        let w = self.state.lock().unwrap();
+        w.moves.iter().filter(|(_, q)| *q == p).count()
+    }
+}
+
+fn serve_monitor(conn: TcpStream, shared: &Mutex<Watch>) {
+    let mut out = conn.try_clone().unwrap();
+    for line in BufReader::new(conn).lines() {
+        let Ok(line) = line else { return };
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (p, word) = match words.as_slice() {
+            [id, word, ..] => (ProcessId(id.parse().unwrap()), *word),
+            _ => return,
+        };
+        {
+            let mut w = shared.lock().unwrap();
+            let w = &mut *w;
+            if word == "lease" {
+                let end: u128 = words[2].parse().unwrap();
+                w.leases[p.index()] = Some(end);
+                w.check_upper(&format!("{p}'s lease was renewed"));
+            } else {
+                let now = if word == "in" {
+                    CsState::InCs
+                } else {
+                    CsState::OutCs
+                };
+                w.reports += 1;
+                w.movers.insert(p.index());
+                w.moves.push((Instant::now(), p.index()));
+                let broken = w.observed.apply(&w.inst, p, now);
+                if !w.faults {
+                    for (q, c) in broken {
+                        let b = w.inst.bounds(q);
+                        w.violations.push(format!(
+                            "{q}: {c} active around it, outside [{}, {}], after {p} went {word}",
+                            b.l, b.k
+                        ));
+                    }
+                }
+                w.check_upper(&format!("{p} went {word}"));
+                let in_cs = w
+                    .observed
+                    .states()
+                    .iter()
+                    .filter(|s| **s == CsState::InCs)
+                    .count();
+                w.max_in_cs = w.max_in_cs.max(in_cs);
+                w.min_in_cs = w.min_in_cs.min(in_cs);
+            }
+        }
+        if out.write_all(b"ok\n").is_err() {
+            return;
+        }
+    }
+}
+
+/// A node process and what it printed.
+pub struct Node {
+    pub child: Child,
+    pub id: usize,
+}
+
+pub struct Ended {
+    pub id: usize,
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ended {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| {
+            panic!(
+                "node {}: not one JSON object ({e}): {}\nstderr: {}",
+                self.id, self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+pub fn spawn_node(file: &Path, id: usize, extra: &[&str]) -> Node {
+    let child = Command::new(BIN)
+        .arg("node")
+        .arg("--cluster")
+        .arg(file)
+        .args(["--id", &id.to_string()])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    Node { child, id }
+}
+
+/// Waits for the node (killing it past the guard: the test then fails).
+pub fn finish(mut node: Node, started: Instant) -> Ended {
+    let mut out = node.child.stdout.take().unwrap();
+    let mut err = node.child.stderr.take().unwrap();
+    let o = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let e = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let code = loop {
+        if let Some(status) = node.child.try_wait().unwrap() {
+            break status.code();
+        }
+        if started.elapsed() > GUARD {
+            let _ = node.child.kill();
+            let _ = node.child.wait();
+            let stderr = e.join().unwrap();
+            let tail: Vec<&str> = stderr.lines().rev().take(60).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            panic!(
+                "node {} hung past the guard; the end of its log:\n{}",
+                node.id,
+                tail.join("\n")
+            );
+        }
+        thread::sleep(Duration::from_millis(5));
+    };
+    Ended {
+        id: node.id,
+        code,
+        stdout: o.join().unwrap(),
+        stderr: e.join().unwrap(),
+    }
+}
