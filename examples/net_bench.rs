@@ -20,6 +20,9 @@
 //! - `nodes`: the same cluster with each member's workload on its node's own thread, an
 //!   async task on the current-thread runtime that runs the node ([`lkcs::net::Cluster::spawn`]),
 //!   as `lkcs node --workload cycle` runs a node: no hand-off between threads per call;
+//! - `noviews`: `nodes` over a cluster file with `evict_after_ms = 0`: no view log, no lease
+//!   beats, links to the neighbours only (what every cluster ran before views); the cost of
+//!   the views without faults is `nodes` over `noviews`;
 //! - `runtime`: the thread runtime ([`lkcs::Quota`]) with the same algorithm, coterie, inner
 //!   mutual exclusion and initial configuration;
 //! - `ceiling`: n client threads, each doing `pairs × round trips per pair` blocking
@@ -255,11 +258,15 @@ mod bench {
         Ok(cycle(members, WARMUP_PAIRS)?.sized(members.len()))
     }
 
-    /// A cluster file for the case on free loopback ports, and a logger that prints what
-    /// matters (refusals, drops, unreachable peers) until its switch is set.
-    fn cluster_file(case: &Case) -> Result<(Cluster, Logger, Arc<AtomicBool>), Error> {
+    /// A cluster file for the case on free loopback ports (with views, the default, or
+    /// without), and a logger that prints what matters (refusals, drops, unreachable peers)
+    /// until its switch is set.
+    fn cluster_file(case: &Case, views: bool) -> Result<(Cluster, Logger, Arc<AtomicBool>), Error> {
         let mut text = String::from("epoch = 1\n\n[quota]\n");
         text += &case.quota_table();
+        if !views {
+            text += "\n[timing]\nevict_after_ms = 0\n";
+        }
         // one key pair per member, the private keys in a scratch folder (mode 600)
         let dir = std::env::temp_dir().join(format!(
             "lkcs-net-bench-{}-{}",
@@ -308,7 +315,7 @@ mod bench {
     /// messages per pair `simulate` counts on the same spec, and the switch that silences the
     /// log once the case is over.
     fn cluster(case: &Case) -> Result<(Vec<Member>, f64, Arc<AtomicBool>), Error> {
-        let (cluster, log, quiet) = cluster_file(case)?;
+        let (cluster, log, quiet) = cluster_file(case, true)?;
         let remote = cluster.spec().build(Remote)?;
         let members = (0..case.n)
             .map(|i| cluster.member_with(i, None, log.clone()))
@@ -334,8 +341,8 @@ mod bench {
     }
 
     impl Nodes {
-        fn start(case: &Case) -> Result<Nodes, Error> {
-            let (cluster, log, quiet) = cluster_file(case)?;
+        fn start(case: &Case, views: bool) -> Result<Nodes, Error> {
+            let (cluster, log, quiet) = cluster_file(case, views)?;
             let (results_tx, results) = std::sync::mpsc::channel();
             let mut phases = Vec::new();
             for i in 0..case.n {
@@ -632,6 +639,7 @@ mod bench {
         cluster: Phase,
         ceiling: Phase,
         nodes: Phase,
+        noviews: Phase,
         runtime: Phase,
         serial: Option<Phase>,
         token: Option<Phase>,
@@ -719,7 +727,7 @@ mod bench {
         if let Ok(i) = std::env::var("NET_BENCH_CLUSTER_ONLY") {
             let case = cases.get(i.parse::<usize>()?).ok_or("no such case")?;
             let (mut net, _, quiet) = cluster(case)?;
-            let mut nodes = Nodes::start(case)?;
+            let mut nodes = Nodes::start(case, true)?;
             let pairs = warm(&mut net)?;
             let node_pairs = nodes.warm(case.n)?;
             for r in 1..=rounds {
@@ -732,7 +740,8 @@ mod bench {
         let mut results = Vec::new();
         for case in &cases {
             let (mut net, remote, quiet) = cluster(case)?;
-            let mut nodes = Nodes::start(case)?;
+            let mut nodes = Nodes::start(case, true)?;
+            let mut bare = Nodes::start(case, false)?;
             let quota = case.quota()?;
             let mut rt = quota.members();
             let round_trips = remote / 2.0;
@@ -741,6 +750,7 @@ mod bench {
             // every phase of a system has the same size, from one warm-up
             let net_pairs = warm(&mut net)?;
             let node_pairs = nodes.warm(case.n)?;
+            let bare_pairs = bare.warm(case.n)?;
             let rt_pairs = warm(&mut rt)?;
             let top_pairs = warm_ceiling(case.n, round_trips)?;
             let serial_pairs = match mutex {
@@ -757,6 +767,7 @@ mod bench {
                     cluster: cycle(&mut net, net_pairs)?,
                     ceiling: ceiling_phase(case.n, round_trips, top_pairs)?,
                     nodes: nodes.cycle(node_pairs)?,
+                    noviews: bare.cycle(bare_pairs)?,
                     runtime: cycle(&mut rt, rt_pairs)?,
                     serial: match serial_pairs {
                         Some(p) => Some(ceiling_phase(1, round_trips, p)?),
@@ -770,6 +781,7 @@ mod bench {
                 row("cluster", case, r, &round.cluster);
                 row("ceiling", case, r, &round.ceiling);
                 row("nodes", case, r, &round.nodes);
+                row("noviews", case, r, &round.noviews);
                 row("runtime", case, r, &round.runtime);
                 if let Some(s) = &round.serial {
                     row("serial", case, r, s);
@@ -782,6 +794,7 @@ mod bench {
             quiet.store(true, Ordering::SeqCst);
             drop(net);
             drop(nodes);
+            drop(bare);
             quota.shutdown();
             results.push((case, remote, round_trips, done));
         }
@@ -813,15 +826,16 @@ mod bench {
         );
         println!();
         println!(
-            "| case               |  n | remote msgs/pair | round trips/pair | cluster/ceiling     | nodes/ceiling       | cluster/runtime     | latency ceiling/cluster | cluster/serial      | token/ceiling       |"
+            "| case               |  n | remote msgs/pair | round trips/pair | cluster/ceiling     | nodes/ceiling       | nodes/noviews       | cluster/runtime     | latency ceiling/cluster | cluster/serial      | token/ceiling       |"
         );
         println!(
-            "|--------------------|---:|-----------------:|-----------------:|---------------------|---------------------|---------------------|-------------------------|---------------------|---------------------|"
+            "|--------------------|---:|-----------------:|-----------------:|---------------------|---------------------|---------------------|---------------------|-------------------------|---------------------|---------------------|"
         );
         for (case, remote, trips, done) in &results {
             let of = |f: &dyn Fn(&Round) -> f64| spread(done.iter().map(f).collect());
             let top = of(&|r| r.cluster.rate() / r.ceiling.rate());
             let nodes = of(&|r| r.nodes.rate() / r.ceiling.rate());
+            let views = of(&|r| r.nodes.rate() / r.noviews.rate());
             let rt = of(&|r| r.cluster.rate() / r.runtime.rate());
             let lat = of(&|r| r.ceiling.latency_ms / r.cluster.latency_ms);
             let against = |bound: &dyn Fn(&Round) -> Option<&Phase>,
@@ -842,11 +856,12 @@ mod bench {
                 "-".into()
             };
             println!(
-                "| {:<18} | {:>2} | {remote:>16.2} | {trips:>16.2} | {:<19} | {:<19} | {:<19} | {:<23} | {serial:<19} | {token:<19} |",
+                "| {:<18} | {:>2} | {remote:>16.2} | {trips:>16.2} | {:<19} | {:<19} | {:<19} | {:<19} | {:<23} | {serial:<19} | {token:<19} |",
                 case.label(),
                 case.n,
                 show(top),
                 show(nodes),
+                show(views),
                 show(rt),
                 show(lat),
             );

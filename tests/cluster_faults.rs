@@ -16,8 +16,10 @@ use lkcs::net::Cluster;
 use lkcs::CsState;
 use ports::free_ports;
 use procs::*;
+use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, TcpStream};
 use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -174,6 +176,7 @@ fn a_killed_member_is_evicted_and_the_survivors_complete() {
         let victim_node = nodes.remove(victim);
         // killed where it holds the most: in the CS when the test can catch it there
         let in_cs = stop_in_cs(&victim_node, &monitor);
+        assert!(in_cs, "{name}: P{victim} was never caught in the CS");
         signal(&victim_node, libc::SIGKILL);
         let killed = Instant::now();
         let mut child = victim_node.child;
@@ -209,6 +212,7 @@ fn a_paused_member_fences_and_the_others_go_on() {
         wait_under_way(&monitor, n, victim, 4, started);
         let paused = nodes.remove(victim);
         let in_cs = stop_in_cs(&paused, &monitor);
+        assert!(in_cs, "{name}: P{victim} was never caught in the CS");
         let stopped = Instant::now();
         let survivors: Vec<usize> = (0..cluster.len()).filter(|&i| i != victim).collect();
         let ended: Vec<Ended> = nodes.into_iter().map(|n| finish(n, started)).collect();
@@ -349,4 +353,69 @@ fn a_partitioned_minority_fences_and_the_majority_goes_on() {
             recovery(&monitor, &majority, cut)
         );
     }
+}
+
+/// A member that starts in the CS (Maekawa, `initial = "in:0"`) but is started only after the
+/// four others evicted it (view 1 installed without it): its `enter` must not answer `ok`,
+/// which would let it use the slot the others reclaimed. A member of view 1 answers its
+/// lease beat saying it is out; it fences, and its calls and `state` say it was evicted. The
+/// four others complete their pairs, under the monitor.
+#[test]
+fn a_member_started_after_its_eviction_fences_instead_of_using_its_initial_slot() {
+    let quota = "algorithm = \"maekawa\"\ntopology = \"complete:5\"\ninitial = \"in:0\"";
+    let (file, _, monitor) = cluster("late", quota, 5);
+    let pairs = 300;
+    let args = cycle_args(pairs, &monitor);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let dir = file.parent().unwrap().to_path_buf();
+    let started = Instant::now();
+    let others: Vec<Node> = (1..5)
+        .map(|i| spawn_node_logged(&file, i, &args, &dir.join(format!("{i}.log"))))
+        .collect();
+    for i in 1..5 {
+        wait_for_log(&dir.join(format!("{i}.log")), "view 1 installed", started);
+    }
+    let m = monitor.arg();
+    let mut late = Command::new(BIN)
+        .args(["node", "--cluster"])
+        .arg(&file)
+        .args(["--id", "0", "--monitor", &m])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // a hang guard: past it the late member is killed, and its answers end
+    let pid = late.id() as libc::pid_t;
+    let answered = Arc::new(AtomicBool::new(false));
+    let done = answered.clone();
+    thread::spawn(move || {
+        while started.elapsed() < GUARD {
+            if done.load(Ordering::SeqCst) {
+                return;
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        // SAFETY: kill(2) on a child of this test that has not been reaped (the test waits
+        // for it only after `done` is set)
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    });
+    let mut stdin = late.stdin.take().unwrap();
+    let mut answers = BufReader::new(late.stdout.take().unwrap()).lines();
+    writeln!(stdin, "enter").unwrap();
+    let entered = answers
+        .next()
+        .expect("the late member answers before the guard")
+        .unwrap();
+    assert!(
+        entered.starts_with("error:") && entered.contains("evicted"),
+        "the late member's enter: {entered}"
+    );
+    writeln!(stdin, "state").unwrap();
+    assert_eq!(answers.next().unwrap().unwrap(), "ok evicted");
+    answered.store(true, Ordering::SeqCst);
+    writeln!(stdin, "quit").unwrap();
+    assert!(late.wait().unwrap().success());
+    let ended: Vec<Ended> = others.into_iter().map(|n| finish(n, started)).collect();
+    assert_survivors_done(&ended, &monitor, pairs);
 }

@@ -385,7 +385,7 @@ fn ids<'a>(ps: impl Iterator<Item = &'a ProcessId>) -> String {
 }
 
 fn state_word(h: &NodeHandle) -> &'static str {
-    if h.status().evicted.is_some() {
+    if h.status().fenced.is_some() {
         return "evicted";
     }
     match (h.state(), h.pending()) {
@@ -430,8 +430,8 @@ struct Run {
 enum Stop {
     /// A peer became unreachable (without views).
     Unreachable(ProcessId),
-    /// This member was evicted: it is out of this view.
-    Evicted(u64),
+    /// This member fenced (evicted, or its lease ran out).
+    Fenced(lkcs::net::Fenced),
     Stopped,
 }
 
@@ -446,7 +446,13 @@ async fn cycle(cluster: &Cluster, h: &NodeHandle, args: &NodeArgs) -> ExitCode {
     match connected {
         Ok(Ok(_)) => {}
         Ok(Err(_)) => {
-            warn!("error: {me}: the node stopped");
+            match h.status().fenced {
+                Some(f) => warn!(
+                    "error: {me}: evicted: it fenced in view {} before it started ({})",
+                    f.view, f.why
+                ),
+                None => warn!("error: {me}: the node stopped"),
+            }
             return ExitCode::from(1);
         }
         Err(_) => {
@@ -473,9 +479,10 @@ async fn cycle(cluster: &Cluster, h: &NodeHandle, args: &NodeArgs) -> ExitCode {
             );
             return ExitCode::from(1);
         }
-        Err(Stop::Evicted(view)) => {
+        Err(Stop::Fenced(f)) => {
             warn!(
-                "error: {me}: evicted (view {view} left it out): it fenced before every member finished"
+                "error: {me}: evicted: it fenced in view {} before every member finished ({})",
+                f.view, f.why
             );
             return ExitCode::from(1);
         }
@@ -505,10 +512,7 @@ async fn drive(h: &NodeHandle, pairs: usize, views: bool) -> Result<Run, Stop> {
     let mut moves = 0usize;
     let mut finished = false;
     let failed = |s: &NodeStatus| !views && !s.all_finished && !s.unreachable.is_empty();
-    let stopped = |e: NodeError| match e {
-        NodeError::Evicted { view } => Stop::Evicted(view),
-        _ => Stop::Stopped,
-    };
+
     loop {
         let seq = Sequence::leaving(h.state());
         let began = Instant::now();
@@ -540,7 +544,7 @@ async fn drive(h: &NodeHandle, pairs: usize, views: bool) -> Result<Run, Stop> {
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 continue;
             }
-            Err(e) => return Err(stopped(e)),
+            Err(_) => return Err(evicted_or_stopped(h)),
         }
         let ms = began.elapsed().as_secs_f64() * 1e3;
         match seq {
@@ -564,19 +568,22 @@ async fn drive(h: &NodeHandle, pairs: usize, views: bool) -> Result<Run, Stop> {
     }
     run.elapsed = t0.elapsed();
     // every member finished: wait until each neighbour said bye (or went silent)
-    run.status = h
-        .wait_status(|s| s.quiet)
-        .await
-        .map_err(|_| evicted_or_stopped(h))?;
+    // every member finished: a fence now (the members that left took the lease's majority
+    // with them) ends nothing that was still to do
+    run.status = match h.wait_status(|s| s.quiet).await {
+        Ok(s) => s,
+        Err(_) if h.status().all_finished => h.status(),
+        Err(_) => return Err(evicted_or_stopped(h)),
+    };
     // let the last byes and acknowledgements leave before the process ends
     tokio::time::sleep(Duration::from_millis(50)).await;
     Ok(run)
 }
 
-/// Why the node stopped: evicted (its status says by which view), or stopped.
+/// Why the node stopped: it fenced (its status says why), or it stopped.
 fn evicted_or_stopped(h: &NodeHandle) -> Stop {
-    match h.status().evicted {
-        Some(view) => Stop::Evicted(view),
+    match h.status().fenced {
+        Some(f) => Stop::Fenced(f),
         None => Stop::Stopped,
     }
 }

@@ -83,8 +83,8 @@ pub use cluster::{Cluster, ViewTiming};
 pub use handshake::{HandshakeError, Trust};
 pub use link::{Net, NetEvent, NetSender};
 pub use node::{
-    margin_holds, rebuild_from, LeaseWatch, LinkTransport, Node, NodeError, NodeHandle, NodeStatus,
-    Observer, Rebuild, Rebuilt, ViewFrame, ViewOptions, ViewStatus, Wire, CLOCK_DRIFT,
+    margin_holds, rebuild_from, Fenced, LeaseWatch, LinkTransport, Node, NodeError, NodeHandle,
+    NodeStatus, Observer, Rebuild, Rebuilt, ViewFrame, ViewOptions, ViewStatus, Wire, CLOCK_DRIFT,
     MAX_VIEW_FRAME,
 };
 

@@ -192,14 +192,27 @@ pub struct NodeStatus {
     /// The view, on a node that runs the view log ([`Node::spawn_with_views`]) once its
     /// group started.
     pub view: Option<ViewStatus>,
-    /// The view that left this member out: it fenced, and its node stopped (its calls
-    /// return [`NodeError::Evicted`]).
-    pub evicted: Option<u64>,
+    /// Whether the member may act on a slot: always without views; with views, once a
+    /// majority first answered its lease beat (until then its calls wait, an `enter` of a
+    /// member that starts in the CS included).
+    pub leased: bool,
+    /// Why the member fenced (it was evicted, or lost its lease) and its node stopped: its
+    /// calls return [`NodeError::Evicted`].
+    pub fenced: Option<Fenced>,
     /// Every member of the cluster has finished.
     pub all_finished: bool,
     /// Every member has finished and every neighbour said bye (or is unreachable): no
     /// neighbour needs this node any more.
     pub quiet: bool,
+}
+
+/// Why a member fenced ([`NodeStatus::fenced`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fenced {
+    /// The view the member was in when it fenced, or the view that left it out.
+    pub view: u64,
+    /// The reason, for the logs: left out of a view, the lease ran out, ...
+    pub why: String,
 }
 
 /// Sees every change of a member's published state, inside the handler that made it.
@@ -218,9 +231,10 @@ pub enum NodeError {
     PeerUnreachable(ProcessId),
     /// The node stopped.
     Stopped,
-    /// This member was evicted from the cluster (it is not in view `view`), or could not run
-    /// that view: it fenced, and its node stopped. Whatever the application did under the
-    /// slot must stop.
+    /// This member fenced in view `view`: the view (or a later one, `view` then names it)
+    /// left it out, it could not run the view, or its lease ran out there; its node stopped
+    /// ([`NodeStatus::fenced`] says why). Whatever the application did under the slot must
+    /// stop.
     Evicted {
         /// The view that left it out.
         view: u64,
@@ -238,7 +252,7 @@ impl fmt::Display for NodeError {
             NodeError::Stopped => f.write_str("the node stopped"),
             NodeError::Evicted { view } => write!(
                 f,
-                "this member was evicted (view {view} left it out): it fenced and its node stopped"
+                "this member was evicted: it fenced in view {view} (left out of the view, or its lease ran out) and its node stopped"
             ),
         }
     }
@@ -335,6 +349,12 @@ impl NodeHandle {
     /// there with nothing pending; a pending move away from `target` completes first, then
     /// the member comes back; a pending move to `target` is waited for.
     pub async fn reach(&self, target: CsState) -> Result<(), NodeError> {
+        // no slot is acted on before the first lease (a member that starts in the CS too)
+        if !self.status.borrow().leased {
+            if let Err(e) = self.wait_status(|s| s.leased).await {
+                return Err(self.why_stopped().unwrap_or(e));
+            }
+        }
         if self.state() == target {
             if self.pending().is_none() {
                 return Ok(());
@@ -342,6 +362,12 @@ impl NodeHandle {
             self.call(Sequence::leaving(target)).await?;
         }
         self.call(Sequence::leaving(target).flip()).await
+    }
+
+    /// [`NodeError::Evicted`] once the member fenced.
+    fn why_stopped(&self) -> Option<NodeError> {
+        let view = self.status.borrow().fenced.as_ref()?.view;
+        Some(NodeError::Evicted { view })
     }
 
     async fn call(&self, seq: Sequence) -> Result<(), NodeError> {
@@ -617,7 +643,10 @@ impl<A: CsObject> Node<A> {
             .as_ref()
             .map(|v| (v.shared.clone(), net.sender(), log.clone()));
         let (published, state) = watch::channel((obj.state(), obj.pending()));
-        let (status_tx, status) = watch::channel(NodeStatus::default());
+        let (status_tx, status) = watch::channel(NodeStatus {
+            leased: views.is_none(),
+            ..NodeStatus::default()
+        });
         let core = Core {
             members,
             finished: BTreeSet::new(),
@@ -723,9 +752,9 @@ impl<A: CsObject> ViewCore for CoreRef<A> {
         }
     }
 
-    fn fence(&self, view: u64) {
+    fn fence(&self, view: u64, why: String) {
         if let Some(shared) = self.shared.upgrade() {
-            shared.run(|core| core.fence(view));
+            shared.run(|core| core.fence(view, why));
             shared.end_task();
         }
     }
@@ -768,8 +797,15 @@ impl<A: CsObject> Core<A> {
                     Some(v) => v.on_frame(from, &bytes, &self.net),
                     None => Err("a view frame, and this node runs no view log".into()),
                 };
-                if let Err(reason) = handled {
-                    self.log(LogEvent::Dropped { peer: from, reason });
+                match handled {
+                    Err(reason) => self.log(LogEvent::Dropped { peer: from, reason }),
+                    Ok(Some(view)) => {
+                        let why = format!("{from} is in view {view}, which leaves this member out");
+                        self.log(LogEvent::View(format!("fenced: {why}")));
+                        self.fence(view, why);
+                        return;
+                    }
+                    Ok(None) => {}
                 }
                 // the first lease may have come with it
                 self.resume_held();
@@ -950,12 +986,13 @@ impl<A: CsObject> Core<A> {
     /// Out of view `view` (or its lease ran out): the slot is given up (the observer sees the
     /// member leave the CS, if it showed it in), the waiting call gets
     /// [`NodeError::Evicted`], and the node stops.
-    fn fence(&mut self, view: u64) {
+    fn fence(&mut self, view: u64, why: String) {
         if self.stopped {
             return;
         }
         self.evicted = Some(view);
-        self.status.send_modify(|s| s.evicted = Some(view));
+        self.status
+            .send_modify(|s| s.fenced = Some(Fenced { view, why }));
         if self.published.borrow().0 == CsState::InCs {
             if let Some(o) = &self.observer {
                 o(self.me, CsState::OutCs);
@@ -983,6 +1020,13 @@ impl<A: CsObject> Core<A> {
     /// A call that waits without having started (held, see [`Core::held`]) starts once
     /// nothing holds it any more.
     fn resume_held(&mut self) {
+        let granted = self
+            .views
+            .as_ref()
+            .is_none_or(|v| views::lock(&v.shared.lease).granted());
+        if granted && !self.status.borrow().leased {
+            self.status.send_modify(|s| s.leased = true);
+        }
         let ready = matches!(&self.waiting, Some((seq, _)) if !self.held(*seq)
             && self.obj.pending() != Some(*seq));
         if ready {
@@ -1054,10 +1098,9 @@ impl<A: CsObject> Core<A> {
                 // an entry completed past the lease (a grant delayed, the member paused): it
                 // fences instead, and the entry never shows
                 let view = self.views.as_ref().map_or(0, |v| v.number);
-                self.log(LogEvent::View(format!(
-                    "fenced: an entry completed after the lease ran out (view {view})"
-                )));
-                self.fence(view);
+                let why = format!("an entry completed after the lease ran out (view {view})");
+                self.log(LogEvent::View(format!("fenced: {why}")));
+                self.fence(view, why);
                 return;
             }
             if state != was.0 {

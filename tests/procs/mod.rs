@@ -93,8 +93,9 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 ///   (a run without faults).
 /// - **Faults** ([`Monitor::for_faults`]): the upper bounds, counting a member active only
 ///   while it is in the CS and its lease holds (what a cluster with views guarantees when
-///   members crash, pause or are cut off: a member whose lease ran out may not use its slot;
-///   a member that never reported a lease counts by its state).
+///   members crash, pause or are cut off: a member may not use a slot before its first lease
+///   or after its lease ran out); and an entry reported with no lease, or more than
+///   [`LEASE_SLACK`] after the lease's end, is a violation.
 pub struct Monitor {
     pub addr: SocketAddr,
     pub state: Arc<Mutex<Watch>>,
@@ -116,6 +117,10 @@ pub struct Watch {
     pub min_in_cs: usize,
 }
 
+/// How late after its lease's end (on the monitor's clock, after the report's trip) an entry
+/// may still be reported: the node checked its lease just before it reported.
+pub const LEASE_SLACK: Duration = Duration::from_millis(100);
+
 fn wall_micros() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -127,7 +132,7 @@ impl Watch {
     /// Member `r` counts as active: in the CS, and (fault mode) within its lease.
     fn active(&self, r: ProcessId, now: u128) -> bool {
         self.observed.states()[r.index()] == CsState::InCs
-            && (!self.faults || self.leases[r.index()].is_none_or(|end| now < end))
+            && (!self.faults || self.leases[r.index()].is_some_and(|end| now < end))
     }
 
     /// The upper bounds, counting active members as [`Watch::active`] does.
@@ -227,6 +232,17 @@ fn serve_monitor(conn: TcpStream, shared: &Mutex<Watch>) {
                 } else {
                     CsState::OutCs
                 };
+                if w.faults && now == CsState::InCs {
+                    let late = wall_micros().saturating_sub(LEASE_SLACK.as_micros());
+                    match w.leases[p.index()] {
+                        None => w.violations.push(format!("{p} entered with no lease")),
+                        Some(end) if end < late => w.violations.push(format!(
+                            "{p} entered {} ms after its lease ran out",
+                            (wall_micros() - end) / 1000
+                        )),
+                        Some(_) => {}
+                    }
+                }
                 w.reports += 1;
                 w.movers.insert(p.index());
                 w.moves.push((Instant::now(), p.index()));
@@ -297,9 +313,42 @@ pub fn spawn_node(file: &Path, id: usize, extra: &[&str]) -> Node {
 }
 
 /// Waits for the node (killing it past the guard: the test then fails).
+/// [`spawn_node`] with its log (stderr) written to `log`, which the test can read while the
+/// node runs.
+pub fn spawn_node_logged(file: &Path, id: usize, extra: &[&str], log: &Path) -> Node {
+    let child = Command::new(BIN)
+        .arg("node")
+        .arg("--cluster")
+        .arg(file)
+        .args(["--id", &id.to_string()])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    Node { child, id }
+}
+
+/// Waits until `log` has a line containing `what` (failing past the guard).
+pub fn wait_for_log(log: &Path, what: &str, started: Instant) {
+    while !std::fs::read_to_string(log).is_ok_and(|t| t.contains(what)) {
+        assert!(
+            started.elapsed() < GUARD,
+            "{} never logged `{what}`",
+            log.display()
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
 pub fn finish(mut node: Node, started: Instant) -> Ended {
     let mut out = node.child.stdout.take().unwrap();
-    let mut err = node.child.stderr.take().unwrap();
+    // a node whose log goes to a file has none to read here
+    let mut err: Box<dyn Read + Send> = match node.child.stderr.take() {
+        Some(e) => Box::new(e),
+        None => Box::new(std::io::empty()),
+    };
     let o = thread::spawn(move || {
         let mut s = String::new();
         let _ = out.read_to_string(&mut s);

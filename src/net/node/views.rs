@@ -71,6 +71,12 @@ pub enum ViewFrame {
         /// The beat's number.
         n: u64,
     },
+    /// The answer to a beat from a member that the sender's view `view` leaves out: the
+    /// receiver was removed (evicted while it was away, or before it started) and fences.
+    Outside {
+        /// The sender's view.
+        view: u64,
+    },
 }
 
 /// The largest encoded [`ViewFrame`] a node sends: it must fit one link frame with the
@@ -219,8 +225,9 @@ pub(super) trait ViewCore: Send + Sync {
     fn freeze(&self, next: u64) -> Option<CsState>;
     /// Restarts the object in `view`.
     fn install(&self, view: &View) -> Result<(), String>;
-    /// This member is out of view `view` (or cannot run it): it fences, and the node stops.
-    fn fence(&self, view: u64);
+    /// This member is out of view `view` (or cannot run it, or lost its lease there), for the
+    /// reason `why`: it fences, and the node stops.
+    fn fence(&self, view: u64, why: String);
     /// Whether an exit waits because the view is a deficit view.
     fn gated(&self) -> bool;
 }
@@ -440,29 +447,42 @@ impl<M: Send + 'static> NodeViews<M> {
         from: ProcessId,
         bytes: &[u8],
         net: &NetSender<Wire<M>>,
-    ) -> Result<(), String> {
+    ) -> Result<Option<u64>, String> {
         match postcard::from_bytes::<ViewFrame>(bytes) {
             Err(e) => Err(format!("a view frame that does not decode: {e}")),
             Ok(ViewFrame::Reply { id, reply }) => match self.shared.links.answer(from, id, reply) {
-                true => Ok(()),
+                true => Ok(None),
                 false => Err(format!("an answer to no request of ours to it ({id})")),
             },
             Ok(ViewFrame::Beat { n }) => {
-                // only a member of this member's view gets an answer
+                // only a member of this member's view gets an answer; one it left out is told
                 let member = self.dense(from).is_some();
-                if member && lock(&self.shared.lease).answer(from, Instant::now()) {
-                    let bytes = encode(&ViewFrame::BeatAck { n })?;
-                    net.send(from, Wire::View(bytes))
+                let frame = match member {
+                    false => Some(ViewFrame::Outside { view: self.number }),
+                    true => lock(&self.shared.lease)
+                        .answer(from, Instant::now())
+                        .then_some(ViewFrame::BeatAck { n }),
+                };
+                if let Some(frame) = frame {
+                    net.send(from, Wire::View(encode(&frame)?))
                         .map_err(|e| e.to_string())?;
                 }
-                Ok(())
+                Ok(None)
             }
+            // a member of a later view that leaves this one out: it was removed
+            Ok(ViewFrame::Outside { view }) if view > self.number && self.dense(from).is_some() => {
+                Ok(Some(view))
+            }
+            Ok(ViewFrame::Outside { view }) => Err(format!(
+                "told it is outside view {view}, while at view {} with the sender in it",
+                self.number
+            )),
             Ok(ViewFrame::BeatAck { n }) => {
                 if self.dense(from).is_some() {
                     let majority = majority(self.members.len());
                     lock(&self.shared.lease).acked(from, n, majority);
                 }
-                Ok(())
+                Ok(None)
             }
             Ok(ViewFrame::Request { id, rpc }) => {
                 // a group not started yet leaves the request unanswered: Raft asks again
@@ -476,7 +496,7 @@ impl<M: Send + 'static> NodeViews<M> {
                         }
                     });
                 }
-                Ok(())
+                Ok(None)
             }
         }
     }
@@ -508,7 +528,7 @@ pub(super) async fn run<M: Send + 'static>(
     let mut reported: Option<(u64, u64, Instant)> = None;
     let fenced = |view: u64, why: String| {
         log(id, &LogEvent::View(format!("fenced: {why}")));
-        core.fence(view);
+        core.fence(view, why);
     };
     let group = match ViewGroup::start(id, options.initial, transport, options.config).await {
         Ok(g) => g,
