@@ -236,11 +236,7 @@ fn without_views_a_killed_node_is_named_by_the_survivors() {
     for n in nodes {
         let e = finish(n, started);
         assert_eq!(e.code, Some(1), "node {}: {}", e.id, e.stderr);
-        let error = e
-            .stderr
-            .lines()
-            .find(|l| l.starts_with("error:"))
-            .unwrap_or_else(|| panic!("node {}: no error line: {}", e.id, e.stderr));
+        let error = error_line(&e);
         assert!(error.contains("P2"), "node {}: {error}", e.id);
         let after = killed.elapsed();
         eprintln!("node {} named P2 {after:?} after the kill", e.id);

@@ -221,11 +221,7 @@ fn a_paused_member_fences_and_the_others_go_on() {
         signal(&paused, libc::SIGCONT);
         let woke = finish(paused, started);
         assert_eq!(woke.code, Some(1), "the paused member: {}", woke.stderr);
-        let error = woke
-            .stderr
-            .lines()
-            .find(|l| l.starts_with("error:"))
-            .unwrap_or_else(|| panic!("no error line: {}", woke.stderr));
+        let error = error_line(&woke);
         assert!(error.contains("evicted"), "{error}");
         assert_eq!(monitor.violations(), Vec::<String>::new());
         eprintln!(
@@ -340,11 +336,7 @@ fn a_partitioned_minority_fences_and_the_majority_goes_on() {
         for node in small {
             let e = finish(node, started);
             assert_eq!(e.code, Some(1), "minority member {}: {}", e.id, e.stderr);
-            let error = e
-                .stderr
-                .lines()
-                .find(|l| l.starts_with("error:"))
-                .unwrap_or_else(|| panic!("member {}: no error line: {}", e.id, e.stderr));
+            let error = error_line(&e);
             assert!(error.contains("evicted"), "member {}: {error}", e.id);
         }
         assert_eq!(monitor.violations(), Vec::<String>::new());
@@ -364,7 +356,9 @@ fn a_partitioned_minority_fences_and_the_majority_goes_on() {
 fn a_member_started_after_its_eviction_fences_instead_of_using_its_initial_slot() {
     let quota = "algorithm = \"maekawa\"\ntopology = \"complete:5\"\ninitial = \"in:0\"";
     let (file, _, monitor) = cluster("late", quota, 5);
-    let pairs = 300;
+    // enough that the others still run when the late member starts (they start as soon as
+    // view 1 leaves it out)
+    let pairs = 3000;
     let args = cycle_args(pairs, &monitor);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let dir = file.parent().unwrap().to_path_buf();

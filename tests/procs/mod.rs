@@ -298,6 +298,16 @@ impl Ended {
 }
 
 pub fn spawn_node(file: &Path, id: usize, extra: &[&str]) -> Node {
+    spawn_with_log(file, id, extra, Stdio::piped())
+}
+
+/// [`spawn_node`] with its log (stderr) written to `log`, which the test can read while the
+/// node runs.
+pub fn spawn_node_logged(file: &Path, id: usize, extra: &[&str], log: &Path) -> Node {
+    spawn_with_log(file, id, extra, std::fs::File::create(log).unwrap().into())
+}
+
+fn spawn_with_log(file: &Path, id: usize, extra: &[&str], stderr: Stdio) -> Node {
     let child = Command::new(BIN)
         .arg("node")
         .arg("--cluster")
@@ -306,28 +316,18 @@ pub fn spawn_node(file: &Path, id: usize, extra: &[&str]) -> Node {
         .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(stderr)
         .spawn()
         .unwrap();
     Node { child, id }
 }
 
-/// Waits for the node (killing it past the guard: the test then fails).
-/// [`spawn_node`] with its log (stderr) written to `log`, which the test can read while the
-/// node runs.
-pub fn spawn_node_logged(file: &Path, id: usize, extra: &[&str], log: &Path) -> Node {
-    let child = Command::new(BIN)
-        .arg("node")
-        .arg("--cluster")
-        .arg(file)
-        .args(["--id", &id.to_string()])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(log).unwrap())
-        .spawn()
-        .unwrap();
-    Node { child, id }
+/// The node's first `error:` line (failing, with its log, when it has none).
+pub fn error_line(e: &Ended) -> &str {
+    e.stderr
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or_else(|| panic!("node {}: no error line: {}", e.id, e.stderr))
 }
 
 /// Waits until `log` has a line containing `what` (failing past the guard).
@@ -342,6 +342,7 @@ pub fn wait_for_log(log: &Path, what: &str, started: Instant) {
     }
 }
 
+/// Waits for the node (killing it past the guard: the test then fails).
 pub fn finish(mut node: Node, started: Instant) -> Ended {
     let mut out = node.child.stdout.take().unwrap();
     // a node whose log goes to a file has none to read here
