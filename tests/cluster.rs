@@ -71,15 +71,7 @@ fn run_watched(
 /// on every link, the receiver got exactly the sender's messages, in order.
 fn assert_clean_run(ended: &[Ended], monitor: &Monitor, pairs: usize) {
     for e in ended {
-        assert_eq!(e.code, Some(0), "node {}: {}\n{}", e.id, e.stdout, e.stderr);
-        assert!(
-            !e.stderr.contains("panicked"),
-            "node {}: {}",
-            e.id,
-            e.stderr
-        );
-        let r = e.json();
-        assert!(r["pairs_completed"].as_u64().unwrap() >= pairs as u64);
+        assert_done(e, pairs);
     }
     assert_eq!(monitor.violations(), Vec::<String>::new());
     let w = monitor.state.lock().unwrap();

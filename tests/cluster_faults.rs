@@ -123,19 +123,7 @@ fn stop_in_cs(node: &Node, monitor: &Monitor) -> bool {
 /// Every survivor exited 0 having made its pairs, and no bound broke.
 fn assert_survivors_done(ended: &[Ended], monitor: &Monitor, pairs: usize) {
     for e in ended {
-        assert_eq!(e.code, Some(0), "node {}: {}\n{}", e.id, e.stdout, e.stderr);
-        assert!(
-            !e.stderr.contains("panicked"),
-            "node {}: {}",
-            e.id,
-            e.stderr
-        );
-        let done = e.json()["pairs_completed"].as_u64().unwrap();
-        assert!(
-            done >= pairs as u64,
-            "node {}: {done} pairs of {pairs}",
-            e.id
-        );
+        assert_done(e, pairs);
     }
     assert_eq!(monitor.violations(), Vec::<String>::new());
 }

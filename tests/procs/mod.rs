@@ -322,6 +322,23 @@ fn spawn_with_log(file: &Path, id: usize, extra: &[&str], stderr: Stdio) -> Node
     Node { child, id }
 }
 
+/// The node exited 0, did not panic, and made at least `pairs` pairs (its JSON report says).
+pub fn assert_done(e: &Ended, pairs: usize) {
+    assert_eq!(e.code, Some(0), "node {}: {}\n{}", e.id, e.stdout, e.stderr);
+    assert!(
+        !e.stderr.contains("panicked"),
+        "node {}: {}",
+        e.id,
+        e.stderr
+    );
+    let done = e.json()["pairs_completed"].as_u64().unwrap();
+    assert!(
+        done >= pairs as u64,
+        "node {}: {done} pairs of {pairs}",
+        e.id
+    );
+}
+
 /// The node's first `error:` line (failing, with its log, when it has none).
 pub fn error_line(e: &Ended) -> &str {
     e.stderr
