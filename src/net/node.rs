@@ -458,7 +458,8 @@ impl<A: CsObject> Calls for Shared<A> {
         self.run(|core| core.call(seq, reply.take().expect("once")));
         // refused: the node stopped (or fenced)
         if let Some(reply) = reply {
-            let _ = reply.send(Err(match self.lock().evicted {
+            let fenced = self.lock().status.borrow().fenced.as_ref().map(|f| f.view);
+            let _ = reply.send(Err(match fenced {
                 Some(view) => NodeError::Evicted { view },
                 None => NodeError::Stopped,
             }));
@@ -515,10 +516,9 @@ struct Core<A: CsObject> {
     unclaimed: Option<Sequence>,
     unreachable: BTreeSet<ProcessId>,
     start: std::time::Instant,
-    /// The node stopped: calls are refused, messages ignored.
+    /// The node stopped: calls are refused, messages ignored (its status says whether it
+    /// fenced, and why).
     stopped: bool,
-    /// The node fenced: the view that left this member out (its calls get `Evicted`).
-    evicted: Option<u64>,
 }
 
 impl<A: CsObject> fmt::Debug for Core<A> {
@@ -667,7 +667,6 @@ impl<A: CsObject> Node<A> {
             unreachable: BTreeSet::new(),
             start: std::time::Instant::now(),
             stopped: false,
-            evicted: None,
         };
         core.publish_status();
         let core = Arc::new(Shared {
@@ -990,7 +989,6 @@ impl<A: CsObject> Core<A> {
         if self.stopped {
             return;
         }
-        self.evicted = Some(view);
         self.status
             .send_modify(|s| s.fenced = Some(Fenced { view, why }));
         if self.published.borrow().0 == CsState::InCs {
