@@ -304,6 +304,7 @@ mod bench {
                     keys: trust.clone(),
                     timing: Timing::default(),
                     log: quiet_log.clone(),
+                    on_restart: lkcs::net::OnRestart::Refuse,
                 };
                 listener.set_nonblocking(true)?;
                 let net = Net::start(config, tokio::net::TcpListener::from_std(listener)?)?;

@@ -184,6 +184,54 @@ fn a_killed_member_is_evicted_and_the_survivors_complete() {
     }
 }
 
+/// SIGKILL one member of each quota mid-run (in the CS when the test can catch it there), then
+/// start it again with the same command: the new process is not the one the view has (the
+/// links see a new incarnation), so the others evict the old one at once, and the new one
+/// rejoins, inactive, with no epoch bump and no other member touched. Every member, the
+/// restarted one included, completes its pairs and exits 0, with no upper bound broken.
+#[test]
+fn a_killed_member_started_again_rejoins_and_completes_its_pairs() {
+    // enough that the others still cycle when the restarted member rejoins
+    let pairs = 3000;
+    for (name, quota, n) in QUOTAS {
+        let (file, _, monitor) = cluster(&format!("restart-{name}"), quota, n);
+        let victim = 2;
+        let args = cycle_args(pairs, &monitor);
+        let started = Instant::now();
+        let mut nodes = spawn_all(&file, n, &args);
+        wait_under_way(&monitor, n, victim, 6, started);
+        let victim_node = nodes.remove(victim);
+        let in_cs = stop_in_cs(&victim_node, &monitor);
+        signal(&victim_node, libc::SIGKILL);
+        let mut child = victim_node.child;
+        child.wait().unwrap();
+        let moves_before = monitor.moves_of(victim);
+        assert!(
+            moves_before < 2 * pairs,
+            "{name}: the victim had finished before the kill: the test proves nothing"
+        );
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let dir = file.parent().unwrap().to_path_buf();
+        let again = spawn_node_logged(&file, victim, &argv, &dir.join("restarted.log"));
+        let ended: Vec<Ended> = nodes.into_iter().map(|n| finish(n, started)).collect();
+        let restarted = finish(again, started);
+        assert_survivors_done(&ended, &monitor, pairs);
+        // the new process made all its pairs: it rejoined, it did not resume the old one's
+        assert_done(&restarted, pairs);
+        assert!(
+            monitor.moves_of(victim) >= moves_before + 2 * pairs,
+            "{name}: the restarted member reported {} moves after the restart",
+            monitor.moves_of(victim) - moves_before
+        );
+        let log = std::fs::read_to_string(dir.join("restarted.log")).unwrap();
+        assert!(log.contains("rejoins"), "{name}: {log}");
+        eprintln!(
+            "{name}: P{victim} killed {} the CS, restarted, rejoined",
+            if in_cs { "in" } else { "out of" }
+        );
+    }
+}
+
 /// SIGSTOP one member past its lease and the eviction delay: the others evict it and
 /// complete their pairs; after SIGCONT the paused member finds its lease run out, fences
 /// (its calls return `Evicted`) and exits 1 saying so; no upper bound broken, counting it
@@ -216,6 +264,71 @@ fn a_paused_member_fences_and_the_others_go_on() {
             "{name}: P{victim} paused {} the CS; the others recovered {recovered:?} after the stop",
             if in_cs { "in" } else { "out of" },
         );
+    }
+}
+
+/// A member driven through the line protocol (its log in a file), killed at the hang guard.
+struct LineNode {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    answers: std::io::Lines<BufReader<std::process::ChildStdout>>,
+    done: Arc<AtomicBool>,
+}
+
+impl LineNode {
+    fn spawn(
+        file: &std::path::Path,
+        id: usize,
+        monitor: &Monitor,
+        log: &std::path::Path,
+        started: Instant,
+    ) -> LineNode {
+        let mut child = Command::new(BIN)
+            .args(["node", "--cluster"])
+            .arg(file)
+            .args(["--id", &id.to_string(), "--monitor", &monitor.arg()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .unwrap();
+        let pid = child.id() as libc::pid_t;
+        let done = Arc::new(AtomicBool::new(false));
+        let quit = done.clone();
+        thread::spawn(move || {
+            while started.elapsed() < GUARD {
+                if quit.load(Ordering::SeqCst) {
+                    return;
+                }
+                thread::sleep(Duration::from_millis(50));
+            }
+            // SAFETY: kill(2) on a child of this test that has not been reaped (the test
+            // waits for it only after `done` is set)
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        });
+        let stdin = child.stdin.take().unwrap();
+        let answers = BufReader::new(child.stdout.take().unwrap()).lines();
+        LineNode {
+            child,
+            stdin,
+            answers,
+            done,
+        }
+    }
+
+    /// Sends a command; its answer (the member must answer before the hang guard).
+    fn ask(&mut self, line: &str) -> String {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.answers
+            .next()
+            .unwrap_or_else(|| panic!("no answer to `{line}` before the guard"))
+            .unwrap()
+    }
+
+    fn quit(mut self) {
+        self.done.store(true, Ordering::SeqCst);
+        writeln!(self.stdin, "quit").unwrap();
+        assert!(self.child.wait().unwrap().success());
     }
 }
 
@@ -270,6 +383,51 @@ impl Proxy {
             let _ = c.shutdown(Shutdown::Both);
         }
     }
+
+    /// Forwards new connections again.
+    fn heal(&self) {
+        self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Every member reaches every other through a proxy of its own (`proxies[i][j]`: how member
+/// `i` reaches member `j`), so that a test cuts exactly the links between two sides; each
+/// member's cluster file names its proxies.
+fn proxied(name: &str, quota: &str, n: usize) -> (Vec<Vec<Option<Proxy>>>, Vec<PathBuf>) {
+    let dir = scratch(name);
+    let real = free_ports(n);
+    let proxies: Vec<Vec<Option<Proxy>>> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| (i != j).then(|| Proxy::start(real[j])))
+                .collect()
+        })
+        .collect();
+    let files = (0..n)
+        .map(|i| {
+            let ports: Vec<u16> = (0..n)
+                .map(|j| proxies[i][j].as_ref().map_or(real[j], |p| p.port))
+                .collect();
+            let text = cluster_text(SECRET, quota, &ports, PEER_TIMEOUT_MS) + VIEWS;
+            write(&dir, &format!("cluster{i}.toml"), &text)
+        })
+        .collect();
+    (proxies, files)
+}
+
+/// Cuts (or heals) every link between `side` and the others.
+fn partition(proxies: &[Vec<Option<Proxy>>], side: &[usize], heal: bool) {
+    for (i, row) in proxies.iter().enumerate() {
+        for (j, proxy) in row.iter().enumerate() {
+            if side.contains(&i) != side.contains(&j) {
+                let proxy = proxy.as_ref().expect("a proxy between the sides");
+                match heal {
+                    true => proxy.heal(),
+                    false => proxy.cut(),
+                }
+            }
+        }
+    }
 }
 
 /// A 2 | 3 partition through proxies (every member reaches every other through a proxy of
@@ -282,25 +440,7 @@ fn a_partitioned_minority_fences_and_the_majority_goes_on() {
     let pairs = 1000;
     let minority = [0usize, 1];
     for (name, quota, n) in [QUOTAS[0], QUOTAS[1]] {
-        let dir = scratch(&format!("partition-{name}"));
-        let real = free_ports(n);
-        // proxies[i][j]: how member i reaches member j
-        let proxies: Vec<Vec<Option<Proxy>>> = (0..n)
-            .map(|i| {
-                (0..n)
-                    .map(|j| (i != j).then(|| Proxy::start(real[j])))
-                    .collect()
-            })
-            .collect();
-        let files: Vec<PathBuf> = (0..n)
-            .map(|i| {
-                let ports: Vec<u16> = (0..n)
-                    .map(|j| proxies[i][j].as_ref().map_or(real[j], |p| p.port))
-                    .collect();
-                let text = cluster_text(SECRET, quota, &ports, PEER_TIMEOUT_MS) + VIEWS;
-                write(&dir, &format!("cluster{i}.toml"), &text)
-            })
-            .collect();
+        let (proxies, files) = proxied(&format!("partition-{name}"), quota, n);
         let cluster = Cluster::load(&files[0]).unwrap();
         let monitor = Monitor::for_faults(&cluster);
         let args = cycle_args(pairs, &monitor);
@@ -308,13 +448,7 @@ fn a_partitioned_minority_fences_and_the_majority_goes_on() {
         let started = Instant::now();
         let nodes: Vec<Node> = (0..n).map(|i| spawn_node(&files[i], i, &args)).collect();
         wait_under_way(&monitor, n, minority[0], 6, started);
-        for (i, row) in proxies.iter().enumerate() {
-            for (j, proxy) in row.iter().enumerate() {
-                if minority.contains(&i) != minority.contains(&j) {
-                    proxy.as_ref().expect("a proxy between the sides").cut();
-                }
-            }
-        }
+        partition(&proxies, &minority, false);
         let cut = Instant::now();
         let (small, large): (Vec<Node>, Vec<Node>) =
             nodes.into_iter().partition(|n| minority.contains(&n.id));
@@ -336,12 +470,13 @@ fn a_partitioned_minority_fences_and_the_majority_goes_on() {
 }
 
 /// A member that starts in the CS (Maekawa, `initial = "in:0"`) but is started only after the
-/// four others evicted it (view 1 installed without it): its `enter` must not answer `ok`,
-/// which would let it use the slot the others reclaimed. A member of view 1 answers its
-/// lease beat saying it is out; it fences, and its calls and `state` say it was evicted. The
-/// four others complete their pairs, under the monitor.
+/// four others evicted it (view 1 installed without it): it must not use the slot the others
+/// reclaimed. A member of view 1 answers its lease beat saying it is out; it never held a
+/// lease, so it rejoins as a new process, inactive (view 2). Its `enter` answers `ok` only
+/// after a real entry in view 2, which the monitor sees (`out` when it joins, then `in` under
+/// a lease); the four others complete their pairs, under the monitor.
 #[test]
-fn a_member_started_after_its_eviction_fences_instead_of_using_its_initial_slot() {
+fn a_member_started_after_its_eviction_rejoins_inactive_instead_of_using_its_initial_slot() {
     let quota = "algorithm = \"maekawa\"\ntopology = \"complete:5\"\ninitial = \"in:0\"";
     let (file, _, monitor) = cluster("late", quota, 5);
     // enough that the others still run when the late member starts (they start as soon as
@@ -357,47 +492,195 @@ fn a_member_started_after_its_eviction_fences_instead_of_using_its_initial_slot(
     for i in 1..5 {
         wait_for_log(&dir.join(format!("{i}.log")), "view 1 installed", started);
     }
-    let m = monitor.arg();
-    let mut late = Command::new(BIN)
-        .args(["node", "--cluster"])
-        .arg(&file)
-        .args(["--id", "0", "--monitor", &m])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // a hang guard: past it the late member is killed, and its answers end
-    let pid = late.id() as libc::pid_t;
-    let answered = Arc::new(AtomicBool::new(false));
-    let done = answered.clone();
-    thread::spawn(move || {
-        while started.elapsed() < GUARD {
-            if done.load(Ordering::SeqCst) {
-                return;
-            }
-            thread::sleep(Duration::from_millis(50));
-        }
-        // SAFETY: kill(2) on a child of this test that has not been reaped (the test waits
-        // for it only after `done` is set)
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    });
-    let mut stdin = late.stdin.take().unwrap();
-    let mut answers = BufReader::new(late.stdout.take().unwrap()).lines();
-    writeln!(stdin, "enter").unwrap();
-    let entered = answers
-        .next()
-        .expect("the late member answers before the guard")
-        .unwrap();
-    assert!(
-        entered.starts_with("error:") && entered.contains("evicted"),
-        "the late member's enter: {entered}"
-    );
-    writeln!(stdin, "state").unwrap();
-    assert_eq!(answers.next().unwrap().unwrap(), "ok evicted");
-    answered.store(true, Ordering::SeqCst);
-    writeln!(stdin, "quit").unwrap();
-    assert!(late.wait().unwrap().success());
+    let mut late = LineNode::spawn(&file, 0, &monitor, &dir.join("0.log"), started);
+    let entered = late.ask("enter");
+    assert_eq!(entered, "ok", "the late member's enter");
+    // the monitor saw it join out, then enter (under a lease, or it would be a violation)
+    assert_eq!(monitor.state_of(0), CsState::InCs);
+    assert!(monitor.moves_of(0) >= 2, "{}", monitor.moves_of(0));
+    assert_eq!(late.ask("state"), "ok active");
+    let status = late.ask("status");
+    assert!(status.contains("view=2"), "{status}");
+    assert_eq!(late.ask("exit"), "ok");
+    late.quit();
     let ended: Vec<Ended> = others.into_iter().map(|n| finish(n, started)).collect();
     assert_survivors_done(&ended, &monitor, pairs);
+}
+
+/// A member in the CS (driven through the line protocol) paused with SIGSTOP until the four
+/// others evicted it (view 1), for Maekawa's mutual exclusion and the (2,3)-GCS: after
+/// SIGCONT its lease has run out, so it fences: its waiting and later calls return
+/// `Evicted` and `state` says `evicted`; then it rejoins by itself, out of the CS, and its
+/// calls work again (an entry under its new lease, seen by the monitor). The others complete
+/// their pairs; no upper bound broken, counting it active only while its lease held.
+#[test]
+fn a_paused_member_is_evicted_then_rejoins_by_itself() {
+    let pairs = 3000;
+    for (name, quota, n) in [QUOTAS[1], QUOTAS[0]] {
+        let (file, _, monitor) = cluster(&format!("pause-rejoin-{name}"), quota, n);
+        let victim = 1;
+        let args = cycle_args(pairs, &monitor);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let dir = file.parent().unwrap().to_path_buf();
+        let started = Instant::now();
+        let log = |i: usize| dir.join(format!("{i}.log"));
+        let mut line = LineNode::spawn(&file, victim, &monitor, &log(victim), started);
+        let others: Vec<Node> = (0..n)
+            .filter(|&i| i != victim)
+            .map(|i| spawn_node_logged(&file, i, &args, &log(i)))
+            .collect();
+        // in the CS (or already there, when it starts in it) and holding its slot
+        assert_eq!(line.ask("enter"), "ok", "{name}");
+        assert_eq!(line.ask("state"), "ok active", "{name}");
+        let pid = line.child.id() as libc::pid_t;
+        // SAFETY: kill(2) on a child of this test that it has not reaped
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+        for i in (0..n).filter(|&i| i != victim) {
+            wait_for_log(&log(i), "view 1 installed", started);
+        }
+        // SAFETY: as above
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+        // its view task finds the lease run out at its next tick (the first answers may come
+        // before it): then it is evicted
+        loop {
+            match line.ask("state").as_str() {
+                "ok evicted" => break,
+                "ok active" => thread::sleep(Duration::from_millis(5)),
+                other => panic!("{name}: the woken member's state: {other}"),
+            }
+        }
+        let exit = line.ask("exit");
+        assert!(
+            exit.starts_with("error:") && exit.contains("evicted"),
+            "{name}: the woken member's exit: {exit}"
+        );
+        // it rejoins by itself; until then its state says it was evicted
+        let mut seen = Vec::new();
+        loop {
+            let state = line.ask("state");
+            if state == "ok inactive" {
+                break;
+            }
+            assert_eq!(state, "ok evicted", "{name}: {seen:?}");
+            seen.push(state);
+            assert!(started.elapsed() < GUARD, "{name}: it never rejoined");
+            thread::sleep(Duration::from_millis(20));
+        }
+        let moves = monitor.moves_of(victim);
+        assert_eq!(line.ask("enter"), "ok", "{name}");
+        assert_eq!(monitor.state_of(victim), CsState::InCs, "{name}");
+        assert!(monitor.moves_of(victim) > moves, "{name}");
+        let status = line.ask("status");
+        assert!(status.contains("view=2"), "{name}: {status}");
+        assert_eq!(line.ask("exit"), "ok", "{name}");
+        line.quit();
+        let ended: Vec<Ended> = others.into_iter().map(|n| finish(n, started)).collect();
+        assert_survivors_done(&ended, &monitor, pairs);
+        let text = std::fs::read_to_string(log(victim)).unwrap();
+        assert!(text.contains("rejoins"), "{name}: {text}");
+    }
+}
+
+/// A 2 | 3 partition that heals, for Maekawa's mutual exclusion and the (2,3)-GCS: the two
+/// members of the minority side (driven through the line protocol, each having held a
+/// lease, the first one holding the CS) find their leases run out and answer `evicted` while the three others evict
+/// them and go on; once the proxies forward again, both rejoin by themselves, out of the CS,
+/// and enter and exit again under new leases. The three complete their pairs; no upper bound
+/// broken, counting a member active only while its lease holds.
+#[test]
+fn a_healed_minority_rejoins_by_itself() {
+    let pairs = 3000;
+    let minority = [0usize, 1];
+    for (name, quota, n) in [QUOTAS[1], QUOTAS[0]] {
+        let (proxies, files) = proxied(&format!("heal-{name}"), quota, n);
+        let cluster = Cluster::load(&files[0]).unwrap();
+        let monitor = Monitor::for_faults(&cluster);
+        let args = cycle_args(pairs, &monitor);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let dir = files[0].parent().unwrap().to_path_buf();
+        let log = |i: usize| dir.join(format!("{i}.log"));
+        let started = Instant::now();
+        let mut small: Vec<LineNode> = minority
+            .iter()
+            .map(|&i| LineNode::spawn(&files[i], i, &monitor, &log(i), started))
+            .collect();
+        let large: Vec<Node> = (0..n)
+            .filter(|i| !minority.contains(i))
+            .map(|i| spawn_node_logged(&files[i], i, &args, &log(i)))
+            .collect();
+        // both hold a lease before the cut (a member that never held one has nothing to
+        // fence: it just waits), and the first one holds the CS
+        assert_eq!(small[1].ask("enter"), "ok", "{name}");
+        assert_eq!(small[1].ask("exit"), "ok", "{name}");
+        assert_eq!(small[0].ask("enter"), "ok", "{name}");
+        partition(&proxies, &minority, false);
+        for line in &mut small {
+            wait_state(line, "ok evicted", &["ok active", "ok inactive"], name);
+        }
+        for node in &large {
+            wait_for_log(&log(node.id), "view 1 installed", started);
+        }
+        partition(&proxies, &minority, true);
+        for line in &mut small {
+            wait_state(line, "ok inactive", &["ok evicted"], name);
+        }
+        for (line, &i) in small.iter_mut().zip(&minority) {
+            assert_eq!(line.ask("enter"), "ok", "{name}: P{i}");
+            assert_eq!(monitor.state_of(i), CsState::InCs, "{name}: P{i}");
+            assert_eq!(line.ask("exit"), "ok", "{name}: P{i}");
+        }
+        for line in small {
+            line.quit();
+        }
+        let ended: Vec<Ended> = large.into_iter().map(|n| finish(n, started)).collect();
+        assert_survivors_done(&ended, &monitor, pairs);
+        for i in minority {
+            let text = std::fs::read_to_string(log(i)).unwrap();
+            assert!(text.contains("rejoins"), "{name}: P{i}: {text}");
+        }
+    }
+}
+
+/// Asks `line` its state until it is `want`, any of `before` meanwhile.
+fn wait_state(line: &mut LineNode, want: &str, before: &[&str], name: &str) {
+    loop {
+        let state = line.ask("state");
+        if state == want {
+            return;
+        }
+        assert!(
+            before.contains(&state.as_str()),
+            "{name}: waiting for `{want}`: {state}"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// SIGTERM to a member mid-run is a graceful leave, for the (2,3)-GCS and Maekawa's mutual
+/// exclusion: the member exits the CS if it is in it (waiting as an exit waits), asks the
+/// view log to remove it, and exits 0 once a view without it installed, logging that it
+/// left; the four others complete their pairs. No upper bound broken; the monitor last saw
+/// the member out.
+#[test]
+fn sigterm_is_a_graceful_leave() {
+    let pairs = 3000;
+    for (name, quota, n) in [QUOTAS[0], QUOTAS[1]] {
+        let (file, _, monitor) = cluster(&format!("leave-{name}"), quota, n);
+        let victim = 3;
+        let started = Instant::now();
+        let mut nodes = spawn_all(&file, n, &cycle_args(pairs, &monitor));
+        wait_under_way(&monitor, n, victim, 6, started);
+        let leaver = nodes.remove(victim);
+        signal(&leaver, libc::SIGTERM);
+        let left = finish(leaver, started);
+        assert_eq!(left.code, Some(0), "{name}: {}", left.stderr);
+        assert!(
+            left.stderr.contains("left the cluster"),
+            "{name}: {}",
+            left.stderr
+        );
+        assert_eq!(monitor.state_of(victim), CsState::OutCs, "{name}");
+        let ended: Vec<Ended> = nodes.into_iter().map(|n| finish(n, started)).collect();
+        assert_survivors_done(&ended, &monitor, pairs);
+    }
 }

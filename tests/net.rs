@@ -21,7 +21,7 @@ use std::net::SocketAddr;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -116,6 +116,7 @@ fn config(identity: Identity, peers: &[(u32, SocketAddr)], logs: &Logs) -> NetCo
         keys: trust(),
         timing: fast_timing(),
         log: logs.logger(),
+        on_restart: lkcs::net::OnRestart::Refuse,
     }
 }
 
@@ -898,6 +899,7 @@ async fn run_cluster_with<A: CsObject>(
             keys: trust(),
             timing: fast_timing(),
             log: logs.logger(),
+            on_restart: lkcs::net::OnRestart::Refuse,
         };
         let net = Net::start(cfg, listener).unwrap();
         handles.push(Node::spawn(obj, net, Some(observer.clone()), logs.logger()).unwrap());
@@ -1300,6 +1302,7 @@ async fn partition<A: CsObject>(procs: Vec<A>) {
             keys: trust(),
             timing,
             log: logs.logger(),
+            on_restart: lkcs::net::OnRestart::Refuse,
         };
         let net = Net::start(cfg, listener).unwrap();
         handles.push(Node::spawn(obj, net, None, logs.logger()).unwrap());
@@ -1363,6 +1366,7 @@ async fn partition<A: CsObject>(procs: Vec<A>) {
         keys: trust(),
         timing,
         log: logs.logger(),
+        on_restart: lkcs::net::OnRestart::Refuse,
     };
     let new_p0 = Node::spawn(fresh_p0, Net::start(cfg, l0).unwrap(), None, logs.logger()).unwrap();
     logs.wait_for("P1 refuses the restarted P0", |p, e| {
@@ -1393,7 +1397,7 @@ async fn partition<A: CsObject>(procs: Vec<A>) {
 
 /// A cluster file's text with `quota` and members on `ports`, their private keys written
 /// (mode 600) to a scratch folder and named by absolute path.
-fn cluster_file(quota: &str, ports: &[u16]) -> String {
+fn cluster_file(quota: &str, ports: &[u16], timing: &str) -> String {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
         "lkcs-net-{}-{}",
@@ -1416,17 +1420,24 @@ fn cluster_file(quota: &str, ports: &[u16]) -> String {
             )
         })
         .collect();
-    format!("[quota]\n{quota}\n{members}[timing]\nheartbeat_ms = 50\npeer_timeout_ms = 500\n")
+    format!(
+        "[quota]\n{quota}\n{members}[timing]\nheartbeat_ms = 50\npeer_timeout_ms = 500\n{timing}"
+    )
 }
 
-/// Members `0..n` of a cluster with this `[quota]` on free ports, started in this process.
+/// Members `0..n` of a cluster with this `[quota]` on free ports, started in this process,
+/// without views.
 fn start_members(quota: &str, n: usize) -> Vec<lkcs::Member> {
-    start_members_logged(quota, n).0
+    start_members_logged(quota, n, NO_VIEWS).0
 }
 
-/// [`start_members`], with the members' logs.
-fn start_members_logged(quota: &str, n: usize) -> (Vec<lkcs::Member>, Logs) {
-    let cluster = lkcs::net::Cluster::parse(&cluster_file(quota, &free_ports(n))).unwrap();
+/// The `[timing]` of a cluster without views: a member that stops stays in the cluster.
+const NO_VIEWS: &str = "evict_after_ms = 0\n";
+
+/// [`start_members`] with more `[timing]` lines, and the members' logs.
+fn start_members_logged(quota: &str, n: usize, timing: &str) -> (Vec<lkcs::Member>, Logs) {
+    let text = cluster_file(quota, &free_ports(n), timing);
+    let cluster = lkcs::net::Cluster::parse(&text).unwrap();
     let logs = Logs::default();
     let members = (0..n)
         .map(|i| cluster.member_with(i, None, logs.logger()).unwrap())
@@ -1476,7 +1487,12 @@ fn cluster_members_keep_the_bounds_with_the_quota_calls() {
 /// within the peer timeout: CDC's controller (member 0) stops, member 1's entry names it.
 #[test]
 fn cluster_members_name_an_unreachable_member() {
-    let mut m = start_members("algorithm = \"cdc\"\ntopology = \"complete:3\"", 3);
+    // without views: with them, dropping a member is a graceful leave
+    let (mut m, _) = start_members_logged(
+        "algorithm = \"cdc\"\ntopology = \"complete:3\"",
+        3,
+        NO_VIEWS,
+    );
     for _ in 0..3 {
         for mm in m.iter_mut() {
             mm.enter().unwrap();
@@ -1510,7 +1526,11 @@ fn cluster_members_name_an_unreachable_member() {
 /// (l,k)-GCS, whose calls name the quorum members they wait on (`CsObject::awaiting`).
 #[test]
 fn a_call_that_does_not_need_a_stopped_member_is_not_failed_by_it() {
-    let (mut m, logs) = start_members_logged("algorithm = \"cdc\"\ntopology = \"complete:4\"", 4);
+    let (mut m, logs) = start_members_logged(
+        "algorithm = \"cdc\"\ntopology = \"complete:4\"",
+        4,
+        NO_VIEWS,
+    );
     let stopped = 3;
     drop(m.remove(stopped));
     let known = |who: u32| {
@@ -1631,6 +1651,7 @@ async fn faulty_pair(logs: &Logs, timing: Timing) -> (NodeHandle, NodeHandle) {
             keys: trust(),
             timing,
             log: logs.logger(),
+            on_restart: lkcs::net::OnRestart::Refuse,
         };
         let obj = Faulty {
             me: ProcessId(me),
@@ -1705,4 +1726,45 @@ async fn a_handler_that_panics_stops_its_node() {
         .expect("P0 never found the stopped P1 unreachable")
         .unwrap();
     h0.shutdown();
+}
+
+/// With views, dropping a `Member` is a graceful leave: the member in the CS exits first,
+/// then a view without it installs (P0 logs that it left, the others install view 1 with
+/// P1 and P2 only), and the two others go on entering and exiting Maekawa's mutual exclusion
+/// with every call `Ok`: none waits on the member that left, and none is failed by it.
+#[test]
+fn dropping_a_member_with_views_leaves_the_cluster_gracefully() {
+    let timing = "lease_heartbeat_ms = 100\nlease_ms = 1500\nevict_after_ms = 2500\n";
+    let (mut m, logs) = start_members_logged(
+        "algorithm = \"maekawa\"\ntopology = \"complete:3\"",
+        3,
+        timing,
+    );
+    m[0].enter().unwrap();
+    drop(m.remove(0));
+    assert!(
+        logs.any(
+            |p, e| p == ProcessId(0) && matches!(e, LogEvent::View(s) if s == "left the cluster")
+        ),
+        "P0 did not leave"
+    );
+    for _ in 0..5 {
+        for mm in m.iter_mut() {
+            mm.enter_timeout(GUARD).unwrap();
+            mm.exit_timeout(GUARD).unwrap();
+        }
+    }
+    let started = Instant::now();
+    for p in [1, 2] {
+        while !logs.any(|q, e| {
+            q == ProcessId(p)
+                && matches!(e, LogEvent::View(s) if s.starts_with("view 1 installed: members P1,P2"))
+        }) {
+            assert!(
+                started.elapsed() < GUARD,
+                "P{p} never installed the view without P0"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
 }

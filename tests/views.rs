@@ -146,6 +146,7 @@ where
             let identity = Identity::new(me, key(me.0), lkcs::net::spec_hash(spec_text), 1);
             let cfg = NetConfig {
                 timing: timing(),
+                on_restart: lkcs::net::OnRestart::Accept,
                 ..NetConfig::new(identity, peers, trust(n))
             };
             let cfg = NetConfig {

@@ -292,12 +292,69 @@ async fn node(cluster: &Cluster, args: &NodeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let code = match args.workload {
-        Some(_) => cycle(cluster, &handle, args).await,
-        None => serve(&handle).await,
+    let work = async {
+        match args.workload {
+            Some(_) => cycle(cluster, &handle, args).await,
+            None => serve(&handle).await,
+        }
+    };
+    let code = tokio::select! {
+        code = work => code,
+        () = terminated() => leave(cluster, &handle).await,
     };
     handle.shutdown();
     code
+}
+
+/// Resolves when the process gets SIGTERM (never elsewhere than on Unix).
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(e) => {
+                warn!("SIGTERM will not leave the cluster gracefully: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    std::future::pending::<()>().await;
+}
+
+/// SIGTERM: a graceful leave (exit first if active, then out of the view), bounded by twice
+/// the eviction delay; exit 0 once the member left, 1 (naming why) if it could not.
+async fn leave(cluster: &Cluster, h: &NodeHandle) -> ExitCode {
+    let me = h.id();
+    let Some(views) = cluster.views() else {
+        tracing::info!("{me}: SIGTERM: stopping (the cluster runs no views: nothing to leave)");
+        return ExitCode::SUCCESS;
+    };
+    let bound = 2 * views.evict_after.max(Duration::from_secs(1));
+    tracing::info!("{me}: SIGTERM: leaving the cluster");
+    match tokio::time::timeout(bound, h.leave()).await {
+        Ok(Ok(())) => {
+            tracing::info!("{me}: left the cluster");
+            ExitCode::SUCCESS
+        }
+        Ok(Err(e)) => {
+            warn!(
+                "error: {me}: SIGTERM: could not leave the cluster: {}",
+                describe(e)
+            );
+            ExitCode::from(1)
+        }
+        Err(_) => {
+            warn!(
+                "error: {me}: SIGTERM: no view without it installed within {} ms; stopping (the others evict it)",
+                bound.as_millis()
+            );
+            ExitCode::from(1)
+        }
+    }
 }
 
 /// The line protocol on stdin/stdout.

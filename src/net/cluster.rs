@@ -510,6 +510,11 @@ impl Cluster {
             keys: self.trust(),
             timing: self.timing,
             log,
+            // with views a restarted member rejoins; without, it cannot come back
+            on_restart: match self.views() {
+                Some(_) => super::OnRestart::Accept,
+                None => super::OnRestart::Refuse,
+            },
         })
     }
 

@@ -175,12 +175,22 @@ pub enum NetEvent<M> {
     /// The link to the peer gave up for good: it restarted (lost its state), or its
     /// retransmission buffer overflowed [`Timing::window`]. Nothing more goes to it.
     Lost(ProcessId),
+    /// The peer connected as a new process (`incarnation`) and the link started afresh with
+    /// it ([`OnRestart::Accept`](super::OnRestart::Accept)): what was queued for the old
+    /// process was dropped. Comes before any message of the new process.
+    Restarted {
+        /// The peer.
+        peer: ProcessId,
+        /// The new process's incarnation.
+        incarnation: u64,
+    },
 }
 
 /// One member's links to its peers: send to a peer, receive [`NetEvent`]s.
 #[derive(Debug)]
 pub struct Net<M> {
     me: ProcessId,
+    incarnation: u64,
     timing: Timing,
     links: NetSender<M>,
     events: mpsc::UnboundedReceiver<NetEvent<M>>,
@@ -211,6 +221,7 @@ where
         let local = listener
             .local_addr()
             .map_err(|e| NetError::Io(e.to_string()))?;
+        let incarnation = config.identity.incarnation;
         let identity = Arc::new(config.identity);
         let trust = Arc::new(config.keys);
         if let Some(p) = config.peers.keys().find(|p| !trust.contains_key(p)) {
@@ -260,6 +271,7 @@ where
                 out: Outgoing::default(),
                 inc: Incoming::default(),
                 incarnation: None,
+                on_restart: config.on_restart,
                 events: events_tx.clone(),
                 unreachable: false,
                 lost: None,
@@ -281,12 +293,18 @@ where
         tasks.push(tokio::spawn(acceptor.run::<M>(listener)));
         Ok(Net {
             me,
+            incarnation,
             timing: config.timing,
             links: NetSender(Arc::new(links)),
             events,
             tasks,
             local,
         })
+    }
+
+    /// This member's process's incarnation (its [`Identity`]'s).
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation
     }
 
     /// This member's id.
@@ -695,6 +713,7 @@ struct Link<M> {
     inc: Incoming,
     /// The peer's incarnation, once known: a different one later is a restart.
     incarnation: Option<u64>,
+    on_restart: super::OnRestart,
     events: mpsc::UnboundedSender<NetEvent<M>>,
     unreachable: bool,
     /// Set when the link gives up for good, with the reason.
@@ -904,6 +923,20 @@ where
     ) -> Option<Conn> {
         let addr = peer_addr(&conn);
         match self.incarnation {
+            Some(known)
+                if known != hello.incarnation && self.on_restart == super::OnRestart::Accept =>
+            {
+                // a new process: the session starts afresh (its numbering, what was queued
+                // for the old process), and the owner hears of it before any of its messages
+                self.log(LogEvent::PeerRestarted(self.peer));
+                self.out = Outgoing::default();
+                self.inc = Incoming::default();
+                self.incarnation = Some(hello.incarnation);
+                let _ = self.events.send(NetEvent::Restarted {
+                    peer: self.peer,
+                    incarnation: hello.incarnation,
+                });
+            }
             Some(known) if known != hello.incarnation => {
                 let _ = handshake::send(&mut conn, &Frame::<M>::Refuse(Refusal::Restarted)).await;
                 self.log(LogEvent::PeerRestarted(self.peer));

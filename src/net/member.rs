@@ -21,6 +21,8 @@ struct NetEngine {
     stop: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
     /// The move an async call is waiting for, and where it goes.
     polled: Mutex<Option<(CsState, Moving)>>,
+    /// With views, how long dropping the member waits for its graceful leave.
+    leave_within: Option<std::time::Duration>,
 }
 
 fn quota_error(e: NodeError) -> QuotaError {
@@ -99,6 +101,15 @@ impl MemberEngine for NetEngine {
     }
 
     fn retire(&self) {
+        if let Some(within) = self.leave_within {
+            // a graceful leave: out of the CS first, then out of the view; past the bound,
+            // the node stops and the others evict it
+            let mut leave: Moving = {
+                let node = self.node.clone();
+                Box::pin(async move { node.leave().await })
+            };
+            let _ = block_on(leave.as_mut(), Some(Instant::now() + within));
+        }
         self.node.shutdown();
         if let Some(stop) = self.stop.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = stop.send(());
@@ -111,9 +122,11 @@ impl Cluster {
     /// file, logging to stderr, and returns it as a [`Member`]: `enter`, `exit`, their
     /// timeouts and async forms behave as for an in-process quota; a call that waits on a
     /// member silent beyond the peer timeout returns [`QuotaError::PeerUnreachable`] naming
-    /// it. The node runs on a thread of its own until the member is dropped; dropping it
-    /// stops the node (its peers then see it unreachable: a member over TCP cannot leave
-    /// the cluster for good on its own, see docs/net.md).
+    /// it. The node runs on a thread of its own until the member is dropped. With views,
+    /// dropping it is a graceful leave ([`NodeHandle::leave`]: it exits first if active,
+    /// then a view without it installs), waiting at most twice `evict_after`; then the node
+    /// stops. Without views, dropping it stops the node (its peers then see it
+    /// unreachable).
     ///
     /// ```no_run
     /// let cluster = lkcs::net::Cluster::load("examples/cluster3.toml".as_ref())?;
@@ -184,6 +197,7 @@ impl Cluster {
             node,
             stop: Mutex::new(Some(stop)),
             polled: Mutex::new(None),
+            leave_within: self.views().map(|v| 2 * v.evict_after),
         };
         Ok(Member::new(id, Box::new(engine)))
     }

@@ -64,8 +64,11 @@
 //! that waits on it returns [`NodeError::PeerUnreachable`] naming it; the move keeps running,
 //! and a peer back within the retransmission window ([`Timing::window`] messages) resumes with
 //! nothing lost. A member that crashed has lost its state: its new process draws a new
-//! incarnation, and the peers that knew the old one refuse it ([`frame::Refusal::Restarted`]);
-//! the cluster is restarted as a whole under a new epoch.
+//! incarnation. Without views, the peers that knew the old one refuse it
+//! ([`frame::Refusal::Restarted`]) and the cluster is restarted as a whole under a new epoch.
+//! With views ([`OnRestart::Accept`]), the link starts afresh with the new process
+//! ([`NetEvent::Restarted`]), the members evict the old one, and the new one rejoins, out of
+//! the CS (docs/fault-tolerance.md, "Rejoin").
 
 mod address;
 pub mod channel;
@@ -131,7 +134,8 @@ impl Identity {
             key,
             spec,
             epoch,
-            incarnation: rand::random(),
+            // never 0: view 0 gives every member's first process incarnation 0
+            incarnation: rand::random::<u64>().max(1),
         }
     }
 }
@@ -284,7 +288,8 @@ pub enum LogEvent {
     },
     /// The peer is silent beyond the timeout.
     Unreachable(ProcessId),
-    /// The peer came back with a new incarnation: it restarted and was refused.
+    /// The peer came back with a new incarnation: it restarted (and was refused, unless
+    /// the links accept restarts, [`OnRestart::Accept`]).
     PeerRestarted(ProcessId),
     /// The node stopped on its own: a handler of its object panicked (the calls get
     /// [`NodeError::Stopped`]).
@@ -337,7 +342,10 @@ impl fmt::Display for LogEvent {
             LogEvent::Dropped { peer, reason } => write!(f, "dropped from {peer}: {reason}"),
             LogEvent::Unreachable(p) => write!(f, "{p} unreachable"),
             LogEvent::PeerRestarted(p) => {
-                write!(f, "{p} restarted and lost its state: refused")
+                write!(
+                    f,
+                    "{p} restarted: a new process, which lost the old one's state"
+                )
             }
             LogEvent::LinkLost { peer, reason } => write!(f, "link to {peer} lost: {reason}"),
             LogEvent::NodeStopped(why) => write!(f, "the node stopped: {why}"),
@@ -405,6 +413,22 @@ pub struct NetConfig {
     pub timing: Timing,
     /// Where log events go.
     pub log: Logger,
+    /// What a link does when its peer comes back as a new process.
+    pub on_restart: OnRestart,
+}
+
+/// What a link does when its peer connects as a new process (another incarnation: it
+/// restarted and lost its state).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnRestart {
+    /// Refuse it ([`frame::Refusal::Restarted`]) and give the link up for good: without
+    /// views a member that lost its state cannot come back.
+    #[default]
+    Refuse,
+    /// Start the link afresh with the new process (what was queued for the old one is
+    /// dropped) and report [`NetEvent::Restarted`]: with views, the old incarnation is
+    /// evicted and the new one rejoins.
+    Accept,
 }
 
 impl fmt::Debug for NetConfig {
@@ -427,6 +451,7 @@ impl NetConfig {
             keys,
             timing: Timing::default(),
             log: tracing_logger(),
+            on_restart: OnRestart::Refuse,
         }
     }
 }

@@ -61,7 +61,7 @@ use crate::error::CallError;
 use crate::fnv::Fnv;
 use crate::id::ProcessId;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::hash::Hasher;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -196,9 +196,13 @@ pub struct NodeStatus {
     /// majority first answered its lease beat (until then its calls wait, an `enter` of a
     /// member that starts in the CS included).
     pub leased: bool,
-    /// Why the member fenced (it was evicted, or lost its lease) and its node stopped: its
-    /// calls return [`NodeError::Evicted`].
+    /// Why the member fenced (it was evicted, or lost its lease): its calls return
+    /// [`NodeError::Evicted`] until it has rejoined (then this is `None` again), or for good
+    /// when it cannot run the view.
     pub fenced: Option<Fenced>,
+    /// The member left the cluster ([`NodeHandle::leave`]): a view without it installed, and
+    /// the node stopped.
+    pub left: bool,
     /// Every member of the cluster has finished.
     pub all_finished: bool,
     /// Every member has finished and every neighbour said bye (or is unreachable): no
@@ -268,6 +272,9 @@ trait Calls: Send + Sync {
     fn call(&self, seq: Sequence, reply: Reply);
     /// This member made its own moves; `false` when the node stopped.
     fn finish(&self) -> bool;
+    /// This member leaves: `true` when the view log removes it, `false` when the node
+    /// stopped at once (it runs no views).
+    fn leave(&self) -> bool;
     /// The node stopped: every waiting and later call gets [`NodeError::Stopped`].
     fn stop(&self);
 }
@@ -326,6 +333,29 @@ impl NodeHandle {
         status
     }
 
+    /// Leaves the cluster for good, gracefully: exits the CS first if the member is in it
+    /// (waiting as an exit waits), then asks the view log to remove it
+    /// ([`Proposal::Leave`](super::view::Proposal::Leave)) and returns once a view without
+    /// it installed ([`NodeStatus::left`]); the node then stops. Later calls return
+    /// [`NodeError::Stopped`]. Without views, the node just stops. The members install the
+    /// view without it at once: it is out of the CS and promised not to come back, so no
+    /// lease needs to run out. Bound it with a timeout: without a majority no view
+    /// installs, and after [`NodeHandle::shutdown`] the others evict it instead.
+    pub async fn leave(&self) -> Result<(), NodeError> {
+        let fenced = self.status.borrow().fenced.is_some();
+        if !fenced && (self.state() == CsState::InCs || self.pending().is_some()) {
+            self.reach(CsState::OutCs).await?;
+        }
+        if !self.core.leave() {
+            return Ok(()); // no views: stopped
+        }
+        match self.wait_status(|s| s.left).await {
+            Ok(_) => Ok(()),
+            Err(_) if self.status.borrow().left => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Says this member made its own moves: once every member of the cluster has, the run
     /// ends together (see the module doc).
     pub fn finish(&self) -> Result<(), NodeError> {
@@ -349,6 +379,10 @@ impl NodeHandle {
     /// there with nothing pending; a pending move away from `target` completes first, then
     /// the member comes back; a pending move to `target` is waited for.
     pub async fn reach(&self, target: CsState) -> Result<(), NodeError> {
+        // evicted: no call, an exit included, answers as if the member still had a place
+        if let Some(e) = self.why_stopped() {
+            return Err(e);
+        }
         // no slot is acted on before the first lease (a member that starts in the CS too)
         if !self.status.borrow().leased {
             if let Err(e) = self.wait_status(|s| s.leased).await {
@@ -473,6 +507,15 @@ impl<A: CsObject> Calls for Shared<A> {
         })
     }
 
+    fn leave(&self) -> bool {
+        let mut views = false;
+        self.run(|core| views = core.leave());
+        if !views {
+            self.stop();
+        }
+        views
+    }
+
     fn stop(&self) {
         self.lock().stop();
         self.end_task();
@@ -519,6 +562,9 @@ struct Core<A: CsObject> {
     /// The node stopped: calls are refused, messages ignored (its status says whether it
     /// fenced, and why).
     stopped: bool,
+    /// The member is leaving ([`NodeHandle::leave`]): calls are refused, and losing its
+    /// place in the view ends the node instead of a rejoin.
+    leaving: bool,
 }
 
 impl<A: CsObject> fmt::Debug for Core<A> {
@@ -637,7 +683,7 @@ impl<A: CsObject> Node<A> {
         }
         let node_views = views
             .as_ref()
-            .map(|(o, _)| NodeViews::new(id, o, net.timing().peer_timeout));
+            .map(|(o, _)| NodeViews::new(id, o, net.timing().peer_timeout, net.incarnation()));
         // what the view task gets: the state it shares with the core, the links, the log
         let view_task_parts = node_views
             .as_ref()
@@ -667,6 +713,7 @@ impl<A: CsObject> Node<A> {
             unreachable: BTreeSet::new(),
             start: std::time::Instant::now(),
             stopped: false,
+            leaving: false,
         };
         core.publish_status();
         let core = Arc::new(Shared {
@@ -745,7 +792,7 @@ impl<A: CsObject> ViewCore for CoreRef<A> {
     fn install(&self, view: &super::view::View) -> Result<(), String> {
         let rebuilt = (self.rebuild)(view)?;
         let shared = self.shared.upgrade().ok_or("the node stopped")?;
-        match shared.run(|core| core.install(view.number, rebuilt)) {
+        match shared.run(|core| core.install(view.number, &view.members, rebuilt)) {
             true => Ok(()),
             false => Err("the node stopped".into()),
         }
@@ -755,6 +802,15 @@ impl<A: CsObject> ViewCore for CoreRef<A> {
         if let Some(shared) = self.shared.upgrade() {
             shared.run(|core| core.fence(view, why));
             shared.end_task();
+        }
+    }
+
+    fn evicted(&self, view: u64, why: String) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.run(|core| core.evicted(view, why));
+            if shared.lock().stopped {
+                shared.end_task(); // it left
+            }
         }
     }
 
@@ -798,10 +854,19 @@ impl<A: CsObject> Core<A> {
                 };
                 match handled {
                     Err(reason) => self.log(LogEvent::Dropped { peer: from, reason }),
+                    Ok(Some(_)) if !self.status.borrow().leased => {
+                        // this process never held the slot: it is a new process of its
+                        // member (restarted), which the view does not have yet; it rejoins
+                        if let Some(v) = &self.views {
+                            v.shared
+                                .rejoin
+                                .store(true, std::sync::atomic::Ordering::Release);
+                        }
+                    }
                     Ok(Some(view)) => {
                         let why = format!("{from} is in view {view}, which leaves this member out");
                         self.log(LogEvent::View(format!("fenced: {why}")));
-                        self.fence(view, why);
+                        self.evicted(view, why);
                         return;
                     }
                     Ok(None) => {}
@@ -860,6 +925,14 @@ impl<A: CsObject> Core<A> {
                     self.publish_status();
                 }
             }
+            NetEvent::Restarted { peer, incarnation } => {
+                // the link talks to a new process of `peer`: until a view has it, neither its
+                // object's messages nor its beats count
+                if let Some(v) = &self.views {
+                    v.shared.links.restarted(peer, incarnation);
+                    v.shared.links.up(peer);
+                }
+            }
             NetEvent::Connected(p) => {
                 if let Some(v) = &self.views {
                     v.shared.links.up(p);
@@ -892,10 +965,9 @@ impl<A: CsObject> Core<A> {
             return;
         };
         if view > v.number {
-            // a member installs one view at a time, and reports for the next only after it
-            // installed this one: a message two views ahead, or beyond the bound, cannot be
-            // needed
-            if view == v.number + 1 && v.ahead.len() < MAX_AHEAD {
+            // kept until its view installs: the next one, or a later one for a process that
+            // rejoins (it installs the first view that has it, skipping those before)
+            if v.ahead.len() < MAX_AHEAD {
                 v.ahead.push((from, view, msg));
             } else {
                 let at = v.number;
@@ -908,6 +980,14 @@ impl<A: CsObject> Core<A> {
         }
         if view < v.number || v.frozen.is_some() {
             return; // of a view that ended (or is ending): its objects are gone
+        }
+        if !v.shared.links.current(from) {
+            // a new process of `from`: the view has its old one, whose state it lost
+            self.log(LogEvent::Dropped {
+                peer: from,
+                reason: format!("a message of view {view} from a process the view does not have"),
+            });
+            return;
         }
         match v.dense(from) {
             Some(d) => {
@@ -932,9 +1012,20 @@ impl<A: CsObject> Core<A> {
 
     /// Restarts in view `number` with its object: publishes its state, handles the messages
     /// of the view that came early, and starts the waiting call's move again.
-    fn install(&mut self, number: u64, rebuilt: Rebuilt<A>) {
+    fn install(&mut self, number: u64, processes: &BTreeMap<ProcessId, u64>, rebuilt: Rebuilt<A>) {
         let Some(v) = &mut self.views else { return };
         v.number = number;
+        // a member back with a new process has its pairs to make again
+        let renewed: Vec<ProcessId> = processes
+            .iter()
+            .filter(|(p, i)| v.processes.get(p).is_some_and(|old| old != *i))
+            .map(|(p, _)| *p)
+            .collect();
+        let rejoined = renewed.contains(&self.me);
+        for p in renewed {
+            self.finished.remove(&p);
+        }
+        v.processes = processes.clone();
         views::lock(&v.shared.lease).installed(&rebuilt.members);
         v.members = rebuilt.members;
         v.frozen = None;
@@ -942,6 +1033,15 @@ impl<A: CsObject> Core<A> {
         let ahead = std::mem::take(&mut v.ahead);
         let early = ahead.len();
         self.obj = rebuilt.obj;
+        if rejoined {
+            // back in a view after an eviction: its calls work again
+            self.status.send_modify(|s| s.fenced = None);
+            // this process joins the view: the observer hears its state (out) from it, not
+            // from the process it replaces
+            if let Some(o) = &self.observer {
+                o(self.me, self.obj.state());
+            }
+        }
         // a move that completed unclaimed is in the reported state, which the object starts in
         self.after(Outbox::new());
         self.learn_finished(&[]);
@@ -972,7 +1072,13 @@ impl<A: CsObject> Core<A> {
             }
         )));
         if let Some((seq, reply)) = self.waiting.take() {
-            self.call(seq, reply);
+            if rejoined && seq == Sequence::Exit && self.obj.state() == CsState::OutCs {
+                // a new process whose first state (from the cluster file) was in: it joins
+                // out, which is what its exit asked for
+                let _ = reply.send(Ok(()));
+            } else {
+                self.call(seq, reply);
+            }
         }
     }
 
@@ -982,13 +1088,68 @@ impl<A: CsObject> Core<A> {
             .is_some_and(|v| views::lock(&v.shared.lease).expired(std::time::Instant::now()))
     }
 
-    /// Out of view `view` (or its lease ran out): the slot is given up (the observer sees the
-    /// member leave the CS, if it showed it in), the waiting call gets
-    /// [`NodeError::Evicted`], and the node stops.
+    /// This member cannot run view `view` (its object cannot be built for it): it gives up
+    /// its slot ([`Core::give_up`]) and the node stops.
     fn fence(&mut self, view: u64, why: String) {
         if self.stopped {
             return;
         }
+        self.give_up(view, why);
+        self.stop();
+    }
+
+    /// Out of view `view`, or its lease ran out: it gives up its slot ([`Core::give_up`]),
+    /// its calls return [`NodeError::Evicted`] from now on, the object handles nothing
+    /// more, and the view task makes the process rejoin; once a view has it again, it starts
+    /// there out of the CS and its calls work again.
+    fn evicted(&mut self, view: u64, why: String) {
+        if self.leaving {
+            // out of the view (or of its lease) while leaving: it has left
+            self.left();
+            return;
+        }
+        if self.stopped || self.status.borrow().fenced.is_some() {
+            return;
+        }
+        self.give_up(view, why);
+        self.unclaimed = None;
+        if let Some(v) = &mut self.views {
+            v.frozen = Some(u64::MAX);
+            // the lease that ran out is not this process's any more: it waits for a new one
+            views::lock(&v.shared.lease).reset();
+            v.shared
+                .rejoin
+                .store(true, std::sync::atomic::Ordering::Release);
+        }
+    }
+
+    /// Starts leaving (see [`NodeHandle::leave`]); `false` without views.
+    fn leave(&mut self) -> bool {
+        let Some(v) = &self.views else { return false };
+        self.leaving = true;
+        v.shared
+            .leave
+            .store(true, std::sync::atomic::Ordering::Release);
+        if let Some((_, reply)) = self.waiting.take() {
+            let _ = reply.send(Err(NodeError::Stopped));
+        }
+        true
+    }
+
+    /// The member left: a view without it installed (or it lost its place while leaving).
+    fn left(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.log(LogEvent::View("left the cluster".into()));
+        self.status.send_modify(|s| s.left = true);
+        self.stop();
+    }
+
+    /// The slot is given up: the status says why ([`NodeStatus::fenced`]), the observer
+    /// sees the member leave the CS (if it showed it in), the handle shows it out, and the
+    /// waiting call gets [`NodeError::Evicted`].
+    fn give_up(&mut self, view: u64, why: String) {
         self.status
             .send_modify(|s| s.fenced = Some(Fenced { view, why }));
         if self.published.borrow().0 == CsState::InCs {
@@ -996,12 +1157,10 @@ impl<A: CsObject> Core<A> {
                 o(self.me, CsState::OutCs);
             }
         }
-        // the slot is given up: the handle shows the member out
         self.published.send_replace((CsState::OutCs, None));
         if let Some((_, reply)) = self.waiting.take() {
             let _ = reply.send(Err(NodeError::Evicted { view }));
         }
-        self.stop();
     }
 
     /// Whether a call of `seq` must wait without starting: no majority has granted the
@@ -1038,6 +1197,15 @@ impl<A: CsObject> Core<A> {
     }
 
     fn call(&mut self, seq: Sequence, reply: Reply) {
+        if self.leaving {
+            let _ = reply.send(Err(NodeError::Stopped));
+            return;
+        }
+        if let Some(f) = &self.status.borrow().fenced {
+            // evicted, and not (yet) back in a view
+            let _ = reply.send(Err(NodeError::Evicted { view: f.view }));
+            return;
+        }
         let target = match seq {
             Sequence::Entry => CsState::InCs,
             Sequence::Exit => CsState::OutCs,
@@ -1098,7 +1266,7 @@ impl<A: CsObject> Core<A> {
                 let view = self.views.as_ref().map_or(0, |v| v.number);
                 let why = format!("an entry completed after the lease ran out (view {view})");
                 self.log(LogEvent::View(format!("fenced: {why}")));
-                self.fence(view, why);
+                self.evicted(view, why);
                 return;
             }
             if state != was.0 {

@@ -142,6 +142,13 @@ impl Lease {
         self.refused.retain(|p| !members.contains(p));
     }
 
+    /// Forgets the lease (it ran out, or the member was evicted): the member waits for a new
+    /// one, granted when a majority of the view it rejoins answers a beat.
+    pub(super) fn reset(&mut self) {
+        self.until = None;
+        self.sent.clear();
+    }
+
     /// Stops answering `p`'s beats (a committed change removes it).
     pub(super) fn refuse(&mut self, p: ProcessId) {
         self.refused.insert(p);

@@ -28,16 +28,17 @@ use crate::id::ProcessId;
 use crate::net::frame::MAX_FRAME_LEN;
 use crate::net::link::NetSender;
 use crate::net::view::{
-    majority, Pending, Proposal, Unreachable, View, ViewConfig, ViewGroup, ViewRpc, ViewRpcReply,
-    ViewTransport,
+    majority, Applied, Command, Pending, Proposal, Refusal, Unreachable, View, ViewConfig,
+    ViewGroup, ViewRpc, ViewRpcReply, ViewTransport, WriteRefusal,
 };
 use crate::net::{LogEvent, Logger};
 use crate::view_system::ViewSystem;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
@@ -225,9 +226,12 @@ pub(super) trait ViewCore: Send + Sync {
     fn freeze(&self, next: u64) -> Option<CsState>;
     /// Restarts the object in `view`.
     fn install(&self, view: &View) -> Result<(), String>;
-    /// This member is out of view `view` (or cannot run it, or lost its lease there), for the
-    /// reason `why`: it fences, and the node stops.
+    /// This member cannot run view `view`, for the reason `why`: it fences, and the node
+    /// stops.
     fn fence(&self, view: u64, why: String);
+    /// This member is out of view `view`, or lost its lease there, for the reason `why`: it
+    /// gives up its slot, its calls return `Evicted`, and it rejoins.
+    fn evicted(&self, view: u64, why: String);
     /// Whether an exit waits because the view is a deficit view.
     fn gated(&self) -> bool;
 }
@@ -254,6 +258,21 @@ pub(super) struct ViewLinks {
     next: AtomicU64,
     waiting: Mutex<HashMap<u64, (ProcessId, Answer)>>,
     down: Mutex<BTreeMap<ProcessId, Instant>>,
+    /// The processes: which incarnation of each member the view log has (in the current
+    /// view, or rejoining in the pending change), and the new process of each member whose
+    /// link saw it restart.
+    processes: Mutex<Processes>,
+}
+
+/// Which process of each member this node deals with (see [`ViewLinks::current`]).
+#[derive(Debug, Default)]
+struct Processes {
+    /// The current view's members with their incarnations.
+    in_view: BTreeMap<ProcessId, u64>,
+    /// The members the pending change lets rejoin, with their new incarnations.
+    rejoining: BTreeMap<ProcessId, u64>,
+    /// The latest incarnation of each member whose link saw it restart.
+    restarted: BTreeMap<ProcessId, u64>,
 }
 
 impl ViewLinks {
@@ -287,9 +306,57 @@ impl ViewLinks {
         lock(&self.down).entry(p).or_insert(since);
     }
 
+    /// Restarts the silence of every link that is down at `now`: a process that just
+    /// (re)joined the view counts a member's silence from then on, not from before it was
+    /// back (its links to the others may still be reconnecting after a partition healed).
+    fn restart_silences(&self, now: Instant) {
+        for since in lock(&self.down).values_mut() {
+            *since = now;
+        }
+    }
+
     /// The link to `p` is up again.
     pub(super) fn up(&self, p: ProcessId) {
         lock(&self.down).remove(&p);
+    }
+
+    /// `p`'s link connected to a new process of it, `incarnation`.
+    pub(super) fn restarted(&self, p: ProcessId, incarnation: u64) {
+        lock(&self.processes).restarted.insert(p, incarnation);
+    }
+
+    /// The view log's members (the current view's, and those a pending change lets rejoin),
+    /// with their incarnations.
+    fn set_view(&self, in_view: &BTreeMap<ProcessId, u64>, rejoining: BTreeMap<ProcessId, u64>) {
+        let mut processes = lock(&self.processes);
+        if processes.in_view != *in_view {
+            processes.in_view = in_view.clone();
+        }
+        processes.rejoining = rejoining;
+    }
+
+    /// Whether the process at the other end of `p`'s link is the one the current view has:
+    /// no restart was seen, or the view has the new process's incarnation. A member's new
+    /// process is not the one the view counts: its object's messages, its beats and its Raft
+    /// votes would speak for a state it lost.
+    pub(super) fn current(&self, p: ProcessId) -> bool {
+        let processes = lock(&self.processes);
+        match processes.restarted.get(&p) {
+            None => true,
+            Some(i) => processes.in_view.get(&p) == Some(i),
+        }
+    }
+
+    /// Whether the view log hears `p`'s process: the current one, or a new one that a
+    /// pending change lets rejoin (a Raft learner catching up).
+    fn may_log(&self, p: ProcessId) -> bool {
+        let processes = lock(&self.processes);
+        match processes.restarted.get(&p) {
+            None => true,
+            Some(i) => {
+                processes.in_view.get(&p) == Some(i) || processes.rejoining.get(&p) == Some(i)
+            }
+        }
     }
 
     fn is_down(&self, p: ProcessId) -> bool {
@@ -388,8 +455,15 @@ impl Drop for Forget<'_> {
 /// too), the group once started, and the lease.
 pub(super) struct ViewShared<M: Send + 'static> {
     pub(super) links: Arc<ViewLinks>,
-    pub(super) group: OnceLock<ViewGroup<LinkTransport<M>>>,
+    pub(super) group: Mutex<Option<ViewGroup<LinkTransport<M>>>>,
     pub(super) lease: Mutex<Lease>,
+    /// Set when this process learns that the view has another process of its member (it
+    /// restarted, and never held a lease): the view task makes it rejoin.
+    pub(super) rejoin: AtomicBool,
+    /// This process's incarnation: the one it rejoins with.
+    pub(super) incarnation: u64,
+    /// Set when the member leaves: the view task proposes its removal.
+    pub(super) leave: AtomicBool,
 }
 
 /// The node's view state: what it shares with the view task, and the view its object runs
@@ -400,6 +474,8 @@ pub(super) struct NodeViews<M: Send + 'static> {
     pub(super) number: u64,
     /// Its members in the view's numbering: process `i` of the object is `members[i]`.
     pub(super) members: Vec<ProcessId>,
+    /// Its members' incarnations (which process of each the view has).
+    pub(super) processes: BTreeMap<ProcessId, u64>,
     /// The change the object is frozen for (the next view's number).
     pub(super) frozen: Option<u64>,
     /// A deficit view: exits wait for a view that restores the bounds.
@@ -411,17 +487,26 @@ pub(super) struct NodeViews<M: Send + 'static> {
 }
 
 impl<M: Send + 'static> NodeViews<M> {
-    pub(super) fn new(me: ProcessId, options: &ViewOptions, silence: Duration) -> Self {
+    pub(super) fn new(
+        me: ProcessId,
+        options: &ViewOptions,
+        silence: Duration,
+        incarnation: u64,
+    ) -> Self {
         let initial = &options.initial;
         let lease = Lease::new(me, options.lease, options.on_lease.clone());
         NodeViews {
             shared: Arc::new(ViewShared {
                 links: Arc::default(),
-                group: OnceLock::new(),
+                group: Mutex::new(None),
                 lease: Mutex::new(lease),
+                rejoin: AtomicBool::new(false),
+                incarnation,
+                leave: AtomicBool::new(false),
             }),
             number: initial.number,
             members: initial.members.keys().copied().collect(),
+            processes: initial.members.clone(),
             frozen: None,
             gate_exits: false,
             ahead: Vec::new(),
@@ -450,13 +535,17 @@ impl<M: Send + 'static> NodeViews<M> {
     ) -> Result<Option<u64>, String> {
         match postcard::from_bytes::<ViewFrame>(bytes) {
             Err(e) => Err(format!("a view frame that does not decode: {e}")),
+            Ok(ViewFrame::Reply { .. }) if !self.shared.links.may_log(from) => {
+                Err("a view-log answer from a new process that has not rejoined".into())
+            }
             Ok(ViewFrame::Reply { id, reply }) => match self.shared.links.answer(from, id, reply) {
                 true => Ok(None),
                 false => Err(format!("an answer to no request of ours to it ({id})")),
             },
             Ok(ViewFrame::Beat { n }) => {
-                // only a member of this member's view gets an answer; one it left out is told
-                let member = self.dense(from).is_some();
+                // only a member of this member's view gets an answer; one it left out (or a
+                // new process of a member, which the view does not have yet) is told
+                let member = self.dense(from).is_some() && self.shared.links.current(from);
                 let frame = match member {
                     false => Some(ViewFrame::Outside { view: self.number }),
                     true => lock(&self.shared.lease)
@@ -469,8 +558,11 @@ impl<M: Send + 'static> NodeViews<M> {
                 }
                 Ok(None)
             }
-            // a member of a later view that leaves this one out: it was removed
-            Ok(ViewFrame::Outside { view }) if view > self.number && self.dense(from).is_some() => {
+            // a member of a later view that leaves this one out: it was removed; or a member
+            // of the same view, whose view has another process of this member: it restarted
+            Ok(ViewFrame::Outside { view })
+                if view >= self.number && self.dense(from).is_some() =>
+            {
                 Ok(Some(view))
             }
             Ok(ViewFrame::Outside { view }) => Err(format!(
@@ -484,10 +576,19 @@ impl<M: Send + 'static> NodeViews<M> {
                 }
                 Ok(None)
             }
+            Ok(ViewFrame::Request { rpc, .. }) if !allowed(from, &rpc, &self.shared.links) => {
+                Err(format!(
+                    "a view-log request it may not make: {}",
+                    match rpc {
+                        ViewRpc::Write(c) => format!("{c:?}"),
+                        _ => "a Raft request from a new process that has not rejoined".into(),
+                    }
+                ))
+            }
             Ok(ViewFrame::Request { id, rpc }) => {
                 // a group not started yet leaves the request unanswered: Raft asks again
-                if let Some(group) = self.shared.group.get() {
-                    let group = group.clone();
+                let group = lock(&self.shared.group).clone();
+                if let Some(group) = group {
                     let net = net.clone();
                     tokio::spawn(async move {
                         let reply = group.handle_rpc(from, rpc).await;
@@ -502,6 +603,19 @@ impl<M: Send + 'static> NodeViews<M> {
     }
 }
 
+/// Whether `from` may make the view-log request `rpc`: a member proposes a rejoin for itself
+/// only, and a new process that has not rejoined makes no Raft request: it may only ask to
+/// rejoin, or to evict its old process.
+fn allowed(from: ProcessId, rpc: &ViewRpc, links: &ViewLinks) -> bool {
+    match rpc {
+        ViewRpc::Write(Command::Propose(Proposal::Rejoin { member, .. })) => *member == from,
+        ViewRpc::Write(Command::Propose(Proposal::Evict(p))) if *p == from => true,
+        // a member leaves on its own (it exited first): no other may say it left
+        ViewRpc::Write(Command::Propose(Proposal::Leave(p))) => *p == from && links.may_log(from),
+        _ => links.may_log(from),
+    }
+}
+
 /// How often the view task looks at the log's state, the links and the lease.
 const TICK: Duration = Duration::from_millis(20);
 
@@ -510,8 +624,15 @@ const TICK: Duration = Duration::from_millis(20);
 /// group is shut down), installs each view the log installs (or fences when left out),
 /// freezes and reports when a change is committed (again after the write timeout while the
 /// report is not in the log), and proposes to evict the members whose link has been down for
-/// `evict_after` (again after `evict_after` or the write timeout, the longer, while the
-/// member is still in the view and no committed change removes it).
+/// `evict_after`, and at once the old process of a member whose link saw it restart (again
+/// after `evict_after` or the write timeout, the longer, while the member is still in the
+/// view and no committed change removes it).
+///
+/// A process told that the view has another process of its member (it restarted: its
+/// first process is still in the view, or was evicted) **rejoins**: it drops its group,
+/// starts a new one as a Raft learner ([`ViewGroup::join`]) with its own incarnation, and
+/// asks the members to let it rejoin (through any of them, which forward to the leader),
+/// again every lease beat until a view has it; that view installs its object, inactive.
 pub(super) async fn run<M: Send + 'static>(
     id: ProcessId,
     options: ViewOptions,
@@ -521,32 +642,80 @@ pub(super) async fn run<M: Send + 'static>(
     core: Box<dyn ViewCore>,
 ) {
     let (links, lease) = (&shared.links, &shared.lease);
-    let transport = LinkTransport::new(net.clone(), links.clone(), options.config);
+    let transport = || LinkTransport::new(net.clone(), links.clone(), options.config);
     let mut last_beat: Option<Instant> = None;
     let mut installed = options.initial.number;
+    // the incarnation the view log knows this process by: 0 for a member's first process
+    let mut incarnation = options.initial.members.get(&id).copied().unwrap_or(0);
+    let mut joining = false;
+    // the last request to rejoin (or to evict the old process), and whether one is under way
+    let mut asked: Option<Instant> = None;
+    let asking = Arc::new(AtomicBool::new(false));
+    let said: Arc<Mutex<Option<String>>> = Arc::default();
     // the last report written: for which view and round of the change, and when
     let mut reported: Option<(u64, u64, Instant)> = None;
     let fenced = |view: u64, why: String| {
         log(id, &LogEvent::View(format!("fenced: {why}")));
         core.fence(view, why);
     };
-    let group = match ViewGroup::start(id, options.initial, transport, options.config).await {
-        Ok(g) => g,
-        Err(e) => {
-            // without its log the member can neither renew its lease nor follow the views
-            fenced(installed, format!("the view log did not start: {e}"));
-            return;
-        }
-    };
-    let _ = shared.group.set(group.clone());
+    let mut group =
+        match ViewGroup::start(id, options.initial.clone(), transport(), options.config).await {
+            Ok(g) => g,
+            Err(e) => {
+                // without its log the member can neither renew its lease nor follow the views
+                fenced(installed, format!("the view log did not start: {e}"));
+                return;
+            }
+        };
+    *lock(&shared.group) = Some(group.clone());
     // the last proposal to evict each member: another waits as long again
     let mut proposed: BTreeMap<ProcessId, Instant> = BTreeMap::new();
     let again = options.evict_after.max(options.config.write_timeout);
     let mut last: Option<ViewStatus> = None;
     // the last restore proposed (an exit gated by a deficit view): another waits as long
     let mut restored: Option<Instant> = None;
+    // the last request to leave
+    let mut left: Option<Instant> = None;
     loop {
+        if !joining && shared.rejoin.load(Ordering::Acquire) {
+            // this process is not the one the view has: it joins as a new one
+            joining = true;
+            incarnation = shared.incarnation;
+            log(
+                id,
+                &LogEvent::View(format!(
+                    "another process of {id} is in the view: this one (incarnation {incarnation:x}) rejoins"
+                )),
+            );
+            group.shutdown().await;
+            group = match ViewGroup::join(
+                id,
+                incarnation,
+                options.initial.clone(),
+                transport(),
+                options.config,
+            )
+            .await
+            {
+                Ok(g) => g,
+                Err(e) => {
+                    fenced(
+                        installed,
+                        format!("the view log did not start to rejoin: {e}"),
+                    );
+                    return;
+                }
+            };
+            *lock(&shared.group) = Some(group.clone());
+        }
         let state = group.state();
+        let rejoining = state
+            .pending
+            .iter()
+            .flat_map(|p| p.change.rejoin.iter().map(|(m, i)| (*m, *i)))
+            .collect();
+        links.set_view(&state.view.members, rejoining);
+        let member = state.view.members.get(&id) == Some(&incarnation);
         let now = ViewStatus {
             number: state.view.number,
             members: state.view.members.keys().copied().collect(),
@@ -563,11 +732,10 @@ pub(super) async fn run<M: Send + 'static>(
                 "the lease ran out: no majority of view {} answered a beat for {:?}",
                 installed, options.lease
             );
-            fenced(installed, why);
-            group.shutdown().await;
-            return;
+            log(id, &LogEvent::View(format!("fenced: {why}")));
+            core.evicted(installed, why);
         }
-        if last_beat.is_none_or(|at| at.elapsed() >= options.heartbeat) {
+        if member && last_beat.is_none_or(|at| at.elapsed() >= options.heartbeat) {
             let now = Instant::now();
             last_beat = Some(now);
             let n = lock(lease).beat(now);
@@ -577,22 +745,72 @@ pub(super) async fn run<M: Send + 'static>(
                 }
             }
         }
-        if state.view.number > installed {
-            let outcome = match state.view.members.contains_key(&id) {
-                false => Err(format!(
-                    "evicted: not a member of view {}",
-                    state.view.number
-                )),
-                true => core.install(&state.view),
-            };
-            if let Err(why) = outcome {
+        if state.view.number > installed && !member && !joining {
+            let why = format!("evicted: not a member of view {}", state.view.number);
+            log(id, &LogEvent::View(format!("fenced: {why}")));
+            core.evicted(state.view.number, why);
+            installed = state.view.number;
+        }
+        if state.view.number > installed && member {
+            if let Err(why) = core.install(&state.view) {
                 fenced(state.view.number, why);
                 group.shutdown().await;
                 return;
             }
             installed = state.view.number;
+            if joining {
+                // back in: a later eviction makes it rejoin again; the silence of the
+                // members it has not reconnected to yet counts from now
+                links.restart_silences(Instant::now());
+                joining = false;
+                shared.rejoin.store(false, Ordering::Release);
+                *lock(&said) = None;
+            }
         }
-        if let Some(p) = &state.pending {
+        if joining
+            && !member
+            && !asking.load(Ordering::Acquire)
+            && asked.is_none_or(|at| at.elapsed() >= options.heartbeat)
+        {
+            // ask to rejoin (the log answers from the leader's state: this process's own
+            // group has not caught up); while the view still has the old process, ask to
+            // evict it first
+            asked = Some(Instant::now());
+            let to: Vec<ProcessId> = group
+                .leader()
+                .into_iter()
+                .chain(state.view.members.keys().copied())
+                .filter(|p| *p != id)
+                .collect();
+            let (t, log, asking, said) = (transport(), log.clone(), asking.clone(), said.clone());
+            asking.store(true, Ordering::Release);
+            tokio::spawn(async move {
+                let rejoin = Proposal::Rejoin {
+                    member: id,
+                    incarnation,
+                };
+                let what = match write_through(&t, id, to.clone(), Command::Propose(rejoin)).await {
+                    Ok(Applied::Ignored(Refusal::OtherIncarnation { .. })) => {
+                        let evict = Command::Propose(Proposal::Evict(id));
+                        match write_through(&t, id, to, evict).await {
+                            Ok(applied) => {
+                                format!("asked to evict its old process first: {applied:?}")
+                            }
+                            Err(e) => format!("asking to evict its old process failed: {e}"),
+                        }
+                    }
+                    Ok(applied) => format!("asked to rejoin: {applied:?}"),
+                    Err(e) => format!("asking to rejoin failed: {e}"),
+                };
+                // each answer once, not once a beat
+                if lock(&said).as_deref() != Some(what.as_str()) {
+                    log(id, &LogEvent::View(what.clone()));
+                    *lock(&said) = Some(what);
+                }
+                asking.store(false, Ordering::Release);
+            });
+        }
+        if let Some(p) = state.pending.as_ref().filter(|_| member) {
             // a committed change removes these members: their leases are not renewed from
             // now on (a report is that promise)
             let removed: Vec<ProcessId> = state
@@ -605,6 +823,11 @@ pub(super) async fn run<M: Send + 'static>(
             for &m in &removed {
                 lock(lease).refuse(m);
             }
+            // a member that leaves exited first and proposed it itself: no lease to wait out
+            let removed: Vec<ProcessId> = removed
+                .into_iter()
+                .filter(|m| !p.change.leave.contains(m))
+                .collect();
             let due = !p.reports.contains_key(&id)
                 && reported.is_none_or(|(next, round, at)| {
                     next != p.next
@@ -642,7 +865,45 @@ pub(super) async fn run<M: Send + 'static>(
             }
             last = Some(now);
         }
-        if state.pending.is_none()
+        if member
+            && shared.leave.load(Ordering::Acquire)
+            && !state
+                .pending
+                .as_ref()
+                .is_some_and(|p| p.change.leave.contains(&id))
+            && left.is_none_or(|at| at.elapsed() >= options.config.write_timeout)
+        {
+            // leaving: out of the CS already; ask to be removed, unless the view cannot
+            // shrink (fewer than a majority would remain): then it stops, as a crash would
+            left = Some(Instant::now());
+            let removed = state.view.members.keys().filter(|m| {
+                **m == id
+                    || state
+                        .pending
+                        .as_ref()
+                        .is_some_and(|p| p.change.removes(**m))
+            });
+            if state.view.members.len() - removed.count() < state.view.majority() {
+                log(
+                    id,
+                    &LogEvent::View(format!(
+                        "leaving: view {} cannot shrink below a majority without it; stopping",
+                        state.view.number
+                    )),
+                );
+                core.evicted(installed, "left".into());
+                continue;
+            }
+            let (group, log) = (group.clone(), log.clone());
+            tokio::spawn(async move {
+                match group.propose(Proposal::Leave(id)).await {
+                    Ok(applied) => log(id, &LogEvent::View(format!("asked to leave: {applied:?}"))),
+                    Err(e) => log(id, &LogEvent::View(format!("asking to leave failed: {e}"))),
+                }
+            });
+        }
+        if member
+            && state.pending.is_none()
             && core.gated()
             && restored.is_none_or(|at| at.elapsed() >= again)
         {
@@ -661,9 +922,23 @@ pub(super) async fn run<M: Send + 'static>(
                 log(id, &LogEvent::View(what));
             });
         }
-        for p in links.down_for(options.evict_after) {
+        // members unheard for evict_after, and members whose old process the view still has
+        // while their link talks to a new one
+        let restarted = state
+            .view
+            .members
+            .keys()
+            .copied()
+            .filter(|p| !links.current(*p));
+        let mut candidates: Vec<(ProcessId, &str)> = links
+            .down_for(options.evict_after)
+            .into_iter()
+            .map(|p| (p, "unreachable"))
+            .collect();
+        candidates.extend(restarted.map(|p| (p, "restarted")));
+        for (p, why) in candidates {
             let removed = state.pending.as_ref().is_some_and(|x| x.change.removes(p));
-            if p == id || !state.view.members.contains_key(&p) || removed {
+            if !member || p == id || !state.view.members.contains_key(&p) || removed {
                 continue;
             }
             if proposed.get(&p).is_some_and(|at| at.elapsed() < again) {
@@ -674,14 +949,43 @@ pub(super) async fn run<M: Send + 'static>(
             tokio::spawn(async move {
                 let outcome = group.propose(Proposal::Evict(p)).await;
                 let what = match outcome {
-                    Ok(applied) => format!("proposed to evict {p} (unreachable): {applied:?}"),
-                    Err(e) => format!("proposing to evict {p} (unreachable) failed: {e}"),
+                    Ok(applied) => format!("proposed to evict {p} ({why}): {applied:?}"),
+                    Err(e) => format!("proposing to evict {p} ({why}) failed: {e}"),
                 };
                 log(id, &LogEvent::View(what));
             });
         }
         tokio::time::sleep(TICK).await;
     }
+}
+
+/// Writes `command` to the view log through the members `to` (in order; one that is not
+/// the leader names it, and it is tried next): what a process that is not (yet) a Raft
+/// member of the group does, since its own group knows no leader.
+async fn write_through<M: Send + 'static>(
+    transport: &LinkTransport<M>,
+    me: ProcessId,
+    to: Vec<ProcessId>,
+    command: Command,
+) -> Result<Applied, String> {
+    let mut queue: std::collections::VecDeque<ProcessId> = to.into();
+    let mut tried = BTreeSet::new();
+    let mut last = String::from("no member to ask");
+    while let Some(p) = queue.pop_front() {
+        if p == me || !tried.insert(p) {
+            continue;
+        }
+        match transport.rpc(p, ViewRpc::Write(command.clone())).await {
+            Ok(ViewRpcReply::Written(Ok(applied))) => return Ok(applied),
+            Ok(ViewRpcReply::Written(Err(WriteRefusal::NotLeader { leader: Some(l) }))) => {
+                queue.push_front(l);
+                last = format!("{p} is not the leader");
+            }
+            Ok(other) => last = format!("{p} answered {other:?}"),
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Err(last)
 }
 
 fn ids(members: &BTreeSet<ProcessId>) -> String {
@@ -691,3 +995,6 @@ fn ids(members: &BTreeSet<ProcessId>) -> String {
         .collect::<Vec<_>>()
         .join(",")
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,89 @@
+use super::*;
+use crate::net::view::ViewRpc;
+
+fn p(i: u32) -> ProcessId {
+    ProcessId(i)
+}
+
+fn links_in_view(members: &[(u32, u64)]) -> ViewLinks {
+    let links = ViewLinks::default();
+    let in_view = members.iter().map(|&(m, i)| (p(m), i)).collect();
+    links.set_view(&in_view, BTreeMap::new());
+    links
+}
+
+#[test]
+fn a_member_whose_link_saw_no_restart_is_the_process_the_view_has() {
+    let links = links_in_view(&[(0, 0), (1, 0), (2, 0)]);
+    assert!(links.current(p(1)));
+    assert!(links.may_log(p(1)));
+}
+
+#[test]
+fn a_restarted_member_is_not_heard_until_a_view_or_a_pending_rejoin_has_its_new_process() {
+    let links = links_in_view(&[(0, 0), (1, 0), (2, 0)]);
+    links.restarted(p(1), 77);
+    // the view still has its first process (incarnation 0): the new one is not heard
+    assert!(!links.current(p(1)), "a new process counted as the old one");
+    assert!(!links.may_log(p(1)), "a new process's Raft messages heard");
+    // the old process evicted, its rejoin pending: the log hears it (a learner), the
+    // object and the lease do not yet
+    let in_view = [(p(0), 0), (p(2), 0)].into_iter().collect();
+    links.set_view(&in_view, [(p(1), 77)].into_iter().collect());
+    assert!(!links.current(p(1)));
+    assert!(links.may_log(p(1)));
+    // a rejoin of another incarnation than the one the link talks to is not it
+    links.set_view(&in_view, [(p(1), 78)].into_iter().collect());
+    assert!(!links.may_log(p(1)));
+    // in the view with the new incarnation: heard
+    let in_view = [(p(0), 0), (p(1), 77), (p(2), 0)].into_iter().collect();
+    links.set_view(&in_view, BTreeMap::new());
+    assert!(links.current(p(1)) && links.may_log(p(1)));
+}
+
+#[test]
+fn a_member_proposes_only_its_own_rejoin_and_leave_and_a_new_process_makes_no_raft_request() {
+    let links = links_in_view(&[(0, 0), (1, 0), (2, 0)]);
+    let write = |proposal| ViewRpc::Write(Command::Propose(proposal));
+    let rejoin = |member| Proposal::Rejoin {
+        member,
+        incarnation: 5,
+    };
+    assert!(allowed(p(1), &write(rejoin(p(1))), &links));
+    assert!(
+        !allowed(p(1), &write(rejoin(p(2))), &links),
+        "a rejoin in another member's name"
+    );
+    assert!(allowed(p(1), &write(Proposal::Leave(p(1))), &links));
+    assert!(
+        !allowed(p(1), &write(Proposal::Leave(p(2))), &links),
+        "a leave in another member's name"
+    );
+    assert!(allowed(p(1), &write(Proposal::Evict(p(2))), &links));
+    links.restarted(p(1), 9);
+    // the new process may ask to rejoin, or to evict its old process, and nothing else
+    assert!(allowed(p(1), &write(rejoin(p(1))), &links));
+    assert!(allowed(p(1), &write(Proposal::Evict(p(1))), &links));
+    assert!(
+        !allowed(p(1), &write(Proposal::Evict(p(2))), &links),
+        "a new process evicting another member"
+    );
+    assert!(
+        !allowed(p(1), &write(Proposal::Leave(p(1))), &links),
+        "a new process leaving in its old process's name"
+    );
+}
+
+#[test]
+fn a_process_back_in_the_view_counts_silences_from_its_return() {
+    let links = ViewLinks::default();
+    let long_ago = Instant::now() - Duration::from_secs(60);
+    links.down(p(2), long_ago);
+    assert_eq!(links.down_for(Duration::from_secs(30)), vec![p(2)]);
+    links.restart_silences(Instant::now());
+    assert!(
+        links.down_for(Duration::from_secs(30)).is_empty(),
+        "a silence from before the return counted"
+    );
+    assert!(links.is_down(p(2)), "the link is still down");
+}
