@@ -212,6 +212,7 @@ fn a_killed_member_started_again_rejoins_and_completes_its_pairs() {
         );
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let dir = file.parent().unwrap().to_path_buf();
+        let restarted_at = Instant::now();
         let again = spawn_node_logged(&file, victim, &argv, &dir.join("restarted.log"));
         let ended: Vec<Ended> = nodes.into_iter().map(|n| finish(n, started)).collect();
         let restarted = finish(again, started);
@@ -225,8 +226,18 @@ fn a_killed_member_started_again_rejoins_and_completes_its_pairs() {
         );
         let log = std::fs::read_to_string(dir.join("restarted.log")).unwrap();
         assert!(log.contains("rejoins"), "{name}: {log}");
+        // the new process's first report is its state when a view has it
+        let joined = monitor
+            .state
+            .lock()
+            .unwrap()
+            .first_reports
+            .iter()
+            .find(|(t, p)| *p == victim && *t > restarted_at)
+            .map(|(t, _)| *t - restarted_at)
+            .expect("the restarted member reported");
         eprintln!(
-            "{name}: P{victim} killed {} the CS, restarted, rejoined",
+            "{name}: P{victim} killed {} the CS, started again: rejoined {joined:?} after the restart",
             if in_cs { "in" } else { "out of" }
         );
     }
@@ -583,9 +594,9 @@ fn a_paused_member_is_evicted_then_rejoins_by_itself() {
 
 /// A 2 | 3 partition that heals, for Maekawa's mutual exclusion and the (2,3)-GCS: the two
 /// members of the minority side (driven through the line protocol, each having held a
-/// lease, the first one holding the CS) find their leases run out and answer `evicted` while the three others evict
-/// them and go on; once the proxies forward again, both rejoin by themselves, out of the CS,
-/// and enter and exit again under new leases. The three complete their pairs; no upper bound
+/// lease, the first one holding the CS) find their leases run out and answer `evicted`
+/// while the three others evict them and go on; once the proxies forward again, both rejoin
+/// by themselves, out of the CS, and enter and exit again under new leases. The three complete their pairs; no upper bound
 /// broken, counting a member active only while its lease holds.
 #[test]
 fn a_healed_minority_rejoins_by_itself() {

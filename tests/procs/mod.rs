@@ -113,6 +113,9 @@ pub struct Watch {
     pub movers: std::collections::BTreeSet<usize>,
     /// Every state change reported: when, and by whom.
     pub moves: Vec<(Instant, usize)>,
+    /// The first report of each process (each connection to the monitor): when, and by
+    /// which member.
+    pub first_reports: Vec<(Instant, usize)>,
     pub max_in_cs: usize,
     pub min_in_cs: usize,
 }
@@ -176,6 +179,7 @@ impl Monitor {
             reports: 0,
             movers: Default::default(),
             moves: Vec::new(),
+            first_reports: Vec::new(),
             max_in_cs: in_cs,
             min_in_cs: in_cs,
         }));
@@ -212,6 +216,7 @@ impl Monitor {
 
 fn serve_monitor(conn: TcpStream, shared: &Mutex<Watch>) {
     let mut out = conn.try_clone().unwrap();
+    let mut first = true;
     for line in BufReader::new(conn).lines() {
         let Ok(line) = line else { return };
         let words: Vec<&str> = line.split_whitespace().collect();
@@ -222,6 +227,9 @@ fn serve_monitor(conn: TcpStream, shared: &Mutex<Watch>) {
         {
             let mut w = shared.lock().unwrap();
             let w = &mut *w;
+            if std::mem::take(&mut first) {
+                w.first_reports.push((Instant::now(), p.index()));
+            }
             if word == "lease" {
                 let end: u128 = words[2].parse().unwrap();
                 w.leases[p.index()] = Some(end);
