@@ -272,11 +272,21 @@ trait Calls: Send + Sync {
     fn call(&self, seq: Sequence, reply: Reply);
     /// This member made its own moves; `false` when the node stopped.
     fn finish(&self) -> bool;
-    /// This member leaves: `true` when the view log removes it, `false` when the node
-    /// stopped at once (it runs no views).
-    fn leave(&self) -> bool;
+    /// This member leaves, if it is out of the CS with no move under way.
+    fn leave(&self) -> Leaving;
     /// The node stopped: every waiting and later call gets [`NodeError::Stopped`].
     fn stop(&self);
+}
+
+/// What asking the core to leave did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Leaving {
+    /// The view log removes the member.
+    Started,
+    /// The member is in the CS or moving (another call moved it): it exits first.
+    Busy,
+    /// The node runs no views (or stopped): it stopped.
+    NoViews,
 }
 
 /// The application's side of a node: enter and exit the CS. Clones share the node.
@@ -342,12 +352,17 @@ impl NodeHandle {
     /// lease needs to run out. Bound it with a timeout: without a majority no view
     /// installs, and after [`NodeHandle::shutdown`] the others evict it instead.
     pub async fn leave(&self) -> Result<(), NodeError> {
-        let fenced = self.status.borrow().fenced.is_some();
-        if !fenced && (self.state() == CsState::InCs || self.pending().is_some()) {
-            self.reach(CsState::OutCs).await?;
-        }
-        if !self.core.leave() {
-            return Ok(()); // no views: stopped
+        loop {
+            let fenced = self.status.borrow().fenced.is_some();
+            if !fenced && (self.state() == CsState::InCs || self.pending().is_some()) {
+                self.reach(CsState::OutCs).await?;
+            }
+            // out (another handle's call may have moved it since: then out again first)
+            match self.core.leave() {
+                Leaving::Busy => continue,
+                Leaving::NoViews => return Ok(()), // stopped
+                Leaving::Started => break,
+            }
         }
         match self.wait_status(|s| s.left).await {
             Ok(_) => Ok(()),
@@ -507,13 +522,13 @@ impl<A: CsObject> Calls for Shared<A> {
         })
     }
 
-    fn leave(&self) -> bool {
-        let mut views = false;
-        self.run(|core| views = core.leave());
-        if !views {
+    fn leave(&self) -> Leaving {
+        let mut leaving = Leaving::NoViews;
+        self.run(|core| leaving = core.leave());
+        if leaving == Leaving::NoViews {
             self.stop();
         }
-        views
+        leaving
     }
 
     fn stop(&self) {
@@ -789,10 +804,10 @@ impl<A: CsObject> ViewCore for CoreRef<A> {
         stable
     }
 
-    fn install(&self, view: &super::view::View) -> Result<(), String> {
+    fn install(&self, view: &super::view::View, rejoined: bool) -> Result<(), String> {
         let rebuilt = (self.rebuild)(view)?;
         let shared = self.shared.upgrade().ok_or("the node stopped")?;
-        match shared.run(|core| core.install(view.number, &view.members, rebuilt)) {
+        match shared.run(|core| core.install(view.number, &view.members, rebuilt, rejoined)) {
             true => Ok(()),
             false => Err("the node stopped".into()),
         }
@@ -1012,16 +1027,26 @@ impl<A: CsObject> Core<A> {
 
     /// Restarts in view `number` with its object: publishes its state, handles the messages
     /// of the view that came early, and starts the waiting call's move again.
-    fn install(&mut self, number: u64, processes: &BTreeMap<ProcessId, u64>, rebuilt: Rebuilt<A>) {
+    fn install(
+        &mut self,
+        number: u64,
+        processes: &BTreeMap<ProcessId, u64>,
+        rebuilt: Rebuilt<A>,
+        rejoined: bool,
+    ) {
         let Some(v) = &mut self.views else { return };
         v.number = number;
-        // a member back with a new process has its pairs to make again
+        // a member back in the view (a new process, or the one evicted) has its pairs to
+        // make again
         let renewed: Vec<ProcessId> = processes
             .iter()
-            .filter(|(p, i)| v.processes.get(p).is_some_and(|old| old != *i))
+            .filter(|(p, i)| v.processes.get(p) != Some(*i))
             .map(|(p, _)| *p)
             .collect();
-        let rejoined = renewed.contains(&self.me);
+        if rejoined {
+            // a new lease, from the beats of this view
+            views::lock(&v.shared.lease).reset();
+        }
         for p in renewed {
             self.finished.remove(&p);
         }
@@ -1123,9 +1148,16 @@ impl<A: CsObject> Core<A> {
         }
     }
 
-    /// Starts leaving (see [`NodeHandle::leave`]); `false` without views.
-    fn leave(&mut self) -> bool {
-        let Some(v) = &self.views else { return false };
+    /// Starts leaving (see [`NodeHandle::leave`]), unless the member is in the CS or a move
+    /// is under way: then it must exit first.
+    fn leave(&mut self) -> Leaving {
+        let Some(v) = &self.views else {
+            return Leaving::NoViews;
+        };
+        let fenced = self.status.borrow().fenced.is_some();
+        if !fenced && (self.obj.state() == CsState::InCs || self.obj.pending().is_some()) {
+            return Leaving::Busy;
+        }
         self.leaving = true;
         v.shared
             .leave
@@ -1133,7 +1165,7 @@ impl<A: CsObject> Core<A> {
         if let Some((_, reply)) = self.waiting.take() {
             let _ = reply.send(Err(NodeError::Stopped));
         }
-        true
+        Leaving::Started
     }
 
     /// The member left: a view without it installed (or it lost its place while leaving).

@@ -61,6 +61,8 @@ pub(super) struct Lease {
     answered: BTreeMap<ProcessId, Instant>,
     /// Peers whose beats it no longer answers.
     refused: BTreeSet<ProcessId>,
+    /// A lease was granted at least once.
+    ever: bool,
 }
 
 impl Lease {
@@ -76,6 +78,7 @@ impl Lease {
             watch,
             answered: BTreeMap::new(),
             refused: BTreeSet::new(),
+            ever: false,
         }
     }
 
@@ -110,6 +113,7 @@ impl Lease {
                     (w.0)(self.me, end);
                 }
                 self.until = Some(end);
+                self.ever = true;
             }
         }
     }
@@ -123,6 +127,12 @@ impl Lease {
     /// Whether a majority ever answered a beat: before, the member may not act on its slot.
     pub(super) fn granted(&self) -> bool {
         self.until.is_some()
+    }
+
+    /// Whether this process was ever granted a lease (a reset does not forget it): one that
+    /// never was has never acted on a slot.
+    pub(super) fn ever_granted(&self) -> bool {
+        self.ever
     }
 
     /// A beat from `from` at `now`: whether to answer it (and, if so, it is remembered).

@@ -224,8 +224,9 @@ pub(super) trait ViewCore: Send + Sync {
     /// Freezes the object for the change to view `next`; the stable state to report (`None`
     /// once the node stopped).
     fn freeze(&self, next: u64) -> Option<CsState>;
-    /// Restarts the object in `view`.
-    fn install(&self, view: &View) -> Result<(), String>;
+    /// Restarts the object in `view`; `rejoined`: this process is back in the view after it
+    /// rejoined.
+    fn install(&self, view: &View, rejoined: bool) -> Result<(), String>;
     /// This member cannot run view `view`, for the reason `why`: it fences, and the node
     /// stops.
     fn fence(&self, view: u64, why: String);
@@ -570,7 +571,9 @@ impl<M: Send + 'static> NodeViews<M> {
                 self.number
             )),
             Ok(ViewFrame::BeatAck { n }) => {
-                if self.dense(from).is_some() {
+                // no lease while it rejoins
+                let rejoining = self.shared.rejoin.load(Ordering::Acquire);
+                if self.dense(from).is_some() && !rejoining {
                     let majority = majority(self.members.len());
                     lock(&self.shared.lease).acked(from, n, majority);
                 }
@@ -678,35 +681,48 @@ pub(super) async fn run<M: Send + 'static>(
     let mut left: Option<Instant> = None;
     loop {
         if !joining && shared.rejoin.load(Ordering::Acquire) {
-            // this process is not the one the view has: it joins as a new one
             joining = true;
             incarnation = shared.incarnation;
-            log(
-                id,
-                &LogEvent::View(format!(
-                    "another process of {id} is in the view: this one (incarnation {incarnation:x}) rejoins"
-                )),
-            );
-            group.shutdown().await;
-            group = match ViewGroup::join(
-                id,
-                incarnation,
-                options.initial.clone(),
-                transport(),
-                options.config,
-            )
-            .await
-            {
-                Ok(g) => g,
-                Err(e) => {
-                    fenced(
-                        installed,
-                        format!("the view log did not start to rejoin: {e}"),
-                    );
-                    return;
-                }
-            };
-            *lock(&shared.group) = Some(group.clone());
+            if !lock(lease).ever_granted() {
+                // a new process of the member (it restarted): its group's log is empty, so
+                // it joins with a group of its own as a learner, which votes only once a
+                // view has it (its peers do not hear its Raft messages before)
+                log(
+                    id,
+                    &LogEvent::View(format!(
+                        "another process of {id} is in the view: this one (incarnation {incarnation:x}) rejoins"
+                    )),
+                );
+                group.shutdown().await;
+                group = match ViewGroup::join(
+                    id,
+                    incarnation,
+                    options.initial.clone(),
+                    transport(),
+                    options.config,
+                )
+                .await
+                {
+                    Ok(g) => g,
+                    Err(e) => {
+                        fenced(
+                            installed,
+                            format!("the view log did not start to rejoin: {e}"),
+                        );
+                        return;
+                    }
+                };
+                *lock(&shared.group) = Some(group.clone());
+            } else {
+                // the process that fenced: its group keeps its log and its votes (a fresh
+                // one, while the others still count it a voter, could vote twice in a term)
+                log(
+                    id,
+                    &LogEvent::View(format!(
+                        "evicted: this process (incarnation {incarnation:x}) rejoins"
+                    )),
+                );
+            }
         }
         let state = group.state();
         let rejoining = state
@@ -715,7 +731,9 @@ pub(super) async fn run<M: Send + 'static>(
             .flat_map(|p| p.change.rejoin.iter().map(|(m, i)| (*m, *i)))
             .collect();
         links.set_view(&state.view.members, rejoining);
-        let member = state.view.members.get(&id) == Some(&incarnation);
+        // a member of the view, acting as one: not while it rejoins
+        let in_view = state.view.members.get(&id) == Some(&incarnation);
+        let member = in_view && !joining;
         let now = ViewStatus {
             number: state.view.number,
             members: state.view.members.keys().copied().collect(),
@@ -727,13 +745,16 @@ pub(super) async fn run<M: Send + 'static>(
             group.shutdown().await;
             return;
         }
-        if lock(lease).expired(Instant::now()) {
+        if !joining && lock(lease).expired(Instant::now()) {
             let why = format!(
                 "the lease ran out: no majority of view {} answered a beat for {:?}",
                 installed, options.lease
             );
             log(id, &LogEvent::View(format!("fenced: {why}")));
             core.evicted(installed, why);
+            // nothing more this tick: no beat may renew the lease it gave up
+            tokio::time::sleep(TICK).await;
+            continue;
         }
         if member && last_beat.is_none_or(|at| at.elapsed() >= options.heartbeat) {
             let now = Instant::now();
@@ -745,14 +766,19 @@ pub(super) async fn run<M: Send + 'static>(
                 }
             }
         }
-        if state.view.number > installed && !member && !joining {
+        if state.view.number > installed && !in_view && !joining {
             let why = format!("evicted: not a member of view {}", state.view.number);
             log(id, &LogEvent::View(format!("fenced: {why}")));
             core.evicted(state.view.number, why);
             installed = state.view.number;
+            tokio::time::sleep(TICK).await;
+            continue;
         }
-        if state.view.number > installed && member {
-            if let Err(why) = core.install(&state.view) {
+        if state.view.number > installed && in_view {
+            if joining {
+                group.set_incarnation(incarnation);
+            }
+            if let Err(why) = core.install(&state.view, joining) {
                 fenced(state.view.number, why);
                 group.shutdown().await;
                 return;
@@ -790,13 +816,17 @@ pub(super) async fn run<M: Send + 'static>(
                     incarnation,
                 };
                 let what = match write_through(&t, id, to.clone(), Command::Propose(rejoin)).await {
-                    Ok(Applied::Ignored(Refusal::OtherIncarnation { .. })) => {
+                    // the view still has this member's old process, or this very process
+                    // (fenced on its lease before the others evicted it): out first
+                    Ok(Applied::Ignored(
+                        Refusal::OtherIncarnation { .. } | Refusal::AlreadyMember { .. },
+                    )) => {
                         let evict = Command::Propose(Proposal::Evict(id));
                         match write_through(&t, id, to, evict).await {
                             Ok(applied) => {
-                                format!("asked to evict its old process first: {applied:?}")
+                                format!("asked to evict its place in the view first: {applied:?}")
                             }
-                            Err(e) => format!("asking to evict its old process failed: {e}"),
+                            Err(e) => format!("asking to evict its place in the view failed: {e}"),
                         }
                     }
                     Ok(applied) => format!("asked to rejoin: {applied:?}"),

@@ -16,9 +16,11 @@
 //! it cannot block the majority. It learns nothing more from the log; if it is alive it keeps
 //! campaigning with its old membership, which is harmless: its log lacks the entries that
 //! evicted it, so no member grants it a vote (Raft's up-to-date check comes before a vote is
-//! taken, and openraft's leader lease refuses it outright while a leader is heard). Its node
-//! shuts the group down when it fences ([`ViewGroup::shutdown`]); its next incarnation joins
-//! with [`ViewGroup::join`] and is proposed for rejoin.
+//! taken, and openraft's leader lease refuses it outright while a leader is heard). A
+//! process that fenced keeps its group, log and votes intact, and rejoins through it (the
+//! leader adds it back as a learner, [`ViewGroup::set_incarnation`] names the incarnation
+//! its reports carry); a member's *new* process, whose log is empty, joins with
+//! [`ViewGroup::join`] instead, as a learner that votes only once a view has it.
 //!
 //! # Writes
 //! [`ViewGroup::propose`] and [`ViewGroup::report`] write a [`Command`] through the leader:
@@ -388,7 +390,7 @@ impl<T: ViewTransport> RaftNetwork<ViewRaft> for Connection<T> {
 
 struct Inner<T> {
     id: ProcessId,
-    incarnation: u64,
+    incarnation: std::sync::atomic::AtomicU64,
     raft: Raft,
     transport: Arc<T>,
     config: ViewConfig,
@@ -415,7 +417,7 @@ impl<T: ViewTransport> fmt::Debug for ViewGroup<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ViewGroup")
             .field("id", &self.inner.id)
-            .field("incarnation", &self.inner.incarnation)
+            .field("incarnation", &self.incarnation())
             .finish_non_exhaustive()
     }
 }
@@ -493,7 +495,7 @@ impl<T: ViewTransport> ViewGroup<T> {
         Ok(ViewGroup {
             inner: Arc::new(Inner {
                 id,
-                incarnation,
+                incarnation: incarnation.into(),
                 raft,
                 transport,
                 config,
@@ -510,7 +512,17 @@ impl<T: ViewTransport> ViewGroup<T> {
 
     /// This member's incarnation (the one its reports carry).
     pub fn incarnation(&self) -> u64 {
-        self.inner.incarnation
+        self.inner
+            .incarnation
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Sets the incarnation its reports carry: a member's process that was evicted and
+    /// rejoined under `incarnation` keeps its group (its log and its votes intact).
+    pub fn set_incarnation(&self, incarnation: u64) {
+        self.inner
+            .incarnation
+            .store(incarnation, std::sync::atomic::Ordering::Release);
     }
 
     /// The state as this member last applied it.
@@ -585,7 +597,7 @@ impl<T: ViewTransport> ViewGroup<T> {
         self.write(Command::Report {
             view,
             member: self.inner.id,
-            incarnation: self.inner.incarnation,
+            incarnation: self.incarnation(),
             state,
             token,
             round,
