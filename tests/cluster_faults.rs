@@ -528,18 +528,11 @@ fn a_member_started_after_its_eviction_rejoins_inactive_instead_of_using_its_ini
 fn a_paused_member_is_evicted_then_rejoins_by_itself() {
     let pairs = 3000;
     for (name, quota, n) in [QUOTAS[1], QUOTAS[0]] {
-        let (file, _, monitor) = cluster(&format!("pause-rejoin-{name}"), quota, n);
         let victim = 1;
-        let args = cycle_args(pairs, &monitor);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let dir = file.parent().unwrap().to_path_buf();
-        let started = Instant::now();
-        let log = |i: usize| dir.join(format!("{i}.log"));
-        let mut line = LineNode::spawn(&file, victim, &monitor, &log(victim), started);
-        let others: Vec<Node> = (0..n)
-            .filter(|&i| i != victim)
-            .map(|i| spawn_node_logged(&file, i, &args, &log(i)))
-            .collect();
+        let run = OneByHand::start(&format!("pause-rejoin-{name}"), quota, n, victim, pairs);
+        let (monitor, started, others) = (&run.monitor, run.started, run.others);
+        let mut line = run.line;
+        let log = |i: usize| run.dir.join(format!("{i}.log"));
         // in the CS (or already there, when it starts in it) and holding its slot
         assert_eq!(line.ask("enter"), "ok", "{name}");
         assert_eq!(line.ask("state"), "ok active", "{name}");
@@ -586,7 +579,7 @@ fn a_paused_member_is_evicted_then_rejoins_by_itself() {
         assert_eq!(line.ask("exit"), "ok", "{name}");
         line.quit();
         let ended: Vec<Ended> = others.into_iter().map(|n| finish(n, started)).collect();
-        assert_survivors_done(&ended, &monitor, pairs);
+        assert_survivors_done(&ended, monitor, pairs);
         let text = std::fs::read_to_string(log(victim)).unwrap();
         assert!(text.contains("rejoins"), "{name}: {text}");
     }
@@ -714,18 +707,10 @@ fn in_members(status: &str, i: usize) -> bool {
 fn a_member_fenced_twice_by_short_pauses_rejoins_each_time() {
     let pairs = 3000;
     let (name, quota, n) = QUOTAS[1];
-    let (file, _, monitor) = cluster("short-pauses", quota, n);
     let victim = 1;
-    let args = cycle_args(pairs, &monitor);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let dir = file.parent().unwrap().to_path_buf();
-    let started = Instant::now();
-    let log = |i: usize| dir.join(format!("{i}.log"));
-    let mut line = LineNode::spawn(&file, victim, &monitor, &log(victim), started);
-    let others: Vec<Node> = (0..n)
-        .filter(|&i| i != victim)
-        .map(|i| spawn_node_logged(&file, i, &args, &log(i)))
-        .collect();
+    let run = OneByHand::start("short-pauses", quota, n, victim, pairs);
+    let (monitor, started, others) = (&run.monitor, run.started, run.others);
+    let mut line = run.line;
     let pid = line.child.id() as libc::pid_t;
     for round in 0..2 {
         assert_eq!(line.ask("enter"), "ok", "{name}: round {round}");
@@ -743,5 +728,38 @@ fn a_member_fenced_twice_by_short_pauses_rejoins_each_time() {
     assert_eq!(line.ask("exit"), "ok", "{name}");
     line.quit();
     let ended: Vec<Ended> = others.into_iter().map(|n| finish(n, started)).collect();
-    assert_survivors_done(&ended, &monitor, pairs);
+    assert_survivors_done(&ended, monitor, pairs);
+}
+
+/// A cluster with views whose member `by_hand` is driven through the line protocol while
+/// the others run the cycle workload, every log in a file of the run's directory.
+struct OneByHand {
+    line: LineNode,
+    others: Vec<Node>,
+    monitor: Monitor,
+    dir: PathBuf,
+    started: Instant,
+}
+
+impl OneByHand {
+    fn start(name: &str, quota: &str, n: usize, by_hand: usize, pairs: usize) -> OneByHand {
+        let (file, _, monitor) = cluster(name, quota, n);
+        let args = cycle_args(pairs, &monitor);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let dir = file.parent().unwrap().to_path_buf();
+        let started = Instant::now();
+        let log = |i: usize| dir.join(format!("{i}.log"));
+        let line = LineNode::spawn(&file, by_hand, &monitor, &log(by_hand), started);
+        let others = (0..n)
+            .filter(|&i| i != by_hand)
+            .map(|i| spawn_node_logged(&file, i, &args, &log(i)))
+            .collect();
+        OneByHand {
+            line,
+            others,
+            monitor,
+            dir,
+            started,
+        }
+    }
 }
