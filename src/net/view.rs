@@ -21,8 +21,9 @@
 //! "Views" and "Changing the view".
 //!
 //! What is here: the log and its state machine, with an in-memory Raft store, and the Raft
-//! network behind [`ViewTransport`]. What is not (yet): the node's side (freezing the object,
-//! reporting, restarting it from a view's start), leases and eviction timers.
+//! network behind [`ViewTransport`]. The node's side (freezing the object, reporting,
+//! restarting it from a view's start, leases, eviction, rejoin and leave) is
+//! `net/node/views.rs`.
 
 mod raft;
 mod state;

@@ -11,13 +11,13 @@
 //! - **install**: once the log installs the next view, the object is rebuilt for it
 //!   ([`Rebuild`]: the view's system, renumbered, from the agreed start), messages of the new
 //!   view that arrived early are handled, and a waiting call starts its move again; a member
-//!   the view leaves out **fences** (its waiting call gets [`NodeError::Evicted`](super::NodeError::Evicted)
-//!   and the node stops). In a deficit view (a lower bound lowered) exits wait.
+//!   the view leaves out **fences** (its waiting call gets [`NodeError::Evicted`](super::NodeError::Evicted))
+//!   and **rejoins** (see [`run`]). In a deficit view (a lower bound lowered) exits wait,
+//!   until a restore view lifts the gate.
 //!
 //! The leases that make an eviction safe for a member that is only paused or cut off are in
 //! `lease.rs`, driven from here (see the node module's doc). Not here yet
-//! (docs/fault-tolerance.md, "Status"): the repair view that lifts a deficit view's exit
-//! gate, rejoin and fencing tokens.
+//! (docs/fault-tolerance.md, "Status"): fencing tokens.
 
 use super::lease::{margin_holds, Lease, LeaseWatch, CLOCK_DRIFT};
 use super::Wire;
