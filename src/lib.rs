@@ -119,6 +119,7 @@ pub mod runtime;
 pub mod sim;
 mod small_set;
 mod sync;
+mod token;
 pub mod topology;
 pub mod view_system;
 
@@ -136,6 +137,7 @@ pub use config::{format_initial, parse_initial, Bounds, Instance, Observed};
 pub use error::{CallError, ConfigError, CoterieProblem, Problem};
 pub use id::{ProcessId, Stamp};
 pub use metrics::{PairRecord, Stats, Waiting};
+pub use token::{BadToken, FencingToken};
 pub use topology::Topology;
 
 #[doc(hidden)]

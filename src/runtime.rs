@@ -133,7 +133,15 @@ impl<A: CsObject, M: Mailbox> Runtime<A, M> {
             monitor: config.monitor.map(|inst| Monitor::new(inst, initial)),
             epoch: std::time::Instant::now(),
             watch: stall::Watch::default(),
+            clock: AtomicU64::new(0),
         });
+        // a process that starts in the CS holds its entry from the start
+        for (i, slot) in shared.slots.iter().enumerate() {
+            let mut st = slot.inner.lock();
+            if st.state == CsState::InCs {
+                shared.token(ProcessId::from(i), &mut st);
+            }
+        }
         let (senders, receivers): (Vec<_>, Vec<_>) = (0..n).map(|_| M::channel()).unzip();
         let mut rt = Runtime {
             shared: shared.clone(),

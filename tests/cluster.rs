@@ -489,15 +489,21 @@ fn the_line_protocol_keeps_the_lower_bound() {
     // the only active member cannot leave
     assert!(ask(0, "exit 300").starts_with("error: timed out"));
     assert_eq!(ask(0, "state"), "ok exiting");
-    assert_eq!(ask(1, "enter"), "ok");
+    let first = entered(&ask(1, "enter"), "P1's enter");
+    assert_eq!(first.member, 1, "{first}");
+    // idempotent: the same entry, the same token
+    assert_eq!(entered(&ask(1, "enter"), "P1's enter again"), first);
     // now member 0's pending exit completes
     assert_eq!(ask(0, "exit"), "ok");
     assert_eq!(ask(0, "state"), "ok inactive");
-    assert_eq!(ask(2, "enter"), "ok");
+    let second = entered(&ask(2, "enter"), "P2's enter");
+    assert_eq!(second.member, 2, "{second}");
     // two active: at most 2, so a third entry blocks
     assert!(ask(0, "enter 300").starts_with("error: timed out"));
     assert_eq!(ask(2, "exit"), "ok");
-    assert_eq!(ask(0, "enter"), "ok");
+    // P2's exit reached P0 (it waited on it): P0's entry's clock is above P2's entry's
+    let third = entered(&ask(0, "enter"), "P0's enter");
+    assert!(third > second, "{third} after {second}");
     assert!(ask(1, "bogus").starts_with("error: unknown command"));
     for i in 0..3 {
         assert_eq!(ask(i, "quit"), "ok");

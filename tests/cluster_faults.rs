@@ -126,6 +126,7 @@ fn assert_survivors_done(ended: &[Ended], monitor: &Monitor, pairs: usize) {
         assert_done(e, pairs);
     }
     assert_eq!(monitor.violations(), Vec::<String>::new());
+    assert!(monitor.tokens_checked() > 0, "no entry's token was checked");
 }
 
 /// The time from `at` to the end of the longest pause between two moves of any of
@@ -243,33 +244,67 @@ fn a_killed_member_started_again_rejoins_and_completes_its_pairs() {
     }
 }
 
-/// SIGSTOP one member past its lease and the eviction delay: the others evict it and
-/// complete their pairs; after SIGCONT the paused member finds its lease run out, fences
-/// (its calls return `Evicted`) and exits 1 saying so; no upper bound broken, counting it
-/// active only while its lease held. Maekawa's mutual exclusion is the sharpest case: the
-/// member is stopped while it holds the CS whenever the test can catch it there.
+/// SIGSTOP one `--workload cycle` member past its lease and the eviction delay: the others
+/// evict it and go on; after SIGCONT the paused member finds its lease run out and fences
+/// (its calls return `Evicted`); no upper bound broken, counting it active only while its
+/// lease held. The member is stopped while it holds the CS whenever the test can catch it
+/// there (Maekawa's mutual exclusion is the sharpest case).
+/// - Maekawa: woken once the others installed the view without it, while they still run: it
+///   rejoins by itself, makes its pairs again, and every member exits 0 with its pairs made.
+/// - GCS: woken after the others finished and left: no view can have it back, so it exits
+///   1 naming its eviction.
 #[test]
 fn a_paused_member_fences_and_the_others_go_on() {
-    let pairs = 1000;
-    for (name, quota, n) in [QUOTAS[1], QUOTAS[0]] {
+    for (name, quota, n, mid_run) in [
+        (QUOTAS[1].0, QUOTAS[1].1, QUOTAS[1].2, true),
+        (QUOTAS[0].0, QUOTAS[0].1, QUOTAS[0].2, false),
+    ] {
+        // mid-run: enough that the others still run when it is back
+        let pairs = if mid_run { 3000 } else { 1000 };
         let (file, cluster, monitor) = cluster(&format!("pause-{name}"), quota, n);
         let victim = 1;
+        let args = cycle_args(pairs, &monitor);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let dir = file.parent().unwrap().to_path_buf();
+        let log = |i: usize| dir.join(format!("{i}.log"));
         let started = Instant::now();
-        let mut nodes = spawn_all(&file, n, &cycle_args(pairs, &monitor));
+        let paused = spawn_node(&file, victim, &args);
+        let others: Vec<Node> = (0..n)
+            .filter(|&i| i != victim)
+            .map(|i| spawn_node_logged(&file, i, &args, &log(i)))
+            .collect();
         wait_under_way(&monitor, n, victim, 4, started);
-        let paused = nodes.remove(victim);
         let in_cs = stop_in_cs(&paused, &monitor);
         assert!(in_cs, "{name}: P{victim} was never caught in the CS");
         let stopped = Instant::now();
         let survivors: Vec<usize> = (0..cluster.len()).filter(|&i| i != victim).collect();
-        let ended: Vec<Ended> = nodes.into_iter().map(|n| finish(n, started)).collect();
-        assert_survivors_done(&ended, &monitor, pairs);
+        if mid_run {
+            for &i in &survivors {
+                wait_for_log(&log(i), "view 1 installed", started);
+            }
+            signal(&paused, libc::SIGCONT);
+            let woke = finish(paused, started);
+            assert_done(&woke, pairs);
+            assert!(
+                woke.stderr.contains("waiting to rejoin") && woke.stderr.contains("rejoined"),
+                "{name}: {}",
+                woke.stderr
+            );
+            let ended: Vec<Ended> = others.into_iter().map(|n| finish(n, started)).collect();
+            assert_survivors_done(&ended, &monitor, pairs);
+        } else {
+            let ended: Vec<Ended> = others.into_iter().map(|n| finish(n, started)).collect();
+            assert_survivors_done(&ended, &monitor, pairs);
+            signal(&paused, libc::SIGCONT);
+            let woke = finish(paused, started);
+            assert_eq!(woke.code, Some(1), "the paused member: {}", woke.stderr);
+            let error = error_line(&woke);
+            assert!(
+                error.contains("evicted") && error.contains("no view had it back"),
+                "{error}"
+            );
+        }
         let recovered = recovery(&monitor, &survivors, stopped);
-        signal(&paused, libc::SIGCONT);
-        let woke = finish(paused, started);
-        assert_eq!(woke.code, Some(1), "the paused member: {}", woke.stderr);
-        let error = error_line(&woke);
-        assert!(error.contains("evicted"), "{error}");
         assert_eq!(monitor.violations(), Vec::<String>::new());
         eprintln!(
             "{name}: P{victim} paused {} the CS; the others recovered {recovered:?} after the stop",
@@ -504,8 +539,7 @@ fn a_member_started_after_its_eviction_rejoins_inactive_instead_of_using_its_ini
         wait_for_log(&dir.join(format!("{i}.log")), "view 1 installed", started);
     }
     let mut late = LineNode::spawn(&file, 0, &monitor, &dir.join("0.log"), started);
-    let entered = late.ask("enter");
-    assert_eq!(entered, "ok", "the late member's enter");
+    entered(&late.ask("enter"), "the late member's enter");
     // the monitor saw it join out, then enter (under a lease, or it would be a violation)
     assert_eq!(monitor.state_of(0), CsState::InCs);
     assert!(monitor.moves_of(0) >= 2, "{}", monitor.moves_of(0));
@@ -522,8 +556,11 @@ fn a_member_started_after_its_eviction_rejoins_inactive_instead_of_using_its_ini
 /// others evicted it (view 1), for Maekawa's mutual exclusion and the (2,3)-GCS: after
 /// SIGCONT its lease has run out, so it fences: its waiting and later calls return
 /// `Evicted` and `state` says `evicted`; then it rejoins by itself, out of the CS, and its
-/// calls work again (an entry under its new lease, seen by the monitor). The others complete
-/// their pairs; no upper bound broken, counting it active only while its lease held.
+/// calls work again (an entry under its new lease, seen by the monitor). The fencing token
+/// it held when paused is stale: below the token of an entry another member made in a later
+/// view (a resource that checks tokens refuses it), and its new entry's token is of a later
+/// view. The others complete their pairs; no upper bound broken, counting it active only
+/// while its lease held.
 #[test]
 fn a_paused_member_is_evicted_then_rejoins_by_itself() {
     let pairs = 3000;
@@ -534,7 +571,7 @@ fn a_paused_member_is_evicted_then_rejoins_by_itself() {
         let mut line = run.line;
         let log = |i: usize| run.dir.join(format!("{i}.log"));
         // in the CS (or already there, when it starts in it) and holding its slot
-        assert_eq!(line.ask("enter"), "ok", "{name}");
+        let old = entered(&line.ask("enter"), name);
         assert_eq!(line.ask("state"), "ok active", "{name}");
         let pid = line.child.id() as libc::pid_t;
         // SAFETY: kill(2) on a child of this test that it has not reaped
@@ -570,8 +607,26 @@ fn a_paused_member_is_evicted_then_rejoins_by_itself() {
             assert!(started.elapsed() < GUARD, "{name}: it never rejoined");
             thread::sleep(Duration::from_millis(20));
         }
+        // the token it held when paused is stale: another member entered in a later view
+        let newer = monitor
+            .state
+            .lock()
+            .unwrap()
+            .tokens
+            .iter()
+            .flatten()
+            .copied()
+            .find(|t| t.view > old.view);
+        assert!(
+            newer.is_some_and(|t| t > old),
+            "{name}: no entry of a later view than {old}"
+        );
         let moves = monitor.moves_of(victim);
-        assert_eq!(line.ask("enter"), "ok", "{name}");
+        let new = entered(&line.ask("enter"), name);
+        assert!(
+            new.view > old.view && new > old,
+            "{name}: {new} after {old}"
+        );
         assert_eq!(monitor.state_of(victim), CsState::InCs, "{name}");
         assert!(monitor.moves_of(victim) > moves, "{name}");
         let status = line.ask("status");
@@ -614,9 +669,9 @@ fn a_healed_minority_rejoins_by_itself() {
             .collect();
         // both hold a lease before the cut (a member that never held one has nothing to
         // fence: it just waits), and the first one holds the CS
-        assert_eq!(small[1].ask("enter"), "ok", "{name}");
+        entered(&small[1].ask("enter"), name);
         assert_eq!(small[1].ask("exit"), "ok", "{name}");
-        assert_eq!(small[0].ask("enter"), "ok", "{name}");
+        entered(&small[0].ask("enter"), name);
         partition(&proxies, &minority, false);
         for line in &mut small {
             wait_state(line, "ok evicted", &["ok active", "ok inactive"], name);
@@ -629,7 +684,7 @@ fn a_healed_minority_rejoins_by_itself() {
             wait_state(line, "ok inactive", &["ok evicted"], name);
         }
         for (line, &i) in small.iter_mut().zip(&minority) {
-            assert_eq!(line.ask("enter"), "ok", "{name}: P{i}");
+            entered(&line.ask("enter"), &format!("{name}: P{i}"));
             assert_eq!(monitor.state_of(i), CsState::InCs, "{name}: P{i}");
             assert_eq!(line.ask("exit"), "ok", "{name}: P{i}");
         }
@@ -713,7 +768,7 @@ fn a_member_fenced_twice_by_short_pauses_rejoins_each_time() {
     let mut line = run.line;
     let pid = line.child.id() as libc::pid_t;
     for round in 0..2 {
-        assert_eq!(line.ask("enter"), "ok", "{name}: round {round}");
+        entered(&line.ask("enter"), &format!("{name}: round {round}"));
         // SAFETY: kill(2) on a child of this test that it has not reaped
         assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
         // past the lease (1.5 s), short of the eviction delay (2.5 s)
@@ -723,7 +778,7 @@ fn a_member_fenced_twice_by_short_pauses_rejoins_each_time() {
         wait_state(&mut line, "ok evicted", &["ok active"], name);
         wait_state(&mut line, "ok inactive", &["ok evicted"], name);
     }
-    assert_eq!(line.ask("enter"), "ok", "{name}");
+    entered(&line.ask("enter"), name);
     assert_eq!(monitor.state_of(victim), CsState::InCs, "{name}");
     assert_eq!(line.ask("exit"), "ok", "{name}");
     line.quit();

@@ -859,7 +859,7 @@ async fn run_cluster_with<A: CsObject>(
     }));
     let observer: Observer = {
         let (monitor, inst) = (monitor.clone(), inst.clone());
-        Arc::new(move |p, state| {
+        Arc::new(move |p, state, _token| {
             let mut m = monitor.lock().unwrap();
             for (q, c) in m.observed.apply(&inst, p, state) {
                 let b = inst.bounds(q);

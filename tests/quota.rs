@@ -154,6 +154,67 @@ fn enter_and_exit_are_idempotent_and_keep_the_bounds() {
     assert_eq!(quota.report().violations, 0);
 }
 
+/// Every entry carries a fencing token, `Some` exactly while the member is active. Under
+/// mutual exclusion (Maekawa, CDC and DDC among 5 threads), the tokens the workers record inside
+/// the CS grow strictly in the order they entered; under at most 2 of 5, each member's own
+/// tokens grow, and each names its member.
+#[test]
+fn entries_carry_fencing_tokens_that_grow() {
+    for (name, quota, mutex) in [
+        (
+            "maekawa",
+            Quota::global(5).at_most(1).algorithm(Algorithm::Maekawa),
+            true,
+        ),
+        ("cdc", Quota::global(5).at_most(1), true),
+        (
+            "ddc",
+            Quota::global(5).at_most(1).algorithm(Algorithm::Ddc),
+            true,
+        ),
+        ("kmex", Quota::global(5).at_most(2), false),
+    ] {
+        let quota = quota.monitor(true).build().expect(name);
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let workers: Vec<_> = quota
+            .members()
+            .into_iter()
+            .map(|mut m| {
+                let seen = seen.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..40 {
+                        m.enter().unwrap();
+                        let t = m.token().expect("active, so a token");
+                        seen.lock().unwrap().push(t);
+                        m.exit().unwrap();
+                        assert_eq!(m.token(), None, "inactive, so none");
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 5 * 40, "{name}");
+        if mutex {
+            for w in seen.windows(2) {
+                assert!(w[1] > w[0], "{name}: {} after {}", w[1], w[0]);
+            }
+        }
+        for id in 0..5 {
+            let own: Vec<_> = seen.iter().filter(|t| t.member == id).collect();
+            assert_eq!(own.len(), 40, "{name}: P{id}");
+            for w in own.windows(2) {
+                assert!(w[1] > w[0], "{name}: P{id}: {} after {}", w[1], w[0]);
+                assert_eq!(w[1].sequence, w[0].sequence + 1, "{name}: P{id}");
+            }
+        }
+        quota.shutdown();
+        assert_eq!(quota.report().violations, 0, "{name}");
+    }
+}
+
 /// A timed-out move is explicit (Entering / Exiting) and the next call of either kind
 /// resolves it, in both directions: never a member silently moved, never `Busy`.
 #[test]

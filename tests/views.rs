@@ -17,7 +17,8 @@ use lkcs::net::{
     NodeError, NodeHandle, Observer, SecretKey, Timing, Trust, ViewOptions, ViewStatus,
 };
 use lkcs::{
-    Algorithm, CsObject, CsState, Instance, ProcessId, SystemSpec, SystemVisitor, Topology,
+    Algorithm, CsObject, CsState, FencingToken, Instance, ProcessId, SystemSpec, SystemVisitor,
+    Topology,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -199,6 +200,9 @@ struct Seen {
     states: Vec<CsState>,
     dead: BTreeSet<ProcessId>,
     violations: Vec<String>,
+    /// Each member's last entry's fencing token, and the last of any member's.
+    tokens: Vec<Option<FencingToken>>,
+    last_token: Option<FencingToken>,
 }
 
 impl Monitor {
@@ -209,15 +213,37 @@ impl Monitor {
                 states: initial.to_vec(),
                 dead: BTreeSet::new(),
                 violations: Vec::new(),
+                tokens: vec![None; initial.len()],
+                last_token: None,
             })),
         }
     }
 
     fn observer(&self) -> Observer {
         let m = self.clone();
-        Arc::new(move |p, s| {
+        // mutual exclusion over the whole cluster: every entry's token above the last one's
+        let mutex = (0..self.instance.len()).map(ProcessId::from).all(|q| {
+            self.instance.bounds(q).k == 1
+                && self.instance.topology().closed(q).len() == self.instance.len()
+        });
+        Arc::new(move |p, s, token| {
             let mut g = m.seen.lock().unwrap();
             g.states[p.index()] = s;
+            if s == CsState::InCs {
+                match token {
+                    None => g.violations.push(format!("{p} entered with no token")),
+                    Some(t) => {
+                        let own = g.tokens[p.index()].filter(|last| t <= *last);
+                        let any = g.last_token.filter(|last| mutex && t <= *last);
+                        if let Some(last) = own.or(any) {
+                            g.violations
+                                .push(format!("{p} entered with {t}, not above {last}"));
+                        }
+                        g.tokens[p.index()] = Some(t);
+                        g.last_token = Some(t);
+                    }
+                }
+            }
             let (states, dead) = (g.states.clone(), g.dead.clone());
             // a dead member's own bound goes with it (the view's topology is the cluster's
             // restricted to its members); the live members' bounds hold over what is left

@@ -85,9 +85,10 @@ reclaimed; a member that no majority answers for lease_ms (default 3000) fences.
 
 With --workload cycle --pairs P the member makes P exit/entry pairs, keeps cycling until
 every member has made its own (an evicted member counts as done), prints its report (the
-fields of `lkcs simulate`, waiting times in ms) and exits 0. It exits 1 with an `error:`
-line when this member is evicted, or, without views, naming the peer when a peer becomes
-unreachable first.
+fields of `lkcs simulate`, waiting times in ms) and exits 0. An evicted member rejoins by
+itself and makes its pairs again; it exits 1 with an `error:` line when no view has it back
+within 2 evict_after + lease_ms + 2 s, or, without views, naming the peer when a peer
+becomes unreachable first.
 
 Logs go to stderr through `tracing`, one line per event with a timestamp and a level
 (--log-level, or RUST_LOG).
@@ -235,12 +236,15 @@ fn monitor_observer(addr: std::net::SocketAddr) -> Result<(Observer, LeaseWatch)
         }
     };
     let states = report.clone();
-    let observer: Observer = Arc::new(move |me: ProcessId, state: CsState| {
+    let observer: Observer = Arc::new(move |me: ProcessId, state: CsState, token| {
         let word = match state {
             CsState::InCs => "in",
             CsState::OutCs => "out",
         };
-        states(format!("{} {word}", me.index()));
+        match token {
+            Some(t) => states(format!("{} {word} {t}", me.index())),
+            None => states(format!("{} {word}", me.index())),
+        }
     });
     let lease = LeaseWatch(Arc::new(move |me: ProcessId, end: Instant| {
         // the same host's clocks: the end on the wall clock, for the monitor to compare
@@ -410,7 +414,11 @@ async fn serve(h: &NodeHandle) -> ExitCode {
                             CsState::OutCs
                         };
                         match reach(h, target, timeout).await {
-                            Ok(()) => "ok".to_string(),
+                            // an entry's answer carries its fencing token
+                            Ok(()) => match (target, h.token()) {
+                                (CsState::InCs, Some(t)) => format!("ok token={t}"),
+                                _ => "ok".to_string(),
+                            },
                             Err(e) => format!("error: {e}"),
                         }
                     }
@@ -489,6 +497,8 @@ enum Stop {
     Unreachable(ProcessId),
     /// This member fenced (evicted, or its lease ran out).
     Fenced(lkcs::net::Fenced),
+    /// This member fenced, and no view had it back within the time given.
+    NotBack(lkcs::net::Fenced, Duration),
     Stopped,
 }
 
@@ -519,7 +529,12 @@ async fn cycle(cluster: &Cluster, h: &NodeHandle, args: &NodeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     }
-    let run = match drive(h, args.pairs, cluster.views().is_some()).await {
+    // an evicted member rejoins by itself: it waits for that, long enough for the eviction
+    // to install and the rejoin to commit (the others may have finished meanwhile)
+    let rejoin_within = cluster
+        .views()
+        .map(|t| 2 * t.evict_after + t.lease + Duration::from_secs(2));
+    let run = match drive(h, args.pairs, rejoin_within).await {
         Ok(run) => run,
         Err(Stop::Unreachable(p)) => {
             warn!(
@@ -532,6 +547,15 @@ async fn cycle(cluster: &Cluster, h: &NodeHandle, args: &NodeArgs) -> ExitCode {
             warn!(
                 "error: {me}: evicted: it fenced in view {} before every member finished ({})",
                 f.view, f.why
+            );
+            return ExitCode::from(1);
+        }
+        Err(Stop::NotBack(f, within)) => {
+            warn!(
+                "error: {me}: evicted: it fenced in view {} ({}) and no view had it back within {} ms",
+                f.view,
+                f.why,
+                within.as_millis()
             );
             return ExitCode::from(1);
         }
@@ -556,9 +580,12 @@ fn missing(s: &NodeStatus) -> Vec<ProcessId> {
 }
 
 /// Cycles pairs until every member finished, then waits until no neighbour needs this node.
-/// With `views`, an unreachable peer fails no run: the call is made again until the view
-/// change resolves it (the peer comes back, or it is evicted).
-async fn drive(h: &NodeHandle, pairs: usize, views: bool) -> Result<Run, Stop> {
+/// With views (`rejoin_within`), an unreachable peer fails no run: the call is made again
+/// until the view change resolves it (the peer comes back, or it is evicted); and when this
+/// member is evicted, it waits (up to `rejoin_within`) until a view has it back, then makes
+/// its pairs again, as a member the view just admitted.
+async fn drive(h: &NodeHandle, pairs: usize, rejoin_within: Option<Duration>) -> Result<Run, Stop> {
+    let views = rejoin_within.is_some();
     let t0 = Instant::now();
     let mut run = Run {
         pairs_completed: 0,
@@ -603,6 +630,29 @@ async fn drive(h: &NodeHandle, pairs: usize, views: bool) -> Result<Run, Stop> {
                 // the move keeps running: call again once the links had a moment
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 continue;
+            }
+            Err(NodeError::Evicted { .. }) if rejoin_within.is_some() => {
+                let within = rejoin_within.expect("checked");
+                let Some(f) = h.status().fenced else {
+                    continue; // back already
+                };
+                tracing::info!(
+                    "{}: evicted in view {} ({}): waiting to rejoin",
+                    h.id(),
+                    f.view,
+                    f.why
+                );
+                let back = h.wait_status(|s| s.fenced.is_none() || s.left);
+                match tokio::time::timeout(within, back).await {
+                    Ok(Ok(s)) if !s.left => {
+                        tracing::info!("{}: rejoined: it makes its pairs again", h.id());
+                        moves = 0;
+                        finished = false;
+                        continue;
+                    }
+                    Ok(_) => return Err(evicted_or_stopped(h)),
+                    Err(_) => return Err(Stop::NotBack(f, within)),
+                }
             }
             Err(_) => return Err(evicted_or_stopped(h)),
         }

@@ -74,6 +74,9 @@ impl MemberEngine for NetEngine {
     fn progress(&self) -> (CsState, Option<Sequence>) {
         (self.node.state(), self.node.pending())
     }
+    fn token(&self) -> Option<crate::FencingToken> {
+        self.node.token()
+    }
 
     fn reach(&self, target: CsState, deadline: Option<Instant>) -> Result<(), QuotaError> {
         let mut fut = moving(&self.node, target);

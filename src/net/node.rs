@@ -60,6 +60,7 @@ use crate::cs::{CsObject, CsState, Outbox, Sequence};
 use crate::error::CallError;
 use crate::fnv::Fnv;
 use crate::id::ProcessId;
+use crate::token::{FencingToken, Tokens};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
@@ -83,7 +84,12 @@ use views::{NodeViews, ViewCore};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Wire<M> {
     /// A message of the CS object.
-    Cs(M),
+    Cs {
+        /// The sender's Lamport clock (for the fencing tokens, [`FencingToken`]).
+        clock: u64,
+        /// The message.
+        msg: M,
+    },
     /// The members the sender knows have finished (sorted).
     Finished(Vec<ProcessId>),
     /// Every member has finished; the sender needs nothing more from the receiver.
@@ -96,6 +102,8 @@ pub enum Wire<M> {
     InView {
         /// The view the sender's object runs in.
         view: u64,
+        /// The sender's Lamport clock (for the fencing tokens, [`FencingToken`]).
+        clock: u64,
         /// The message.
         msg: M,
     },
@@ -203,6 +211,9 @@ pub struct NodeStatus {
     /// The member left the cluster ([`NodeHandle::leave`]): a view without it installed, and
     /// the node stopped.
     pub left: bool,
+    /// The fencing token of the entry the member holds (`None` while out of the CS, or
+    /// fenced); see [`NodeHandle::token`].
+    pub token: Option<FencingToken>,
     /// Every member of the cluster has finished.
     pub all_finished: bool,
     /// Every member has finished and every neighbour said bye (or is unreachable): no
@@ -223,7 +234,8 @@ pub struct Fenced {
 ///
 /// It runs under the node's lock, as the [`Logger`] does: neither may call the node's
 /// [`NodeHandle`] (that would wait on the lock it holds).
-pub type Observer = Arc<dyn Fn(ProcessId, CsState) + Send + Sync>;
+/// An entry's report carries its fencing token; an exit's, `None`.
+pub type Observer = Arc<dyn Fn(ProcessId, CsState, Option<FencingToken>) + Send + Sync>;
 
 /// Why a node call failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -322,6 +334,18 @@ impl NodeHandle {
     /// was dropped leaves it running).
     pub fn pending(&self) -> Option<Sequence> {
         self.state.borrow().1
+    }
+
+    /// The fencing token of the entry the member holds: `Some` while it is in the CS, holds
+    /// a lease (with views) and is not fenced. With views, a member that stays in across a view change gets a new token in
+    /// the new view: read it before each use of the protected resource (see
+    /// [`FencingToken`]).
+    pub fn token(&self) -> Option<FencingToken> {
+        let s = self.status.borrow();
+        match (&s.fenced, s.leased, self.state.borrow().0) {
+            (None, true, CsState::InCs) => s.token,
+            _ => None,
+        }
     }
 
     /// What the node tells besides the calls' answers (unreachable peers, messages sent, how
@@ -580,6 +604,8 @@ struct Core<A: CsObject> {
     /// The member is leaving ([`NodeHandle::leave`]): calls are refused, and losing its
     /// place in the view ends the node instead of a rejoin.
     leaving: bool,
+    /// The Lamport clock and the entries, for the fencing tokens.
+    tokens: Tokens,
 }
 
 impl<A: CsObject> fmt::Debug for Core<A> {
@@ -704,8 +730,12 @@ impl<A: CsObject> Node<A> {
             .as_ref()
             .map(|v| (v.shared.clone(), net.sender(), log.clone()));
         let (published, state) = watch::channel((obj.state(), obj.pending()));
+        // a member that starts in the CS holds its entry from the start
+        let mut tokens = Tokens::default();
+        let token = (obj.state() == CsState::InCs).then(|| tokens.entry(0, id.index()));
         let (status_tx, status) = watch::channel(NodeStatus {
             leased: views.is_none(),
+            token,
             ..NodeStatus::default()
         });
         let core = Core {
@@ -729,6 +759,7 @@ impl<A: CsObject> Node<A> {
             start: std::time::Instant::now(),
             stopped: false,
             leaving: false,
+            tokens,
         };
         core.publish_status();
         let core = Arc::new(Shared {
@@ -797,7 +828,7 @@ impl<A: CsObject> ViewCore for CoreRef<A> {
         })
     }
 
-    fn freeze(&self, next: u64) -> Option<CsState> {
+    fn freeze(&self, next: u64) -> Option<(CsState, u64)> {
         let shared = self.shared.upgrade()?;
         let mut stable = None;
         shared.run(|core| stable = Some(core.freeze(next)));
@@ -898,15 +929,19 @@ impl<A: CsObject> Core<A> {
                     return;
                 }
                 match msg {
-                    Wire::Cs(_) if self.views.is_some() => self.log(LogEvent::Dropped {
+                    Wire::Cs { .. } if self.views.is_some() => self.log(LogEvent::Dropped {
                         peer: from,
                         reason: "a message outside any view, and this node runs views".into(),
                     }),
-                    Wire::Cs(msg) => {
+                    Wire::Cs { clock, msg } => {
+                        self.tokens.seen(clock);
                         self.tally_received(from, &msg);
                         self.handle(from, msg)
                     }
-                    Wire::InView { view, msg } => self.in_view(from, view, msg),
+                    Wire::InView { view, clock, msg } => {
+                        self.tokens.seen(clock);
+                        self.in_view(from, view, msg)
+                    }
                     Wire::Finished(ids) => self.learn_finished(&ids),
                     Wire::Bye => {
                         self.byes.insert(from);
@@ -1018,11 +1053,11 @@ impl<A: CsObject> Core<A> {
 
     /// Freezes the object for the change to view `next`: no message of the current view is
     /// handled and no move starts from now on. Returns the stable state to report.
-    fn freeze(&mut self, next: u64) -> CsState {
+    fn freeze(&mut self, next: u64) -> (CsState, u64) {
         if let Some(v) = &mut self.views {
             v.frozen = Some(next);
         }
-        self.obj.state()
+        (self.obj.state(), self.tokens.clock)
     }
 
     /// Restarts in view `number` with its object: publishes its state, handles the messages
@@ -1044,8 +1079,10 @@ impl<A: CsObject> Core<A> {
             .map(|(p, _)| *p)
             .collect();
         if rejoined {
-            // a new lease, from the beats of this view
+            // a new lease, from the beats of this view; and its own pairs to make again, as
+            // the others see it (its workload starts them again)
             views::lock(&v.shared.lease).reset();
+            self.finished.remove(&self.me);
         }
         for p in renewed {
             self.finished.remove(&p);
@@ -1064,8 +1101,12 @@ impl<A: CsObject> Core<A> {
             // this process joins the view: the observer hears its state (out) from it, not
             // from the process it replaces
             if let Some(o) = &self.observer {
-                o(self.me, self.obj.state());
+                o(self.me, self.obj.state(), None);
             }
+        } else if self.obj.state() == CsState::InCs && self.published.borrow().0 == CsState::InCs {
+            // it holds its slot across the change: a token of the new view
+            let token = self.tokens.reissue(number, self.me.index());
+            self.status.send_modify(|s| s.token = Some(token));
         }
         // a move that completed unclaimed is in the reported state, which the object starts in
         self.after(Outbox::new());
@@ -1182,11 +1223,13 @@ impl<A: CsObject> Core<A> {
     /// sees the member leave the CS (if it showed it in), the handle shows it out, and the
     /// waiting call gets [`NodeError::Evicted`].
     fn give_up(&mut self, view: u64, why: String) {
-        self.status
-            .send_modify(|s| s.fenced = Some(Fenced { view, why }));
+        self.status.send_modify(|s| {
+            s.fenced = Some(Fenced { view, why });
+            s.token = None;
+        });
         if self.published.borrow().0 == CsState::InCs {
             if let Some(o) = &self.observer {
-                o(self.me, CsState::OutCs);
+                o(self.me, CsState::OutCs, None);
             }
         }
         self.published.send_replace((CsState::OutCs, None));
@@ -1302,8 +1345,16 @@ impl<A: CsObject> Core<A> {
                 return;
             }
             if state != was.0 {
+                let token = match state {
+                    CsState::InCs => {
+                        let view = self.views.as_ref().map_or(0, |v| v.number);
+                        Some(self.tokens.entry(view, self.me.index()))
+                    }
+                    CsState::OutCs => None,
+                };
+                self.status.send_modify(|s| s.token = token);
                 if let Some(o) = &self.observer {
-                    o(self.me, state);
+                    o(self.me, state, token);
                 }
             }
             let now = (state, self.obj.pending());
@@ -1345,9 +1396,10 @@ impl<A: CsObject> Core<A> {
                         s.links.entry(to).or_default().sent.add(&msg);
                     }
                 });
+                let clock = self.tokens.clock;
                 let wire = match view {
-                    Some(view) => Wire::InView { view, msg },
-                    None => Wire::Cs(msg),
+                    Some(view) => Wire::InView { view, clock, msg },
+                    None => Wire::Cs { clock, msg },
                 };
                 if let Err(e) = self.net.send(to, wire) {
                     self.log(LogEvent::Dropped {
@@ -1471,11 +1523,20 @@ mod tests {
     #[test]
     fn a_tally_chains_each_encoding_and_its_length() {
         let msgs = [
-            Wire::Cs(vec![]),
-            Wire::Cs(vec![1, 300, u32::MAX]),
+            Wire::Cs {
+                clock: 0,
+                msg: vec![],
+            },
+            Wire::Cs {
+                clock: 7,
+                msg: vec![1, 300, u32::MAX],
+            },
             Wire::Finished(vec![ProcessId(0), ProcessId(7)]),
             Wire::Bye,
-            Wire::Cs((0..200).collect()),
+            Wire::Cs {
+                clock: u64::MAX,
+                msg: (0..200).collect(),
+            },
         ];
         let mut tally = Tally::default();
         let mut expected = 0xcbf2_9ce4_8422_2325;

@@ -30,6 +30,7 @@ pub enum MemberState {
 /// this process, or a node over TCP).
 pub(crate) trait MemberEngine: Send + Sync {
     fn progress(&self) -> (CsState, Option<Sequence>);
+    fn token(&self) -> Option<crate::FencingToken>;
     fn reach(&self, target: CsState, deadline: Option<Instant>) -> Result<(), QuotaError>;
     fn poll_reach(&self, target: CsState, waker: &Waker) -> Poll<Result<(), QuotaError>>;
     fn cancel_poll(&self);
@@ -73,6 +74,9 @@ pub(crate) struct ThreadMember<A: CsObject> {
 impl<A: CsObject> MemberEngine for ThreadMember<A> {
     fn progress(&self) -> (CsState, Option<Sequence>) {
         self.handle.progress()
+    }
+    fn token(&self) -> Option<crate::FencingToken> {
+        self.handle.token()
     }
     fn reach(&self, target: CsState, deadline: Option<Instant>) -> Result<(), QuotaError> {
         self.handle
@@ -221,6 +225,28 @@ impl Member {
     /// active until its exit completes; an entering one is not yet.
     pub fn is_active(&self) -> bool {
         self.engine.progress().0 == CsState::InCs
+    }
+
+    /// The fencing token of the entry the member holds: `Some` while it is active (an
+    /// exiting member included), `None` otherwise. Hand it to the resource the slot protects
+    /// with each use, so the resource can refuse a member that lost its slot (see
+    /// [`FencingToken`](crate::FencingToken)). With mutual exclusion (k = 1) every entry's
+    /// token is greater than the entry's before it.
+    ///
+    /// ```
+    /// let quota = lkcs::Quota::global(3).at_most(1).build()?;
+    /// let mut members = quota.members();
+    /// members[0].enter()?;
+    /// let first = members[0].token().expect("active");
+    /// members[0].exit()?;
+    /// assert_eq!(members[0].token(), None);
+    /// members[2].enter()?;
+    /// assert!(members[2].token().expect("active") > first);
+    /// # members[2].exit()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn token(&self) -> Option<crate::FencingToken> {
+        self.engine.token()
     }
 
     /// Where the member is and where it is going.

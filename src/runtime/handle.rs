@@ -59,6 +59,10 @@ pub(crate) struct SlotState {
     /// The client was released by an exit after the runtime closed: its process retired, and
     /// the client sees it out of the CS.
     pub(crate) released: bool,
+    /// The fencing token of the entry the process holds (`None` while out of the CS).
+    pub(crate) token: Option<crate::FencingToken>,
+    /// Entries the process made (the next token's sequence follows it).
+    pub(crate) entries: u64,
 }
 
 /// One process's slot: its published state and the condition variable its client waits on.
@@ -87,6 +91,8 @@ impl Slot {
                 withdrawn: None,
                 closed: false,
                 released: false,
+                token: None,
+                entries: 0,
             }),
             changed: Condvar::new(),
         }
@@ -168,6 +174,16 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
     pub fn progress(&self) -> (CsState, Option<Sequence>) {
         let st = self.slot().inner.lock();
         client_view(&st)
+    }
+
+    /// The fencing token of the entry the process holds, while the client sees it in the CS
+    /// (see [`FencingToken`](crate::FencingToken)).
+    pub fn token(&self) -> Option<crate::FencingToken> {
+        let st = self.slot().inner.lock();
+        match client_view(&st).0 {
+            CsState::InCs => st.token,
+            CsState::OutCs => None,
+        }
     }
 
     /// The state process `q` published last (for a client deciding whether a move would

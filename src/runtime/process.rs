@@ -55,6 +55,22 @@ pub(crate) struct Shared {
     pub(crate) epoch: std::time::Instant,
     /// What the stall watchdog reads beside the counters.
     pub(crate) watch: Watch,
+    /// The last fencing token's clock: one counter for every process of the runtime, taken
+    /// when an entry publishes, so tokens grow in the order the entries happened.
+    pub(crate) clock: AtomicU64,
+}
+
+impl Shared {
+    /// The token of an entry of process `p` publishing now (its slot's state, locked).
+    pub(crate) fn token(&self, p: ProcessId, st: &mut super::handle::SlotState) {
+        st.entries += 1;
+        st.token = Some(crate::FencingToken {
+            view: 0,
+            clock: self.clock.fetch_add(1, Ordering::AcqRel) + 1,
+            member: p.index(),
+            sequence: st.entries,
+        });
+    }
 }
 
 /// Marks the runtime broken when the process thread unwinds, so no client waits forever.
@@ -210,6 +226,12 @@ fn publish<A: CsObject>(
     }
     if out.take_completed() || changed {
         slot.mark(|st| {
+            if changed {
+                match now {
+                    CsState::InCs => shared.token(obj.id(), st),
+                    CsState::OutCs => st.token = None,
+                }
+            }
             st.state = now;
             if obj.pending().is_none() {
                 st.pending = None;

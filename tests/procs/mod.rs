@@ -4,7 +4,7 @@
 
 use super::ports;
 use lkcs::net::{Cluster, SecretKey};
-use lkcs::{CsState, Instance, Observed, ProcessId};
+use lkcs::{CsState, FencingToken, Instance, Observed, ProcessId};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -87,7 +87,9 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 /// The test monitor: every node reports each change of its member's state (`I in`,
 /// `I out`) and each new end of its lease (`I lease MICROS`, on the wall clock), and waits
 /// for `ok` before the change can be seen by anyone; the monitor checks the bounds after
-/// every report.
+/// every report. An entry's report carries its fencing token (`I in TOKEN`): each member's
+/// tokens must grow, and under mutual exclusion over the whole cluster every entry's token
+/// must be greater than the entry's before it (in the order the reports came).
 ///
 /// - **Strict** ([`Monitor::start`]): every bound, lower and upper, over the reported states
 ///   (a run without faults).
@@ -118,6 +120,12 @@ pub struct Watch {
     pub first_reports: Vec<(Instant, usize)>,
     pub max_in_cs: usize,
     pub min_in_cs: usize,
+    /// Each member's last entry's token.
+    pub tokens: Vec<Option<FencingToken>>,
+    /// The last entry's token, of any member.
+    pub last_token: Option<FencingToken>,
+    /// Entries whose tokens were checked.
+    pub tokens_checked: usize,
 }
 
 /// How late after its lease's end (on the monitor's clock, after the report's trip) an entry
@@ -131,7 +139,48 @@ fn wall_micros() -> u128 {
         .as_micros()
 }
 
+/// Whether `inst` is mutual exclusion over all its members: every neighbourhood is everyone,
+/// at most 1.
+fn mutual_exclusion(inst: &Instance) -> bool {
+    (0..inst.len())
+        .map(ProcessId::from)
+        .all(|q| inst.topology().closed(q).len() == inst.len() && inst.bounds(q).k == 1)
+}
+
 impl Watch {
+    /// Checks the token of `p`'s entry against its own last one and, under mutual
+    /// exclusion, against the last entry's of any member.
+    fn check_token(&mut self, p: ProcessId, token: Option<&str>) {
+        let token: FencingToken = match token.map(str::parse) {
+            Some(Ok(t)) => t,
+            Some(Err(e)) => return self.violations.push(format!("{p}'s entry: {e}")),
+            None => return self.violations.push(format!("{p} entered with no token")),
+        };
+        if token.member != p.index() {
+            self.violations
+                .push(format!("{p}'s entry carries {token}, of another member"));
+        }
+        if let Some(last) = self.tokens[p.index()] {
+            if token <= last {
+                self.violations.push(format!(
+                    "{p}'s entry carries {token}, not above its last entry's {last}"
+                ));
+            }
+        }
+        if mutual_exclusion(&self.inst) {
+            if let Some(last) = self.last_token {
+                if (token.view, token.clock) <= (last.view, last.clock) {
+                    self.violations.push(format!(
+                        "mutual exclusion: {p}'s entry carries {token}, not above the last entry's {last}"
+                    ));
+                }
+            }
+        }
+        self.tokens[p.index()] = Some(token);
+        self.last_token = Some(token);
+        self.tokens_checked += 1;
+    }
+
     /// Member `r` counts as active: in the CS, and (fault mode) within its lease.
     fn active(&self, r: ProcessId, now: u128) -> bool {
         self.observed.states()[r.index()] == CsState::InCs
@@ -182,6 +231,9 @@ impl Monitor {
             first_reports: Vec::new(),
             max_in_cs: in_cs,
             min_in_cs: in_cs,
+            tokens: vec![None; cluster.len()],
+            last_token: None,
+            tokens_checked: 0,
         }));
         let shared = state.clone();
         thread::spawn(move || {
@@ -205,6 +257,11 @@ impl Monitor {
     /// Member `p`'s reported state.
     pub fn state_of(&self, p: usize) -> CsState {
         self.state.lock().unwrap().observed.states()[p]
+    }
+
+    /// How many entries' fencing tokens the monitor checked.
+    pub fn tokens_checked(&self) -> usize {
+        self.state.lock().unwrap().tokens_checked
     }
 
     /// How many state changes member `p` reported.
@@ -251,6 +308,9 @@ fn serve_monitor(conn: TcpStream, shared: &Mutex<Watch>) {
                         Some(_) => {}
                     }
                 }
+                if now == CsState::InCs {
+                    w.check_token(p, words.get(2).copied());
+                }
                 w.reports += 1;
                 w.movers.insert(p.index());
                 w.moves.push((Instant::now(), p.index()));
@@ -278,6 +338,15 @@ fn serve_monitor(conn: TcpStream, shared: &Mutex<Watch>) {
         if out.write_all(b"ok\n").is_err() {
             return;
         }
+    }
+}
+
+/// The fencing token of a line-protocol `enter` answer (`ok token=TOKEN`); panics naming
+/// `what` and the answer when it is anything else.
+pub fn entered(answer: &str, what: &str) -> FencingToken {
+    match answer.strip_prefix("ok token=").map(str::parse) {
+        Some(Ok(t)) => t,
+        _ => panic!("{what}: `{answer}` is not an entry with its token"),
     }
 }
 

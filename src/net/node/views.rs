@@ -221,9 +221,9 @@ impl SystemVisitor for Take {
 pub(super) trait ViewCore: Send + Sync {
     /// Publishes the view when it changed; `false` once the node stopped.
     fn publish(&self, status: Option<ViewStatus>) -> bool;
-    /// Freezes the object for the change to view `next`; the stable state to report (`None`
-    /// once the node stopped).
-    fn freeze(&self, next: u64) -> Option<CsState>;
+    /// Freezes the object for the change to view `next`; the stable state to report, and
+    /// the member's Lamport clock (`None` once the node stopped).
+    fn freeze(&self, next: u64) -> Option<(CsState, u64)>;
     /// Restarts the object in `view`; `rejoined`: this process is back in the view after it
     /// rejoined.
     fn install(&self, view: &View, rejoined: bool) -> Result<(), String>;
@@ -865,7 +865,7 @@ pub(super) async fn run<M: Send + 'static>(
                         || at.elapsed() >= options.config.write_timeout
                 });
             if due {
-                if let Some(stable) = core.freeze(p.next) {
+                if let Some((stable, clock)) = core.freeze(p.next) {
                     reported = Some((p.next, p.round, Instant::now()));
                     // ... and it waits until they have fenced: evict_after since its last
                     // answer to each. The report names the change's round: if the change
@@ -875,7 +875,7 @@ pub(super) async fn run<M: Send + 'static>(
                     let (group, log, next, round) = (group.clone(), log.clone(), p.next, p.round);
                     tokio::spawn(async move {
                         tokio::time::sleep(wait).await;
-                        if let Err(e) = group.report_round(next, round, stable, 0).await {
+                        if let Err(e) = group.report_round(next, round, stable, clock).await {
                             log(id, &LogEvent::View(format!("report for view {next}: {e}")));
                         }
                     });

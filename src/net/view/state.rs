@@ -143,7 +143,7 @@ pub enum Command {
         incarnation: u64,
         /// Its stable (published) state.
         state: CsState,
-        /// The highest fencing token it saw (0 until tokens are built).
+        /// Its Lamport clock: the highest fencing-token clock it saw ([`crate::FencingToken`]).
         token: u64,
         /// The round of the pending change it reports for ([`Pending::round`]): the reporter
         /// stopped renewing the leases of that round's removed members and waited them out.
@@ -179,7 +179,7 @@ impl Change {
 pub struct Report {
     /// Its stable state.
     pub state: CsState,
-    /// The highest fencing token it saw.
+    /// Its Lamport clock: the highest fencing-token clock it saw.
     pub token: u64,
 }
 
@@ -360,7 +360,7 @@ pub struct ViewState {
     pub view: View,
     /// The change to the next view, if one is pending.
     pub pending: Option<Pending>,
-    /// The highest fencing token any report carried.
+    /// The highest fencing-token clock any report carried.
     pub token: u64,
 }
 
