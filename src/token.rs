@@ -20,8 +20,8 @@ use std::str::FromStr;
 /// the token before each use of the resource.
 ///
 /// A resource keeps the greatest token it accepted and refuses a token of an older view (with
-/// k = 1, any smaller token): a member paused past its lease wakes with a token of the view
-/// that evicted it, below the tokens of the members that entered since.
+/// k = 1, any smaller token): a member paused past its lease wakes with a token of a view
+/// before the one that evicted it, below the tokens of the members that entered since.
 ///
 /// ```
 /// use lkcs::FencingToken;

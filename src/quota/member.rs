@@ -228,7 +228,9 @@ impl Member {
     }
 
     /// The fencing token of the entry the member holds: `Some` while it is active (an
-    /// exiting member included), `None` otherwise. Hand it to the resource the slot protects
+    /// exiting member included), `None` otherwise, and while an exit that
+    /// [`Member::cancel`] withdrew is undone (the member leaves and enters again, with a new
+    /// token). Hand it to the resource the slot protects
     /// with each use, so the resource can refuse a member that lost its slot (see
     /// [`FencingToken`](crate::FencingToken)). With mutual exclusion (k = 1) every entry's
     /// token is greater than the entry's before it.

@@ -177,12 +177,14 @@ impl<A: CsObject, M: Mailbox> Handle<A, M> {
     }
 
     /// The fencing token of the entry the process holds, while the client sees it in the CS
-    /// (see [`FencingToken`](crate::FencingToken)).
+    /// (see [`FencingToken`](crate::FencingToken)); `None` while a withdrawn exit is being
+    /// undone (the process leaves and enters again: a new entry, with a new token).
     pub fn token(&self) -> Option<crate::FencingToken> {
         let st = self.slot().inner.lock();
-        match client_view(&st).0 {
-            CsState::InCs => st.token,
-            CsState::OutCs => None,
+        match (client_view(&st).0, st.withdrawn) {
+            // a withdrawn exit is undone by leaving and entering again: a new entry
+            (CsState::InCs, None) => st.token,
+            _ => None,
         }
     }
 
