@@ -449,7 +449,8 @@ fn garbage_on_a_port_is_dropped_and_the_node_keeps_serving() {
 }
 
 /// The line protocol: three nodes of a (1,2) quota driven through stdin/stdout. The last
-/// active member's exit blocks (timing out) until another member enters.
+/// active member's exit blocks (timing out) until another member enters. Entries answer
+/// their fencing tokens; P0's `--metrics` count its calls by outcome.
 #[test]
 fn the_line_protocol_keeps_the_lower_bound() {
     let dir = scratch("lines");
@@ -461,13 +462,19 @@ fn the_line_protocol_keeps_the_lower_bound() {
         5000,
     );
     let file = write(&dir, "cluster.toml", &text);
+    let metrics = format!("127.0.0.1:{}", free_ports(1)[0]);
     let mut nodes: Vec<(Child, BufReader<std::process::ChildStdout>)> = (0..3)
         .map(|i| {
+            let extra: &[&str] = match i {
+                0 => &["--metrics", &metrics],
+                _ => &[],
+            };
             let mut child = Command::new(BIN)
                 .arg("node")
                 .arg("--cluster")
                 .arg(&file)
                 .args(["--id", &i.to_string()])
+                .args(extra)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null())
@@ -505,12 +512,46 @@ fn the_line_protocol_keeps_the_lower_bound() {
     let third = entered(&ask(0, "enter"), "P0's enter");
     assert!(third > second, "{third} after {second}");
     assert!(ask(1, "bogus").starts_with("error: unknown command"));
+    // P0's calls, as its metrics count them: one exit and one entry completed, one of each
+    // timed out (cancelled); it is active; it sent its peers messages
+    let text = http_get(&metrics, "/metrics");
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    for line in [
+        "lkcs_calls_total{call=\"exit\",outcome=\"ok\"} 1",
+        "lkcs_calls_total{call=\"exit\",outcome=\"cancelled\"} 1",
+        "lkcs_calls_total{call=\"enter\",outcome=\"ok\"} 1",
+        "lkcs_calls_total{call=\"enter\",outcome=\"cancelled\"} 1",
+        "lkcs_pairs_total 1",
+        "lkcs_entries_total 1",
+        "lkcs_enter_wait_seconds_count 1",
+        "lkcs_member_state{state=\"active\"} 1",
+        "lkcs_peers_unreachable 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+    }
+    let sent_to_1: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("lkcs_messages_sent_total{peer=\"1\"} "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no messages sent to P1 in:\n{text}"));
+    assert!(sent_to_1 > 0, "{text}");
+    assert!(http_get(&metrics, "/other").starts_with("HTTP/1.1 404"));
     for i in 0..3 {
         assert_eq!(ask(i, "quit"), "ok");
     }
     for (mut child, _) in nodes {
         assert!(child.wait().unwrap().success());
     }
+}
+
+/// The whole answer to `GET path` at `addr` (the status line, the headers, the body).
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::Read;
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    write!(conn, "GET {path} HTTP/1.1\r\nHost: lkcs\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    answer
 }
 
 /// `--id` outside the cluster, a cluster file with problems: exit 2, one `error:` line per

@@ -6,8 +6,8 @@ mod ports;
 
 use lkcs::net::frame::Refusal;
 use lkcs::net::{
-    HandshakeError, Identity, LogEvent, Logger, MemberAddress, Net, NetConfig, NetEvent, Node,
-    NodeError, NodeHandle, Observer, SecretKey, Timing, Trust,
+    CallOutcome, HandshakeError, Identity, LogEvent, Logger, MemberAddress, Net, NetConfig,
+    NetEvent, Node, NodeError, NodeHandle, Observer, SecretKey, Timing, Trust,
 };
 use lkcs::{
     Algorithm, CsObject, CsState, Instance, Observed, ProcessId, Sequence, SystemSpec,
@@ -730,6 +730,8 @@ struct Outcome {
     hits: usize,
     /// Connections shed before any cryptography (not a peer's host).
     shed: usize,
+    /// Each node's metrics at the end of the run.
+    metrics: Vec<lkcs::net::NodeMetrics>,
 }
 
 /// Runs the built system as one node per member on 127.0.0.1, each member cycling `pairs`
@@ -983,6 +985,7 @@ async fn run_cluster_with<A: CsObject>(
     for m in &mitms {
         m.stop();
     }
+    let metrics = handles.iter().map(NodeHandle::metrics).collect();
     for h in &handles {
         h.shutdown();
     }
@@ -995,6 +998,7 @@ async fn run_cluster_with<A: CsObject>(
         moves: moves.load(Ordering::SeqCst),
         violations: m.violations.clone(),
         max_in_cs: m.max_in_cs,
+        metrics,
         resets: proxies.iter().map(Proxy::resets).sum(),
         tampered: logs.count(|_, e| matches!(e, LogEvent::Tampered { .. })),
         forged_handshakes: logs.count(|_, e| {
@@ -1204,6 +1208,31 @@ fn maekawa_nodes_keep_mutual_exclusion_through_resets() {
     assert_eq!(out.moves, 4 * 50);
     assert_eq!(out.max_in_cs, 1);
     assert!(out.resets >= 3, "only {} resets", out.resets);
+    // the nodes' metrics saw the same run: every pair, every call answered, the resets
+    // (a member keeps cycling until every member made its 25 pairs)
+    for m in &out.metrics {
+        let ok = |kind| m.calls.get(&(kind, CallOutcome::Ok)).copied().unwrap_or(0);
+        assert!(
+            ok("enter") >= 25 && ok("exit") >= 25,
+            "P{}: {:?}",
+            m.member,
+            m.calls
+        );
+        assert!(m.pairs >= 25, "P{}: {} pairs", m.member, m.pairs);
+        assert_eq!(m.enter_wait.count, ok("enter"), "P{}", m.member);
+        assert_eq!(m.exit_wait.count, ok("exit"), "P{}", m.member);
+    }
+    let resets: u64 = out
+        .metrics
+        .iter()
+        .flat_map(|m| m.peers.values())
+        .map(|p| p.resets)
+        .sum();
+    assert!(
+        resets >= 3,
+        "the links counted {resets} resets, the proxies cut {}",
+        out.resets
+    );
 }
 
 /// A local algorithm with a lower bound: 1-LMUTIN on ring:5 (everyone starts in the CS, and

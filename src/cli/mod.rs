@@ -4,6 +4,7 @@
 
 pub(crate) mod cluster;
 pub(crate) mod formula;
+pub(crate) mod metrics;
 pub(crate) mod node;
 pub(crate) mod plot;
 pub(crate) mod summary;

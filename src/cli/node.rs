@@ -61,6 +61,10 @@ pub struct NodeArgs {
     /// (tests; see docs/net.md).
     #[arg(long, value_name = "ADDR")]
     monitor: Option<std::net::SocketAddr>,
+    /// Serve the node's metrics as Prometheus text at http://ADDR/metrics
+    /// (docs/operations.md lists them).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 /// The long help: the cluster file and the line protocol.
@@ -288,6 +292,16 @@ async fn node(cluster: &Cluster, args: &NodeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let metrics = match args.metrics {
+        None => None,
+        Some(addr) => match super::metrics::bind(addr).await {
+            Ok(l) => Some(l),
+            Err(e) => {
+                warn!("error: {e}");
+                return ExitCode::from(1);
+            }
+        },
+    };
     let log = lkcs::net::tracing_logger();
     let handle = match cluster.spawn_watched(me, listener, observer, lease, log) {
         Ok(h) => h,
@@ -296,6 +310,9 @@ async fn node(cluster: &Cluster, args: &NodeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if let Some(listener) = metrics {
+        super::metrics::serve(listener, handle.clone());
+    }
     let work = async {
         match args.workload {
             Some(_) => cycle(cluster, &handle, args).await,
@@ -382,7 +399,7 @@ async fn serve(h: &NodeHandle) -> ExitCode {
                 let _ = out.flush().await;
                 return ExitCode::SUCCESS;
             }
-            ["state"] => format!("ok {}", state_word(h)),
+            ["state"] => format!("ok {}", h.state_name()),
             ["status"] => {
                 let s = h.status();
                 let (view, members) = match &s.view {
@@ -417,7 +434,15 @@ async fn serve(h: &NodeHandle) -> ExitCode {
                             // an entry's answer carries its fencing token
                             Ok(()) => match (target, h.token()) {
                                 (CsState::InCs, Some(t)) => format!("ok token={t}"),
-                                _ => "ok".to_string(),
+                                // fenced (or stopped) between the entry and its answer
+                                (CsState::InCs, None) => match h.status().fenced {
+                                    Some(f) => format!(
+                                        "error: {}",
+                                        describe(NodeError::Evicted { view: f.view })
+                                    ),
+                                    None => "error: the node stopped".to_string(),
+                                },
+                                (CsState::OutCs, _) => "ok".to_string(),
                             },
                             Err(e) => format!("error: {e}"),
                         }
@@ -446,18 +471,6 @@ fn ids<'a>(ps: impl Iterator<Item = &'a ProcessId>) -> String {
         "-".into()
     } else {
         v.join(",")
-    }
-}
-
-fn state_word(h: &NodeHandle) -> &'static str {
-    if h.status().fenced.is_some() {
-        return "evicted";
-    }
-    match (h.state(), h.pending()) {
-        (CsState::InCs, Some(_)) => "exiting",
-        (CsState::InCs, None) => "active",
-        (CsState::OutCs, Some(_)) => "entering",
-        (CsState::OutCs, None) => "inactive",
     }
 }
 
@@ -581,9 +594,11 @@ fn missing(s: &NodeStatus) -> Vec<ProcessId> {
 
 /// Cycles pairs until every member finished, then waits until no neighbour needs this node.
 /// With views (`rejoin_within`), an unreachable peer fails no run: the call is made again
-/// until the view change resolves it (the peer comes back, or it is evicted); and when this
+/// until the view change resolves it (the peer comes back, or it is evicted); when this
 /// member is evicted, it waits (up to `rejoin_within`) until a view has it back, then makes
-/// its pairs again, as a member the view just admitted.
+/// its pairs again, as a member the view just admitted (the report counts those); and when
+/// a member comes back into the view after this one finished, the run reopens and this one
+/// cycles again until the newcomer has made its pairs.
 async fn drive(h: &NodeHandle, pairs: usize, rejoin_within: Option<Duration>) -> Result<Run, Stop> {
     let views = rejoin_within.is_some();
     let t0 = Instant::now();
@@ -596,95 +611,118 @@ async fn drive(h: &NodeHandle, pairs: usize, rejoin_within: Option<Duration>) ->
         elapsed: Duration::ZERO,
         status: h.status(),
     };
+    // the message counts the report's pairs start from (moved on a rejoin)
+    let mut base = (0u64, 0u64);
     let mut moves = 0usize;
     let mut finished = false;
     let failed = |s: &NodeStatus| !views && !s.all_finished && !s.unreachable.is_empty();
+    // the run is over for this member: a fenced member's view of the end does not count
+    let done = |s: &NodeStatus| s.all_finished && s.fenced.is_none();
 
     loop {
-        let seq = Sequence::leaving(h.state());
-        let began = Instant::now();
-        let call = async {
-            match seq {
-                Sequence::Entry => h.enter().await,
-                Sequence::Exit => h.exit().await,
-            }
-        };
-        let outcome = tokio::select! {
-            r = call => Some(r),
-            s = h.wait_status(|s| s.all_finished || failed(s)) => match s {
-                Ok(s) if s.all_finished => None,
-                Ok(s) => return Err(Stop::Unreachable(*s.unreachable.iter().next().expect("failed"))),
-                Err(_) => return Err(evicted_or_stopped(h)),
-            },
-        };
-        let Some(result) = outcome else { break };
-        match result {
-            Ok(()) => {}
-            Err(NodeError::PeerUnreachable(p)) => {
-                if h.status().all_finished {
-                    break;
+        loop {
+            let seq = Sequence::leaving(h.state());
+            let began = Instant::now();
+            let call = async {
+                match seq {
+                    Sequence::Entry => h.enter().await,
+                    Sequence::Exit => h.exit().await,
                 }
-                if !views {
-                    return Err(Stop::Unreachable(p));
-                }
-                // the move keeps running: call again once the links had a moment
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                continue;
-            }
-            Err(NodeError::Evicted { .. }) if rejoin_within.is_some() => {
-                let within = rejoin_within.expect("checked");
-                let Some(f) = h.status().fenced else {
-                    continue; // back already
-                };
-                tracing::info!(
-                    "{}: evicted in view {} ({}): waiting to rejoin",
-                    h.id(),
-                    f.view,
-                    f.why
-                );
-                let back = h.wait_status(|s| s.fenced.is_none() || s.left);
-                match tokio::time::timeout(within, back).await {
-                    Ok(Ok(s)) if !s.left => {
-                        tracing::info!("{}: rejoined: it makes its pairs again", h.id());
-                        moves = 0;
-                        finished = false;
-                        continue;
+            };
+            let outcome = tokio::select! {
+                r = call => Some(r),
+                s = h.wait_status(|s| done(s) || failed(s)) => match s {
+                    Ok(s) if done(&s) => None,
+                    Ok(s) => return Err(Stop::Unreachable(*s.unreachable.iter().next().expect("failed"))),
+                    Err(_) => return Err(evicted_or_stopped(h)),
+                },
+            };
+            let Some(result) = outcome else { break };
+            match result {
+                Ok(()) => {}
+                Err(NodeError::PeerUnreachable(p)) => {
+                    if done(&h.status()) {
+                        break;
                     }
-                    Ok(_) => return Err(evicted_or_stopped(h)),
-                    Err(_) => return Err(Stop::NotBack(f, within)),
+                    if !views {
+                        return Err(Stop::Unreachable(p));
+                    }
+                    // the move keeps running: call again once the links had a moment
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
                 }
+                Err(NodeError::Evicted { .. }) if rejoin_within.is_some() => {
+                    let within = rejoin_within.expect("checked");
+                    if let Some(f) = h.status().fenced {
+                        tracing::info!(
+                            "{}: evicted in view {} ({}): waiting to rejoin",
+                            h.id(),
+                            f.view,
+                            f.why
+                        );
+                        let back = h.wait_status(|s| s.fenced.is_none() || s.left);
+                        match tokio::time::timeout(within, back).await {
+                            Ok(Ok(s)) if !s.left => {}
+                            Ok(_) => return Err(evicted_or_stopped(h)),
+                            Err(_) => return Err(Stop::NotBack(f, within)),
+                        }
+                    }
+                    // back in a view: its pairs start again, and so does the report
+                    tracing::info!("{}: rejoined: it makes its pairs again", h.id());
+                    moves = 0;
+                    finished = false;
+                    run.pairs_completed = 0;
+                    run.entry_ms.clear();
+                    run.exit_ms.clear();
+                    run.sent_at_pair.clear();
+                    run.remote_at_pair.clear();
+                    let s = h.status();
+                    base = (s.sent, s.sent - s.sent_to_self);
+                    continue;
+                }
+                Err(_) => return Err(evicted_or_stopped(h)),
+            }
+            let ms = began.elapsed().as_secs_f64() * 1e3;
+            match seq {
+                Sequence::Entry => run.entry_ms.push(ms),
+                Sequence::Exit => run.exit_ms.push(ms),
+            }
+            moves += 1;
+            if moves % 2 == 0 {
+                run.pairs_completed += 1;
+                let s = h.status();
+                run.sent_at_pair.push(s.sent - base.0);
+                run.remote_at_pair.push(s.sent - s.sent_to_self - base.1);
+            }
+            if !finished && moves == 2 * pairs {
+                finished = true;
+                h.finish().map_err(|_| evicted_or_stopped(h))?;
+            }
+            if done(&h.status()) {
+                break;
+            }
+        }
+        run.elapsed = t0.elapsed();
+        // every member finished: wait until each neighbour said bye (or went silent), unless
+        // a member back in the view reopens the run (then cycle again until it made its
+        // pairs). A fence now (the members that left took the lease's majority with them)
+        // ends nothing that was still to do.
+        match h
+            .wait_status(|s| s.quiet || !s.all_finished || s.fenced.is_some())
+            .await
+        {
+            Ok(s) if s.all_finished => {
+                run.status = s;
+                break;
+            }
+            Ok(_) => continue,
+            Err(_) if h.status().all_finished => {
+                run.status = h.status();
+                break;
             }
             Err(_) => return Err(evicted_or_stopped(h)),
         }
-        let ms = began.elapsed().as_secs_f64() * 1e3;
-        match seq {
-            Sequence::Entry => run.entry_ms.push(ms),
-            Sequence::Exit => run.exit_ms.push(ms),
-        }
-        moves += 1;
-        if moves % 2 == 0 {
-            run.pairs_completed += 1;
-            let s = h.status();
-            run.sent_at_pair.push(s.sent);
-            run.remote_at_pair.push(s.sent - s.sent_to_self);
-        }
-        if !finished && moves == 2 * pairs {
-            finished = true;
-            h.finish().map_err(|_| evicted_or_stopped(h))?;
-        }
-        if h.status().all_finished {
-            break;
-        }
     }
-    run.elapsed = t0.elapsed();
-    // every member finished: wait until each neighbour said bye (or went silent)
-    // every member finished: a fence now (the members that left took the lease's majority
-    // with them) ends nothing that was still to do
-    run.status = match h.wait_status(|s| s.quiet).await {
-        Ok(s) => s,
-        Err(_) if h.status().all_finished => h.status(),
-        Err(_) => return Err(evicted_or_stopped(h)),
-    };
     // let the last byes and acknowledgements leave before the process ends
     tokio::time::sleep(Duration::from_millis(50)).await;
     Ok(run)

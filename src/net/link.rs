@@ -196,6 +196,8 @@ pub struct Net<M> {
     events: mpsc::UnboundedReceiver<NetEvent<M>>,
     tasks: Vec<JoinHandle<()>>,
     local: SocketAddr,
+    /// What the links' events counted, for the node's metrics.
+    recorder: Arc<super::metrics::Recorder>,
 }
 
 impl<M> Drop for Net<M> {
@@ -212,8 +214,11 @@ where
 {
     /// Starts serving `listener` and the links to `config.peers`. Must run inside a tokio
     /// runtime.
-    pub fn start(config: NetConfig, listener: TcpListener) -> Result<Net<M>, NetError> {
+    pub fn start(mut config: NetConfig, listener: TcpListener) -> Result<Net<M>, NetError> {
         let me = config.identity.id;
+        // every link event is counted (the node's metrics) before it is logged
+        let recorder = Arc::new(super::metrics::Recorder::default());
+        config.log = super::metrics::counting(config.log, recorder.clone());
         if config.peers.contains_key(&me) {
             return Err(NetError::Config(format!("{me} lists itself as a peer")));
         }
@@ -293,6 +298,7 @@ where
         tasks.push(tokio::spawn(acceptor.run::<M>(listener)));
         Ok(Net {
             me,
+            recorder,
             incarnation,
             timing: config.timing,
             links: NetSender(Arc::new(links)),
@@ -300,6 +306,11 @@ where
             tasks,
             local,
         })
+    }
+
+    /// The counters the links' events feed (the node's metrics).
+    pub(crate) fn recorder(&self) -> Arc<super::metrics::Recorder> {
+        self.recorder.clone()
     }
 
     /// This member's process's incarnation (its [`Identity`]'s).

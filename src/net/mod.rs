@@ -77,6 +77,7 @@ pub mod frame;
 pub mod handshake;
 pub mod link;
 mod member;
+mod metrics;
 pub mod node;
 pub mod view;
 
@@ -85,6 +86,7 @@ pub use channel::{PublicKey, SecretKey};
 pub use cluster::{Cluster, ViewTiming};
 pub use handshake::{HandshakeError, Trust};
 pub use link::{Net, NetEvent, NetSender};
+pub use metrics::{CallOutcome, NodeMetrics, PeerMetrics, WaitHistogram, WAIT_BUCKETS};
 pub use node::{
     margin_holds, rebuild_from, Fenced, LeaseWatch, LinkTransport, Node, NodeError, NodeHandle,
     NodeStatus, Observer, Rebuild, Rebuilt, ViewFrame, ViewOptions, ViewStatus, Wire, CLOCK_DRIFT,

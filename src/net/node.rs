@@ -55,6 +55,7 @@
 //! members may start minutes apart), and only a lease once granted can run out.
 
 use super::link::{Net, NetEvent, NetSender};
+use super::metrics::{CallOutcome, NodeMetrics, Recorder};
 use super::{LogEvent, Logger};
 use crate::cs::{CsObject, CsState, Outbox, Sequence};
 use crate::error::CallError;
@@ -290,6 +291,22 @@ trait Calls: Send + Sync {
     fn stop(&self);
 }
 
+/// Counts one call when it ends: with its outcome, or as cancelled when its future is
+/// dropped first (a timeout).
+struct CallRecord<'a> {
+    metrics: &'a Recorder,
+    kind: &'static str,
+    started: std::time::Instant,
+    outcome: CallOutcome,
+}
+
+impl Drop for CallRecord<'_> {
+    fn drop(&mut self) {
+        self.metrics
+            .call(self.kind, self.outcome, self.started.elapsed());
+    }
+}
+
 /// What asking the core to leave did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Leaving {
@@ -306,6 +323,7 @@ enum Leaving {
 pub struct NodeHandle {
     id: ProcessId,
     core: Arc<dyn Calls>,
+    metrics: Arc<Recorder>,
     state: watch::Receiver<(CsState, Option<Sequence>)>,
     status: watch::Receiver<NodeStatus>,
 }
@@ -336,11 +354,16 @@ impl NodeHandle {
         self.state.borrow().1
     }
 
-    /// The fencing token of the entry the member holds: `Some` while it is in the CS, holds
-    /// a lease (with views) and is not fenced. With views, a member that stays in across a view change gets a new token in
+    /// The fencing token of the entry the member holds: `Some` while it is in the CS, was
+    /// granted a lease (with views), is not fenced and its node runs. A lease that ran out
+    /// fences the member at the view task's next look (every 20 ms): until then the token is
+    /// still given. With views, a member that stays in across a view change gets a new token in
     /// the new view: read it before each use of the protected resource (see
     /// [`FencingToken`]).
     pub fn token(&self) -> Option<FencingToken> {
+        if self.status.has_changed().is_err() {
+            return None; // the node stopped
+        }
         let s = self.status.borrow();
         match (&s.fenced, s.leased, self.state.borrow().0) {
             (None, true, CsState::InCs) => s.token,
@@ -406,18 +429,71 @@ impl NodeHandle {
 
     /// Enters the CS: returns once in, or with why not.
     pub async fn enter(&self) -> Result<(), NodeError> {
-        self.call(Sequence::Entry).await
+        self.counted("enter", self.call(Sequence::Entry)).await
     }
 
     /// Exits the CS: returns once out, or with why not.
     pub async fn exit(&self) -> Result<(), NodeError> {
-        self.call(Sequence::Exit).await
+        self.counted("exit", self.call(Sequence::Exit)).await
     }
 
     /// Brings the member to `target`, as [`Member`](crate::Member) calls do: at once if it is
     /// there with nothing pending; a pending move away from `target` completes first, then
     /// the member comes back; a pending move to `target` is waited for.
     pub async fn reach(&self, target: CsState) -> Result<(), NodeError> {
+        let kind = match target {
+            CsState::InCs => "enter",
+            CsState::OutCs => "exit",
+        };
+        self.counted(kind, self.reach_uncounted(target)).await
+    }
+
+    /// Runs the call `fut` of `kind`, counted in the metrics with its outcome and waiting
+    /// time (as cancelled when dropped first).
+    async fn counted(
+        &self,
+        kind: &'static str,
+        fut: impl std::future::Future<Output = Result<(), NodeError>>,
+    ) -> Result<(), NodeError> {
+        let mut record = CallRecord {
+            metrics: &self.metrics,
+            kind,
+            started: std::time::Instant::now(),
+            outcome: CallOutcome::Cancelled,
+        };
+        let r = fut.await;
+        record.outcome = match &r {
+            Ok(()) => CallOutcome::Ok,
+            Err(NodeError::PeerUnreachable(_)) => CallOutcome::Unreachable,
+            Err(NodeError::Evicted { .. }) => CallOutcome::Evicted,
+            Err(NodeError::Stopped) => CallOutcome::Stopped,
+            Err(NodeError::Call(_)) => CallOutcome::Refused,
+        };
+        r
+    }
+
+    /// The node's numbers now: calls by outcome, waiting times, messages and link events per
+    /// peer, views and fences, the member's state (docs/operations.md lists them).
+    pub fn metrics(&self) -> NodeMetrics {
+        self.metrics
+            .snapshot(self.id, &self.status.borrow(), self.state_name())
+    }
+
+    /// The member's state in one word: `active`, `inactive`, `entering`, `exiting`, or
+    /// `evicted` while it is fenced.
+    pub fn state_name(&self) -> &'static str {
+        if self.status.borrow().fenced.is_some() {
+            return "evicted";
+        }
+        match (self.state(), self.pending()) {
+            (CsState::InCs, Some(_)) => "exiting",
+            (CsState::InCs, None) => "active",
+            (CsState::OutCs, Some(_)) => "entering",
+            (CsState::OutCs, None) => "inactive",
+        }
+    }
+
+    async fn reach_uncounted(&self, target: CsState) -> Result<(), NodeError> {
         // evicted: no call, an exit included, answers as if the member still had a place
         if let Some(e) = self.why_stopped() {
             return Err(e);
@@ -606,6 +682,8 @@ struct Core<A: CsObject> {
     leaving: bool,
     /// The Lamport clock and the entries, for the fencing tokens.
     tokens: Tokens,
+    /// The node's counters ([`NodeHandle::metrics`]).
+    metrics: Arc<Recorder>,
 }
 
 impl<A: CsObject> fmt::Debug for Core<A> {
@@ -729,6 +807,7 @@ impl<A: CsObject> Node<A> {
         let view_task_parts = node_views
             .as_ref()
             .map(|v| (v.shared.clone(), net.sender(), log.clone()));
+        let metrics = net.recorder();
         let (published, state) = watch::channel((obj.state(), obj.pending()));
         // a member that starts in the CS holds its entry from the start
         let mut tokens = Tokens::default();
@@ -760,6 +839,7 @@ impl<A: CsObject> Node<A> {
             stopped: false,
             leaving: false,
             tokens,
+            metrics: metrics.clone(),
         };
         core.publish_status();
         let core = Arc::new(Shared {
@@ -790,6 +870,7 @@ impl<A: CsObject> Node<A> {
         Ok(NodeHandle {
             id,
             core,
+            metrics,
             state,
             status,
         })
@@ -1071,6 +1152,12 @@ impl<A: CsObject> Core<A> {
     ) {
         let Some(v) = &mut self.views else { return };
         v.number = number;
+        let removed = v
+            .members
+            .iter()
+            .filter(|p| !processes.contains_key(p))
+            .count();
+        self.metrics.view_installed(removed);
         // a member back in the view (a new process, or the one evicted) has its pairs to
         // make again
         let renewed: Vec<ProcessId> = processes
@@ -1080,12 +1167,18 @@ impl<A: CsObject> Core<A> {
             .collect();
         if rejoined {
             // a new lease, from the beats of this view; and its own pairs to make again, as
-            // the others see it (its workload starts them again)
+            // the others see it (its workload starts them again); whatever end of the run
+            // it heard while out of the view is reopened
             views::lock(&v.shared.lease).reset();
             self.finished.remove(&self.me);
+            self.byes.clear();
+            self.said_bye.clear();
         }
-        for p in renewed {
-            self.finished.remove(&p);
+        for p in &renewed {
+            // back in the view: it has its pairs to make, and says bye again at the end
+            self.finished.remove(p);
+            self.byes.remove(p);
+            self.said_bye.remove(p);
         }
         v.processes = processes.clone();
         views::lock(&v.shared.lease).installed(&rebuilt.members);
@@ -1111,6 +1204,7 @@ impl<A: CsObject> Core<A> {
         // a move that completed unclaimed is in the reported state, which the object starts in
         self.after(Outbox::new());
         self.learn_finished(&[]);
+        self.publish_status();
         for (from, view, msg) in ahead {
             if view >= number {
                 self.in_view(from, view, msg);
@@ -1227,6 +1321,7 @@ impl<A: CsObject> Core<A> {
             s.fenced = Some(Fenced { view, why });
             s.token = None;
         });
+        self.metrics.fenced();
         if self.published.borrow().0 == CsState::InCs {
             if let Some(o) = &self.observer {
                 o(self.me, CsState::OutCs, None);
@@ -1353,6 +1448,7 @@ impl<A: CsObject> Core<A> {
                     CsState::OutCs => None,
                 };
                 self.status.send_modify(|s| s.token = token);
+                self.metrics.moved(state == CsState::InCs);
                 if let Some(o) = &self.observer {
                     o(self.me, state, token);
                 }
@@ -1424,6 +1520,10 @@ impl<A: CsObject> Core<A> {
         // nothing new, unless a view change just made it all (an evicted member counts as
         // finished) and the byes are still to say
         if self.finished.len() == before && !(all && self.said_bye.is_empty()) {
+            if self.status.borrow().all_finished != all {
+                // a view change reopened the run (a member back in the view)
+                self.publish_status();
+            }
             return;
         }
         let known: Vec<ProcessId> = self.finished.iter().copied().collect();
