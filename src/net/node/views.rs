@@ -809,20 +809,23 @@ pub(super) async fn run<M: Send + 'static>(
                 .filter(|p| *p != id)
                 .collect();
             let (t, log, asking, said) = (transport(), log.clone(), asking.clone(), said.clone());
+            let own = group.clone();
             asking.store(true, Ordering::Release);
             tokio::spawn(async move {
                 let rejoin = Proposal::Rejoin {
                     member: id,
                     incarnation,
                 };
-                let what = match write_through(&t, id, to.clone(), Command::Propose(rejoin)).await {
+                let what = match write_through(&t, id, &own, to.clone(), Command::Propose(rejoin))
+                    .await
+                {
                     // the view still has this member's old process, or this very process
                     // (fenced on its lease before the others evicted it): out first
                     Ok(Applied::Ignored(
                         Refusal::OtherIncarnation { .. } | Refusal::AlreadyMember { .. },
                     )) => {
                         let evict = Command::Propose(Proposal::Evict(id));
-                        match write_through(&t, id, to, evict).await {
+                        match write_through(&t, id, &own, to, evict).await {
                             Ok(applied) => {
                                 format!("asked to evict its place in the view first: {applied:?}")
                             }
@@ -995,6 +998,7 @@ pub(super) async fn run<M: Send + 'static>(
 async fn write_through<M: Send + 'static>(
     transport: &LinkTransport<M>,
     me: ProcessId,
+    own: &ViewGroup<LinkTransport<M>>,
     to: Vec<ProcessId>,
     command: Command,
 ) -> Result<Applied, String> {
@@ -1002,7 +1006,20 @@ async fn write_through<M: Send + 'static>(
     let mut tried = BTreeSet::new();
     let mut last = String::from("no member to ask");
     while let Some(p) = queue.pop_front() {
-        if p == me || !tried.insert(p) {
+        if !tried.insert(p) {
+            continue;
+        }
+        if p == me {
+            // named the leader: a fenced member keeps its group, and may lead it (it was
+            // the leader when it paused, or won an election since); it writes there
+            if own.leader() == Some(me) {
+                match own.write(command.clone()).await {
+                    Ok(applied) => return Ok(applied),
+                    Err(e) => {
+                        last = format!("this member leads the log, and its write failed: {e}")
+                    }
+                }
+            }
             continue;
         }
         match transport.rpc(p, ViewRpc::Write(command.clone())).await {
