@@ -2,10 +2,11 @@
 //! text at `GET /metrics`, encoded by `prometheus-client` on each scrape.
 //!
 //! The HTTP side is the least a scraper needs: one request per connection, `GET /metrics`
-//! answered `200`, any other path `404`, any other method `405`. A request must arrive
-//! within [`REQUEST_TIMEOUT`] and fit in [`MAX_REQUEST`] bytes, and at most [`MAX_SCRAPES`]
-//! connections are served at once (the others wait in the kernel's backlog): a flood of
-//! sockets cannot grow the node's memory or starve its links.
+//! answered `200`, any other path `404`, any other method `405`. The whole exchange must end
+//! within [`REQUEST_TIMEOUT`], a request fit in [`MAX_REQUEST`] bytes, and at most
+//! [`MAX_SCRAPES`] connections are served at once (one past them is closed at once): a flood
+//! of sockets cannot grow the node's memory or starve its links. Bind it to loopback or a
+//! management network: it is not authenticated.
 
 use lkcs::net::{NodeHandle, NodeMetrics, WAIT_BUCKETS};
 use prometheus_client::collector::Collector;
@@ -19,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// How long a scraper may take to send its request.
+/// How long a scrape may take, from the connection to the last byte of the answer.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// The longest request read.
 pub const MAX_REQUEST: usize = 8 * 1024;
@@ -274,15 +275,23 @@ pub fn serve(listener: tokio::net::TcpListener, h: NodeHandle) {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_SCRAPES));
     tokio::spawn(async move {
         loop {
-            let Ok(permit) = slots.clone().acquire_owned().await else {
-                return;
+            let conn = match listener.accept().await {
+                Ok((conn, _)) => conn,
+                Err(_) => {
+                    // out of file descriptors, say: let the node run meanwhile
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
             };
-            let Ok((conn, _)) = listener.accept().await else {
+            // every slot taken: closed at once, the scraper tries again
+            let Ok(permit) = slots.clone().try_acquire_owned() else {
                 continue;
             };
             let registry = registry.clone();
             tokio::spawn(async move {
-                let _ = answer(conn, &registry).await;
+                // one deadline for the whole exchange: a client that does not read cannot
+                // hold its slot
+                let _ = tokio::time::timeout(REQUEST_TIMEOUT, answer(conn, &registry)).await;
                 drop(permit);
             });
         }
@@ -303,9 +312,7 @@ async fn answer(mut conn: tokio::net::TcpStream, registry: &Registry) -> std::io
         }
         Ok::<(), std::io::Error>(())
     };
-    if tokio::time::timeout(REQUEST_TIMEOUT, read).await.is_err() {
-        return Ok(()); // too slow: dropped
-    }
+    read.await?;
     let head = String::from_utf8_lossy(&buf);
     let mut words = head.lines().next().unwrap_or("").split_whitespace();
     let (status, kind, body) = match (words.next(), words.next()) {

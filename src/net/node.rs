@@ -91,10 +91,19 @@ pub enum Wire<M> {
         /// The message.
         msg: M,
     },
-    /// The members the sender knows have finished (sorted).
-    Finished(Vec<ProcessId>),
+    /// The members the sender knows have finished (sorted), as of view `view` (0 without
+    /// views): news older than a member's return to the view says nothing about it.
+    Finished {
+        /// The sender's view.
+        view: u64,
+        /// The members.
+        ids: Vec<ProcessId>,
+    },
     /// Every member has finished; the sender needs nothing more from the receiver.
-    Bye,
+    Bye {
+        /// The sender's view (0 without views).
+        view: u64,
+    },
     /// A message of the view log (an encoded [`ViewFrame`]), between members that run it
     /// ([`Node::spawn_with_views`]).
     View(Vec<u8>),
@@ -364,9 +373,12 @@ impl NodeHandle {
         if self.status.has_changed().is_err() {
             return None; // the node stopped
         }
-        let s = self.status.borrow();
-        match (&s.fenced, s.leased, self.state.borrow().0) {
-            (None, true, CsState::InCs) => s.token,
+        let (fenced, leased, token) = {
+            let s = self.status.borrow();
+            (s.fenced.is_some(), s.leased, s.token)
+        };
+        match (fenced, leased, self.state()) {
+            (false, true, CsState::InCs) => token,
             _ => None,
         }
     }
@@ -475,14 +487,18 @@ impl NodeHandle {
     /// The node's numbers now: calls by outcome, waiting times, messages and link events per
     /// peer, views and fences, the member's state (docs/operations.md lists them).
     pub fn metrics(&self) -> NodeMetrics {
-        self.metrics
-            .snapshot(self.id, &self.status.borrow(), self.state_name())
+        // one borrow of the status, released before the state's (a second read borrow
+        // while the core waits to write could deadlock)
+        let state = self.state_name();
+        let status = self.status.borrow().clone();
+        self.metrics.snapshot(self.id, &status, state)
     }
 
     /// The member's state in one word: `active`, `inactive`, `entering`, `exiting`, or
     /// `evicted` while it is fenced.
     pub fn state_name(&self) -> &'static str {
-        if self.status.borrow().fenced.is_some() {
+        let fenced = self.status.borrow().fenced.is_some();
+        if fenced {
             return "evicted";
         }
         match (self.state(), self.pending()) {
@@ -684,6 +700,18 @@ struct Core<A: CsObject> {
     tokens: Tokens,
     /// The node's counters ([`NodeHandle::metrics`]).
     metrics: Arc<Recorder>,
+    /// Messages of the run's end of a later view, kept until it installs.
+    end_ahead: Vec<(ProcessId, u64, End)>,
+    /// Per member, the view it last came back in (every member, for this process's own
+    /// rejoin): the run's end news of older views does not count for it.
+    renewed: BTreeMap<ProcessId, u64>,
+}
+
+/// A message of the run's end ([`Wire::Finished`], [`Wire::Bye`]).
+#[derive(Debug)]
+enum End {
+    Finished(Vec<ProcessId>),
+    Bye,
 }
 
 impl<A: CsObject> fmt::Debug for Core<A> {
@@ -840,12 +868,22 @@ impl<A: CsObject> Node<A> {
             leaving: false,
             tokens,
             metrics: metrics.clone(),
+            end_ahead: Vec::new(),
+            renewed: BTreeMap::new(),
         };
         core.publish_status();
         let core = Arc::new(Shared {
             core: Mutex::new(core),
             task: std::sync::OnceLock::new(),
         });
+        // the operator's status request (`lkcs status`), answered under the core's lock
+        let reporting = Arc::downgrade(&core);
+        net.serve_status(Arc::new(move || {
+            reporting
+                .upgrade()
+                .and_then(|shared| postcard::to_allocvec(&shared.lock().report()).ok())
+                .unwrap_or_default()
+        }));
         let node = Node {
             core: core.clone(),
             net,
@@ -1023,11 +1061,8 @@ impl<A: CsObject> Core<A> {
                         self.tokens.seen(clock);
                         self.in_view(from, view, msg)
                     }
-                    Wire::Finished(ids) => self.learn_finished(&ids),
-                    Wire::Bye => {
-                        self.byes.insert(from);
-                        self.publish_status();
-                    }
+                    Wire::Finished { view, ids } => self.on_end(from, view, End::Finished(ids)),
+                    Wire::Bye { view } => self.on_end(from, view, End::Bye),
                     Wire::View(_) => {} // handled above
                 }
             }
@@ -1073,6 +1108,67 @@ impl<A: CsObject> Core<A> {
                     self.connected.insert(p);
                     self.publish_status();
                 }
+            }
+        }
+    }
+
+    /// What the member tells the operator ([`super::MemberReport`]).
+    fn report(&self) -> super::MemberReport {
+        let status = self.status.borrow();
+        let (state, pending) = *self.published.borrow();
+        let state = match (&status.fenced, state, pending) {
+            (Some(_), _, _) => "evicted",
+            (None, CsState::InCs, Some(_)) => "exiting",
+            (None, CsState::InCs, None) => "active",
+            (None, CsState::OutCs, Some(_)) => "entering",
+            (None, CsState::OutCs, None) => "inactive",
+        };
+        let awaiting = match (&self.views, self.obj.pending()) {
+            (_, None) => Vec::new(),
+            (Some(v), Some(_)) => self
+                .obj
+                .awaiting()
+                .into_iter()
+                .map(|d| v.cluster(d))
+                .collect(),
+            (None, Some(_)) => self.obj.awaiting().into_iter().collect(),
+        };
+        super::MemberReport {
+            member: self.me.index(),
+            view: status.view.as_ref().map(|v| v.number),
+            members: status
+                .view
+                .as_ref()
+                .map(|v| v.members.iter().map(|p| p.index()).collect())
+                .unwrap_or_default(),
+            state: state.into(),
+            awaiting: awaiting.iter().map(|p| p.index()).collect(),
+            unreachable: self.unreachable.iter().map(|p| p.index()).collect(),
+            fenced: status.fenced.as_ref().map(|f| f.why.clone()),
+        }
+    }
+
+    /// A message of the run's end from `from`, sent in view `view`: kept until that view
+    /// installs when it is ahead; news older than a member's return to the view (its
+    /// `renewed` view) is about the member's previous life, and ignored.
+    fn on_end(&mut self, from: ProcessId, view: u64, end: End) {
+        let current = self.views.as_ref().map_or(0, |v| v.number);
+        if view > current {
+            if self.end_ahead.len() < MAX_AHEAD {
+                self.end_ahead.push((from, view, end));
+            }
+            return;
+        }
+        let stale = |p: &ProcessId| self.renewed.get(p).is_some_and(|r| view < *r);
+        match end {
+            End::Finished(ids) => {
+                let ids: Vec<ProcessId> = ids.into_iter().filter(|p| !stale(p)).collect();
+                self.learn_finished(&ids);
+            }
+            End::Bye if stale(&from) => {}
+            End::Bye => {
+                self.byes.insert(from);
+                self.publish_status();
             }
         }
     }
@@ -1173,12 +1269,16 @@ impl<A: CsObject> Core<A> {
             self.finished.remove(&self.me);
             self.byes.clear();
             self.said_bye.clear();
+            for p in processes.keys() {
+                self.renewed.insert(*p, number);
+            }
         }
         for p in &renewed {
             // back in the view: it has its pairs to make, and says bye again at the end
             self.finished.remove(p);
             self.byes.remove(p);
             self.said_bye.remove(p);
+            self.renewed.insert(*p, number);
         }
         v.processes = processes.clone();
         views::lock(&v.shared.lease).installed(&rebuilt.members);
@@ -1205,6 +1305,14 @@ impl<A: CsObject> Core<A> {
         self.after(Outbox::new());
         self.learn_finished(&[]);
         self.publish_status();
+        // the run's end news of this view that came early
+        let (now, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.end_ahead)
+            .into_iter()
+            .partition(|(_, view, _)| *view <= number);
+        self.end_ahead = later;
+        for (from, view, end) in now {
+            self.on_end(from, view, end);
+        }
         for (from, view, msg) in ahead {
             if view >= number {
                 self.in_view(from, view, msg);
@@ -1527,6 +1635,7 @@ impl<A: CsObject> Core<A> {
             return;
         }
         let known: Vec<ProcessId> = self.finished.iter().copied().collect();
+        let view = self.views.as_ref().map_or(0, |v| v.number);
         for &p in &self.peers {
             let send = |w| {
                 if let Err(e) = self.net.send(p, w) {
@@ -1539,9 +1648,12 @@ impl<A: CsObject> Core<A> {
                     );
                 }
             };
-            send(Wire::Finished(known.clone()));
+            send(Wire::Finished {
+                view,
+                ids: known.clone(),
+            });
             if all {
-                send(Wire::Bye);
+                send(Wire::Bye { view });
             }
         }
         if all {
@@ -1631,8 +1743,11 @@ mod tests {
                 clock: 7,
                 msg: vec![1, 300, u32::MAX],
             },
-            Wire::Finished(vec![ProcessId(0), ProcessId(7)]),
-            Wire::Bye,
+            Wire::Finished {
+                view: 3,
+                ids: vec![ProcessId(0), ProcessId(7)],
+            },
+            Wire::Bye { view: 3 },
             Wire::Cs {
                 clock: u64::MAX,
                 msg: (0..200).collect(),
