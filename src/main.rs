@@ -61,6 +61,10 @@ enum Command {
     Node(cli::node::NodeArgs),
     /// Create a cluster: `lkcs cluster init` writes a cluster file and a key pair per member.
     Cluster(cli::cluster::ClusterArgs),
+    /// Ask every member of a cluster its status, as the operator: one line per member (id,
+    /// address, reachable, view, state, what it waits on, the peers it cannot reach) and
+    /// the active counts against the bounds. Exit 0 when every member answered, 1 otherwise.
+    Status(cli::status::StatusArgs),
     /// Draw line plots of a CSV (one panel per --panel) into an SVG file.
     Plot(cli::plot::PlotArgs),
 }
@@ -246,6 +250,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => cli::sweep::run(&args),
         Command::Node(args) => cli::node::run(&args),
         Command::Cluster(args) => cli::cluster::run(&args),
+        Command::Status(args) => cli::status::run(&args),
         Command::Plot(args) => cli::plot::run(&args),
     }
 }

@@ -839,3 +839,107 @@ fn members_given_by_host_name_are_looked_up_when_used() {
     ));
     assert_clean_run(&ended, &monitor, 5);
 }
+
+/// `lkcs status`, as the operator (its own key, pinned in `[operator]`): with three nodes
+/// up it prints every member reachable, in the same view, with the state the line protocol
+/// gives, and exits 0; with one member stopped it names that member unreachable and exits
+/// 1. A cluster file that gives the operator a member's key is refused (exit 2).
+#[test]
+fn status_asks_every_member_as_the_operator() {
+    let dir = scratch("status");
+    let ports = free_ports(3);
+    let (op_path, op_key) = key_file("operator of the status test", 0);
+    let text = cluster_text(
+        SECRET,
+        "algorithm = \"gcs\"\ntopology = \"complete:3\"\nl = 1\nk = 2\ninitial = \"in:0\"",
+        &ports,
+        5000,
+    ) + &format!(
+        "[operator]\npublic_key = \"{}\"\nprivate_key = {:?}\n",
+        op_key.public(),
+        op_path.display().to_string()
+    );
+    let file = write(&dir, "cluster.toml", &text);
+    let mut nodes: Vec<Child> = (0..3)
+        .map(|i| {
+            Command::new(BIN)
+                .arg("node")
+                .arg("--cluster")
+                .arg(&file)
+                .args(["--id", &i.to_string()])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let status = |extra: &[&str]| {
+        Command::new(BIN)
+            .arg("status")
+            .arg("--cluster")
+            .arg(&file)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // every member up and answering (the nodes start in parallel with this loop)
+    let started = std::time::Instant::now();
+    let json = loop {
+        let out = status(&["--json"]);
+        if out.status.code() == Some(0) {
+            break serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap();
+        }
+        assert!(started.elapsed() < GUARD, "{out:?}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let members = json["members"].as_array().unwrap();
+    assert_eq!(members.len(), 3);
+    for (i, m) in members.iter().enumerate() {
+        assert_eq!(m["id"], i);
+        assert_eq!(m["reachable"], true, "{m}");
+        assert_eq!(m["address"], format!("127.0.0.1:{}", ports[i]));
+    }
+    assert_eq!(members[0]["state"], "active", "{json}");
+    assert_eq!(members[1]["state"], "inactive", "{json}");
+    assert_eq!(json["summary"]["answered"], 3);
+    assert_eq!(json["summary"]["outside_bounds"], serde_json::json!([]));
+    // P2 stopped: named unreachable, exit 1
+    let mut p2 = nodes.pop().unwrap();
+    p2.kill().unwrap();
+    p2.wait().unwrap();
+    let out = status(&["--timeout-ms", "2000"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("P2 "))
+        .expect("a line for P2");
+    assert!(line.contains("unreachable:"), "{line}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("P0 ") && l.contains(" reachable ")),
+        "{text}"
+    );
+    for mut n in nodes {
+        n.kill().unwrap();
+        n.wait().unwrap();
+    }
+    // the operator with a member's key: refused before anything connects
+    let (p0, k0) = key_file(SECRET, 0);
+    let stolen = cluster_text(SECRET, "algorithm = \"gcs\"", &ports, 5000)
+        + &format!(
+            "[operator]\npublic_key = \"{}\"\nprivate_key = {:?}\n",
+            k0.public(),
+            p0.display().to_string()
+        );
+    let bad = write(&dir, "bad.toml", &stolen);
+    let out = Command::new(BIN)
+        .args(["status", "--cluster"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the operator needs its own key"), "{err}");
+}

@@ -119,7 +119,7 @@ fn read_bounds(path: &Path) -> Result<BoundsFile, String> {
 }
 
 /// The cluster file's text, or every problem with the options.
-fn text(a: &InitArgs, keys: &[SecretKey]) -> Result<String, Vec<String>> {
+fn text(a: &InitArgs, keys: &[SecretKey], operator: &SecretKey) -> Result<String, Vec<String>> {
     let mut problems = Vec::new();
     if a.members == 0 || a.members > MAX_MEMBERS {
         problems.push(format!("--members must be in 1..={MAX_MEMBERS}"));
@@ -219,14 +219,42 @@ fn text(a: &InitArgs, keys: &[SecretKey]) -> Result<String, Vec<String>> {
             key.public()
         );
     }
+    let _ = writeln!(
+        t,
+        "# the operator (`lkcs status`): pinned for no member, it may only ask their status
+         [operator]
+public_key = \"{}\"
+private_key = \"keys/operator.key\"",
+        operator.public()
+    );
     Ok(t)
+}
+
+/// Writes the operator's private key file, readable by its owner only.
+fn write_operator_key(path: &Path, key: &SecretKey) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut f = options.open(path)?;
+    writeln!(
+        f,
+        "# lkcs: the operator's private key (X25519, `lkcs status`); keep it on the operator's host only"
+    )?;
+    writeln!(f, "{}", key.to_hex())?;
+    f.sync_all()
 }
 
 fn init(a: &InitArgs) -> ExitCode {
     let keys: Vec<SecretKey> = (0..a.members.min(MAX_MEMBERS))
         .map(|_| SecretKey::generate())
         .collect();
-    let text = match text(a, &keys) {
+    let operator = SecretKey::generate();
+    let text = match text(a, &keys, &operator) {
         Ok(t) => t,
         Err(problems) => {
             for p in problems {
@@ -261,6 +289,7 @@ fn init(a: &InitArgs) -> ExitCode {
         for (i, key) in keys.iter().enumerate() {
             write_key(&keys_dir.join(format!("{i}.key")), i, key)?;
         }
+        write_operator_key(&keys_dir.join("operator.key"), &operator)?;
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create_new(true);
         #[cfg(unix)]
@@ -278,11 +307,12 @@ fn init(a: &InitArgs) -> ExitCode {
         return ExitCode::from(1);
     }
     say!(
-        "wrote {} ({} members) and {}/0..{}.key",
+        "wrote {} ({} members), {}/0..{}.key and the operator's {}/operator.key",
         file.display(),
         a.members,
         keys_dir.display(),
-        a.members - 1
+        a.members - 1,
+        keys_dir.display()
     );
     say!(
         "start member I with: lkcs node --cluster {} --id I",

@@ -7,5 +7,6 @@ pub(crate) mod formula;
 pub(crate) mod metrics;
 pub(crate) mod node;
 pub(crate) mod plot;
+pub(crate) mod status;
 pub(crate) mod summary;
 pub(crate) mod sweep;

@@ -88,6 +88,15 @@ struct File {
     members: BTreeMap<String, MemberTable>,
     #[serde(default)]
     timing: TimingTable,
+    operator: Option<OperatorTable>,
+}
+
+/// The operator's identity (`lkcs status`): pinned for no member.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OperatorTable {
+    public_key: String,
+    private_key: Option<String>,
 }
 
 /// One member of a cluster file.
@@ -157,6 +166,8 @@ pub struct Cluster {
     keys: Vec<PublicKey>,
     /// Each member's private key file, resolved against the cluster file's folder.
     private_keys: Vec<Option<PathBuf>>,
+    /// The operator's public key and private key file, when the file has `[operator]`.
+    operator: Option<(PublicKey, Option<PathBuf>)>,
     /// The cluster file, when read from one.
     path: Option<PathBuf>,
     allow_example_keys: bool,
@@ -242,6 +253,19 @@ impl Cluster {
         })?;
         let mut problems = Vec::new();
         let (members, keys, private_keys) = members(&file.members, base, &mut problems);
+        let operator = file.operator.as_ref().and_then(|o| {
+            let Some(key) = PublicKey::from_hex(&o.public_key) else {
+                problems.push(invalid("[operator]: public_key: expected 64 hex digits"));
+                return None;
+            };
+            if let Some(i) = keys.iter().position(|k| *k == key) {
+                problems.push(invalid(format!(
+                    "[operator]: public_key is member {i}'s: the operator needs its own key"
+                )));
+                return None;
+            }
+            Some((key, o.private_key.as_ref().map(|p| base.join(p))))
+        });
         let timing = timing(&file.timing, &mut problems);
         let views = view_timing(&file.timing);
         let q = &file.quota;
@@ -316,6 +340,7 @@ impl Cluster {
             members,
             keys,
             private_keys,
+            operator,
             path: None,
             allow_example_keys: false,
             epoch: file.epoch,
@@ -354,13 +379,42 @@ impl Cluster {
         self.keys.get(id.index()).copied()
     }
 
-    /// Every member's pinned public key.
+    /// Every member's pinned public key, and the operator's
+    /// ([`OPERATOR`](super::OPERATOR)) when the file has one: a member serves it its status
+    /// and nothing else.
     pub fn trust(&self) -> super::Trust {
         self.keys
             .iter()
             .enumerate()
             .map(|(i, k)| (ProcessId(i as u32), *k))
+            .chain(self.operator.as_ref().map(|(k, _)| (super::OPERATOR, *k)))
             .collect()
+    }
+
+    /// The operator's identity (`lkcs status`), from the private key the file's
+    /// `[operator]` names: checked as [`Cluster::member_key`] checks a member's. The error
+    /// names the file, or says the cluster has no operator.
+    pub fn operator_identity(&self) -> Result<super::Identity, NetError> {
+        let Some((public, path)) = &self.operator else {
+            return Err(NetError::Credentials(
+                "the cluster file has no [operator] (`lkcs cluster init` writes one)".into(),
+            ));
+        };
+        let path = path.as_ref().ok_or_else(|| {
+            NetError::Credentials("[operator] has no private_key on this host".into())
+        })?;
+        let key = read_key(path)?;
+        if key.public() != *public {
+            return Err(NetError::Credentials(format!(
+                "{}: not the operator's key (its public key is not the one the cluster file pins)",
+                path.display()
+            )));
+        }
+        check_private(path)?;
+        if let Some(p) = &self.path {
+            check_private(p)?;
+        }
+        Ok(super::status::operator_identity(self, key))
     }
 
     /// The member's private key file, as the cluster file names it (resolved against the

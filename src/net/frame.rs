@@ -56,6 +56,11 @@ pub enum Frame<M> {
     },
     /// "I am alive", sent on an idle connection.
     Heartbeat,
+    /// The operator ([`OPERATOR`](super::OPERATOR)) asks the member's status, on a
+    /// connection that serves nothing else.
+    StatusRequest,
+    /// The member's answer: an encoded [`MemberReport`](super::MemberReport).
+    Status(Vec<u8>),
 }
 
 /// Who the sender is, whom it wants and what cluster it runs; sent only to a peer whose key

@@ -198,6 +198,8 @@ pub struct Net<M> {
     local: SocketAddr,
     /// What the links' events counted, for the node's metrics.
     recorder: Arc<super::metrics::Recorder>,
+    /// What answers the operator ([`Net::serve_status`]).
+    status: StatusSlot,
 }
 
 impl<M> Drop for Net<M> {
@@ -218,6 +220,7 @@ where
         let me = config.identity.id;
         // every link event is counted (the node's metrics) before it is logged
         let recorder = Arc::new(super::metrics::Recorder::default());
+        let status = StatusSlot::default();
         config.log = super::metrics::counting(config.log, recorder.clone());
         if config.peers.contains_key(&me) {
             return Err(NetError::Config(format!("{me} lists itself as a peer")));
@@ -294,11 +297,13 @@ where
             sources,
             ready,
             refusals: Mutex::new(BTreeMap::new()),
+            status: status.clone(),
         };
         tasks.push(tokio::spawn(acceptor.run::<M>(listener)));
         Ok(Net {
             me,
             recorder,
+            status,
             incarnation,
             timing: config.timing,
             links: NetSender(Arc::new(links)),
@@ -306,6 +311,13 @@ where
             tasks,
             local,
         })
+    }
+
+    /// Serves the operator's status requests with `f` from now on (the first call wins):
+    /// a connection authenticated with the cluster file's operator key
+    /// ([`OPERATOR`](super::OPERATOR)) may ask it, and nothing else.
+    pub fn serve_status(&self, f: StatusFn) {
+        let _ = self.status.0.set(f);
     }
 
     /// The counters the links' events feed (the node's metrics).
@@ -397,7 +409,28 @@ struct Acceptor {
     /// Per source: when its last refusal was logged, how many were not logged since, and
     /// the last reason.
     refusals: Mutex<BTreeMap<IpAddr, (Instant, u64, String)>>,
+    /// What answers the operator's status request, once the node set it.
+    status: StatusSlot,
 }
+
+/// Where the node puts what answers the operator ([`Net::serve_status`]).
+#[derive(Clone, Default)]
+struct StatusSlot(Arc<std::sync::OnceLock<StatusFn>>);
+
+impl StatusSlot {
+    fn get(&self) -> Option<&StatusFn> {
+        self.0.get()
+    }
+}
+
+impl std::fmt::Debug for StatusSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StatusSlot(served: {})", self.0.get().is_some())
+    }
+}
+
+/// Encodes the member's status for the operator ([`Net::serve_status`]).
+pub type StatusFn = Arc<dyn Fn() -> Vec<u8> + Send + Sync>;
 
 /// How often the peers given by host name are looked up again to admit their connections
 /// (a name that did not resolve is tried again after [`Timing::backoff_max`]).
@@ -677,11 +710,23 @@ impl Acceptor {
                 let _permits = (permit, per_source);
                 let _ = stream.set_nodelay(true);
                 let mut conn = Framed::new(stream, super::frame::codec());
+                // the operator may connect once the node serves its status
                 let shake =
                     handshake::handshake::<M>(&mut conn, &this.me, &this.trust, None, |p| {
                         this.accepted.contains_key(&p)
+                            || (p == super::OPERATOR && this.status.get().is_some())
                     });
                 match tokio::time::timeout(this.timing.handshake_timeout, shake).await {
+                    Ok(Ok(hello)) if hello.id == super::OPERATOR => {
+                        // the permits stay held until it is answered: operators cannot
+                        // flood past the handshake slots
+                        let serve = serve_operator::<M>(&mut conn, &this.status);
+                        if let Ok(Err(error)) =
+                            tokio::time::timeout(this.timing.handshake_timeout, serve).await
+                        {
+                            this.refused(addr, Some(super::OPERATOR), error);
+                        }
+                    }
                     Ok(Ok(hello)) => {
                         if let Some(link) = this.accepted.get(&hello.id) {
                             // a link that does not take it within the deadline is busy
@@ -698,6 +743,23 @@ impl Acceptor {
             });
         }
     }
+}
+
+/// Answers the operator's one status request on `conn`, then the connection closes.
+async fn serve_operator<M: Serialize + DeserializeOwned>(
+    conn: &mut Conn,
+    status: &StatusSlot,
+) -> Result<(), HandshakeError> {
+    match handshake::recv::<M>(conn).await? {
+        Frame::StatusRequest => {}
+        _ => {
+            return Err(HandshakeError::Protocol(
+                "the operator may only ask the status",
+            ))
+        }
+    }
+    let report = status.get().map_or_else(Vec::new, |f| f());
+    handshake::send(conn, &Frame::<M>::Status(report)).await
 }
 
 /// Why a connection ended.
@@ -1138,7 +1200,7 @@ where
                         Ok(Frame::Refuse(r)) => {
                             return Ended::Dropped(format!("refused by the peer: {r}"));
                         }
-                        Ok(Frame::Hello(_) | Frame::Resume { .. }) => {
+                        Ok(Frame::Hello(_) | Frame::Resume { .. } | Frame::StatusRequest | Frame::Status(_)) => {
                             self.log(LogEvent::Dropped { peer: self.peer, reason: "handshake frame on a live link".into() });
                         }
                     }

@@ -79,19 +79,21 @@ pub mod link;
 mod member;
 mod metrics;
 pub mod node;
+mod status;
 pub mod view;
 
 pub use address::MemberAddress;
 pub use channel::{PublicKey, SecretKey};
 pub use cluster::{Cluster, ViewTiming};
 pub use handshake::{HandshakeError, Trust};
-pub use link::{Net, NetEvent, NetSender};
+pub use link::{Net, NetEvent, NetSender, StatusFn};
 pub use metrics::{CallOutcome, NodeMetrics, PeerMetrics, WaitHistogram, WAIT_BUCKETS};
 pub use node::{
     margin_holds, rebuild_from, Fenced, LeaseWatch, LinkTransport, Node, NodeError, NodeHandle,
     NodeStatus, Observer, Rebuild, Rebuilt, ViewFrame, ViewOptions, ViewStatus, Wire, CLOCK_DRIFT,
     MAX_VIEW_FRAME,
 };
+pub use status::{ask_status, MemberReport};
 
 use crate::id::ProcessId;
 use sha2::{Digest, Sha256};
@@ -100,6 +102,10 @@ use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The id the operator's connections claim (`lkcs status`): authenticated by the cluster
+/// file's `[operator] public_key`, it may ask a member's status and nothing else.
+pub const OPERATOR: ProcessId = ProcessId(u32::MAX);
 
 /// Who a member is, as its handshakes present it.
 #[derive(Clone)]
