@@ -616,8 +616,9 @@ fn bad_cluster_input_exits_2() {
     }
 }
 
-/// `lkcs cluster init` writes the keys mode 600; a node refuses (exit 2, naming the file) a
-/// private key or cluster file that group or others can read, and the example keys without
+/// `lkcs cluster init` writes the keys (the operator's too) mode 600; a node (and `lkcs
+/// status`, for the operator's key) refuses (exit 2, naming the file) a private key or
+/// cluster file that group or others can read, and the example keys without
 /// `--allow-example-keys`; bad `cluster init` input exits 2, one line per problem.
 #[test]
 fn readable_keys_and_example_keys_are_refused_naming_the_file() {
@@ -634,7 +635,8 @@ fn readable_keys_and_example_keys_are_refused_naming_the_file() {
     assert_eq!(init.status.code(), Some(0), "{init:?}");
     let file = out_dir.join("cluster.toml");
     let key0 = out_dir.join("keys/0.key");
-    for f in [&file, &key0] {
+    let operator = out_dir.join("keys/operator.key");
+    for f in [&file, &key0, &operator] {
         let mode = std::fs::metadata(f).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{}", f.display());
     }
@@ -665,6 +667,20 @@ fn readable_keys_and_example_keys_are_refused_naming_the_file() {
     );
     assert!(err.contains("group or others"), "{err}");
     chmod(&key0, 0o600);
+    // the operator's key others can read: `lkcs status` refuses it before connecting
+    chmod(&operator, 0o644);
+    let out = Command::new(BIN)
+        .args(["status", "--cluster"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&operator.display().to_string()) && err.contains("group or others"),
+        "{err}"
+    );
+    chmod(&operator, 0o600);
     // a cluster file others can read
     chmod(&file, 0o640);
     let (code, err) = node(&file, &[]);

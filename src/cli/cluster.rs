@@ -1,7 +1,7 @@
 //! `lkcs cluster init`: writes a cluster file and one key pair per member.
 
 use clap::{Args, Subcommand};
-use lkcs::net::cluster::write_key;
+use lkcs::net::cluster::{write_key, write_operator_key};
 use lkcs::net::{Cluster, SecretKey};
 use lkcs::BoundsFile;
 use std::fmt::Write as _;
@@ -228,25 +228,6 @@ private_key = \"keys/operator.key\"",
         operator.public()
     );
     Ok(t)
-}
-
-/// Writes the operator's private key file, readable by its owner only.
-fn write_operator_key(path: &Path, key: &SecretKey) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut f = options.open(path)?;
-    writeln!(
-        f,
-        "# lkcs: the operator's private key (X25519, `lkcs status`); keep it on the operator's host only"
-    )?;
-    writeln!(f, "{}", key.to_hex())?;
-    f.sync_all()
 }
 
 fn init(a: &InitArgs) -> ExitCode {

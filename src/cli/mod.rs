@@ -10,3 +10,12 @@ pub(crate) mod plot;
 pub(crate) mod status;
 pub(crate) mod summary;
 pub(crate) mod sweep;
+
+/// The single-threaded tokio runtime `lkcs node` and `lkcs status` run on, or the `error:`
+/// line to print when it cannot start.
+pub(crate) fn current_thread_runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("error: cannot start the runtime: {e}"))
+}

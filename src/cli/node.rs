@@ -175,13 +175,10 @@ pub fn run(args: &NodeArgs) -> ExitCode {
     // one thread runs the node's tasks and its workload or line protocol: a member's
     // handlers run one at a time anyway, and a hand-off between worker threads would cost a
     // wake-up on every message
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match super::current_thread_runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            warn!("error: cannot start the runtime: {e}");
+            warn!("{e}");
             return ExitCode::from(1);
         }
     };

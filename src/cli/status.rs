@@ -50,13 +50,10 @@ pub fn run(args: &StatusArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match super::current_thread_runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            warn!("error: cannot start the runtime: {e}");
+            warn!("{e}");
             return ExitCode::from(1);
         }
     };

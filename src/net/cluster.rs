@@ -662,6 +662,24 @@ fn read_key(path: &Path) -> Result<SecretKey, NetError> {
 
 /// Writes a member's private key file, readable by its owner only.
 pub fn write_key(path: &Path, id: usize, key: &SecretKey) -> std::io::Result<()> {
+    write_secret(
+        path,
+        &format!("the private key of member {id} (X25519); keep it on member {id}'s host only"),
+        key,
+    )
+}
+
+/// Writes the operator's private key file (`lkcs status`), readable by its owner only.
+pub fn write_operator_key(path: &Path, key: &SecretKey) -> std::io::Result<()> {
+    write_secret(
+        path,
+        "the operator's private key (X25519, `lkcs status`); keep it on the operator's host only",
+        key,
+    )
+}
+
+/// Writes `key` to a new file readable by its owner only, after a comment saying whose.
+fn write_secret(path: &Path, whose: &str, key: &SecretKey) -> std::io::Result<()> {
     use std::io::Write;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
@@ -671,10 +689,7 @@ pub fn write_key(path: &Path, id: usize, key: &SecretKey) -> std::io::Result<()>
         options.mode(0o600);
     }
     let mut f = options.open(path)?;
-    writeln!(
-        f,
-        "# lkcs: the private key of member {id} (X25519); keep it on member {id}'s host only"
-    )?;
+    writeln!(f, "# lkcs: {whose}")?;
     writeln!(f, "{}", key.to_hex())?;
     f.sync_all()
 }
