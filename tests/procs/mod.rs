@@ -51,6 +51,8 @@ pub fn key_file(keys: &str, i: usize) -> (PathBuf, SecretKey) {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("{i}.key"));
+    // a folder left by an earlier process with the same pid (pids are reused)
+    let _ = std::fs::remove_file(&path);
     lkcs::net::cluster::write_key(&path, i, &key).unwrap();
     (path, key)
 }
