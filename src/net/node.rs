@@ -300,6 +300,18 @@ trait Calls: Send + Sync {
     fn stop(&self);
 }
 
+/// A member's state in one word: `evicted` while fenced, else `active`, `inactive`,
+/// `entering` or `exiting`.
+fn state_word(fenced: bool, state: CsState, pending: Option<Sequence>) -> &'static str {
+    match (fenced, state, pending) {
+        (true, _, _) => "evicted",
+        (false, CsState::InCs, Some(_)) => "exiting",
+        (false, CsState::InCs, None) => "active",
+        (false, CsState::OutCs, Some(_)) => "entering",
+        (false, CsState::OutCs, None) => "inactive",
+    }
+}
+
 /// Counts one call when it ends: with its outcome, or as cancelled when its future is
 /// dropped first (a timeout).
 struct CallRecord<'a> {
@@ -498,15 +510,8 @@ impl NodeHandle {
     /// `evicted` while it is fenced.
     pub fn state_name(&self) -> &'static str {
         let fenced = self.status.borrow().fenced.is_some();
-        if fenced {
-            return "evicted";
-        }
-        match (self.state(), self.pending()) {
-            (CsState::InCs, Some(_)) => "exiting",
-            (CsState::InCs, None) => "active",
-            (CsState::OutCs, Some(_)) => "entering",
-            (CsState::OutCs, None) => "inactive",
-        }
+        let (state, pending) = *self.state.borrow();
+        state_word(fenced, state, pending)
     }
 
     async fn reach_uncounted(&self, target: CsState) -> Result<(), NodeError> {
@@ -1116,13 +1121,7 @@ impl<A: CsObject> Core<A> {
     fn report(&self) -> super::MemberReport {
         let status = self.status.borrow();
         let (state, pending) = *self.published.borrow();
-        let state = match (&status.fenced, state, pending) {
-            (Some(_), _, _) => "evicted",
-            (None, CsState::InCs, Some(_)) => "exiting",
-            (None, CsState::InCs, None) => "active",
-            (None, CsState::OutCs, Some(_)) => "entering",
-            (None, CsState::OutCs, None) => "inactive",
-        };
+        let state = state_word(status.fenced.is_some(), state, pending);
         let awaiting = match (&self.views, self.obj.pending()) {
             (_, None) => Vec::new(),
             (Some(v), Some(_)) => self
