@@ -7,7 +7,7 @@ mod ports;
 use lkcs::net::frame::Refusal;
 use lkcs::net::{
     CallOutcome, HandshakeError, Identity, LogEvent, Logger, MemberAddress, Net, NetConfig,
-    NetEvent, Node, NodeError, NodeHandle, Observer, SecretKey, Timing, Trust,
+    NetEvent, Node, NodeError, NodeHandle, Observer, SecretKey, Timing, Trust, OPERATOR,
 };
 use lkcs::{
     Algorithm, CsObject, CsState, Instance, Observed, ProcessId, Sequence, SystemSpec,
@@ -576,6 +576,56 @@ async fn a_member_claiming_another_id_is_refused() {
     .await
     .expect("hang guard");
     assert_eq!(got, (ProcessId(0), 7));
+}
+
+/// The operator's key (pinned for [`OPERATOR`] beside the members' keys) cannot act as a
+/// member: claiming a member's id, it is refused as an id mismatch that names the operator,
+/// and nothing connects. (Authenticated as the operator, it may only ask the status: a unit
+/// test of `lkcs::net`'s links.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_key_cannot_claim_a_member_id() {
+    let operator = key(1000);
+    let with_operator = |mut c: NetConfig| {
+        c.keys = (0..16)
+            .map(|i| (ProcessId(i), key(i).public()))
+            .chain([(OPERATOR, operator.public())])
+            .collect();
+        c
+    };
+    let logs = Logs::default();
+    let l1 = bind().await;
+    let a1 = l1.local_addr().unwrap();
+    let unused: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let c1 = with_operator(config(identity(1, SPEC, 1), &[(0, unused)], &logs));
+    let n1: Net<u64> = Net::start(c1, l1).unwrap();
+    n1.serve_status(Arc::new(|| b"the status".to_vec()));
+
+    // the operator's key, P0's id
+    let liar = Identity::new(
+        ProcessId(0),
+        operator.clone(),
+        lkcs::net::spec_hash(SPEC),
+        1,
+    );
+    let liar_logs = Logs::default();
+    let liar_net: Net<u64> = Net::start(
+        with_operator(config(liar, &[(1, a1)], &liar_logs)),
+        bind().await,
+    )
+    .unwrap();
+    logs.wait_for("P1 refuses the operator claiming P0", |p, e| {
+        p == ProcessId(1)
+            && matches!(
+                e,
+                LogEvent::Refused {
+                    error: HandshakeError::IdMismatch { claimed, authenticated },
+                    ..
+                } if *claimed == ProcessId(0) && *authenticated == OPERATOR
+            )
+    })
+    .await;
+    drop(liar_net);
+    assert!(!logs.any(|_, e| matches!(e, LogEvent::Connected { .. })));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -30,6 +30,14 @@ fn inc(i: u32) -> u64 {
     100 + u64::from(i)
 }
 
+/// Evicts member `i`'s first process.
+fn evict(i: u32) -> Proposal {
+    Proposal::Evict {
+        member: p(i),
+        incarnation: inc(i),
+    }
+}
+
 /// The in-memory network: who can reach whom, and each member's group.
 #[derive(Default)]
 struct Switch {
@@ -253,7 +261,7 @@ async fn three_members_evict_one_cut_off() {
     guarded("three_members_evict_one_cut_off", async {
         let c = Cluster::start(&[true, false, false], config()).await;
         c.net.cut(p(2));
-        let a = c.g(0).propose(Proposal::Evict(p(2))).await;
+        let a = c.g(0).propose(evict(2)).await;
         assert!(took(&a), "evict 2: {a:?}");
         pending(c.g(1), 1).await;
         c.g(0).report(1, InCs, 0).await.expect("0 reports");
@@ -287,13 +295,13 @@ async fn five_members_a_second_crash_extends_the_change() {
     guarded("five_members_a_second_crash_extends_the_change", async {
         let c = Cluster::start(&[true, true, false, false, true], config()).await;
         c.net.cut(p(3));
-        let a = c.g(0).propose(Proposal::Evict(p(3))).await;
+        let a = c.g(0).propose(evict(3)).await;
         assert!(took(&a), "evict 3: {a:?}");
         pending(c.g(2), 1).await;
         c.g(0).report(1, InCs, 0).await.expect("0 reports");
         // a second member goes while view 1 is pending
         c.net.cut(p(4));
-        let a = c.g(1).propose(Proposal::Evict(p(4))).await;
+        let a = c.g(1).propose(evict(4)).await;
         assert!(
             matches!(a, Ok(Applied::Extended { next: 1, .. })) || took(&a),
             "evict 4: {a:?}"
@@ -332,7 +340,7 @@ async fn a_slow_member_that_reports_in_time_is_kept() {
     guarded("a_slow_member_that_reports_in_time_is_kept", async {
         let c = Cluster::start(&[false, false, true], config()).await;
         c.net.cut(p(2));
-        let a = c.g(0).propose(Proposal::Evict(p(2))).await;
+        let a = c.g(0).propose(evict(2)).await;
         assert!(took(&a), "evict 2: {a:?}");
         c.g(0).report(1, OutCs, 0).await.expect("0 reports");
         // member 2 was only slow: it comes back (still slow) and reports before member 1
@@ -366,7 +374,7 @@ async fn an_evicted_member_rejoins_inactive() {
     guarded("an_evicted_member_rejoins_inactive", async {
         let mut c = Cluster::start(&[false, true, true], config()).await;
         c.net.cut(p(2));
-        let a = c.g(1).propose(Proposal::Evict(p(2))).await;
+        let a = c.g(1).propose(evict(2)).await;
         assert!(took(&a), "evict 2: {a:?}");
         c.g(0).report(1, OutCs, 0).await.expect("0 reports");
         c.g(1).report(1, InCs, 0).await.expect("1 reports");
@@ -427,10 +435,10 @@ async fn a_minority_commits_nothing_the_majority_evicts_it() {
         // four proposals at once, from both members of the minority: each waits out the
         // same timeout
         let (a0, a1, a2, b0) = tokio::join!(
-            c.g(3).propose(Proposal::Evict(p(0))),
-            c.g(3).propose(Proposal::Evict(p(1))),
-            c.g(3).propose(Proposal::Evict(p(2))),
-            c.g(4).propose(Proposal::Evict(p(0))),
+            c.g(3).propose(evict(0)),
+            c.g(3).propose(evict(1)),
+            c.g(3).propose(evict(2)),
+            c.g(4).propose(evict(0)),
         );
         for (who, victim, a) in [(3, 0, a0), (3, 1, a1), (3, 2, a2), (4, 0, b0)] {
             assert!(
@@ -447,9 +455,9 @@ async fn a_minority_commits_nothing_the_majority_evicts_it() {
             );
         }
         // the 3 side evicts the 2
-        let a = c.g(0).propose(Proposal::Evict(p(3))).await;
+        let a = c.g(0).propose(evict(3)).await;
         assert!(took(&a), "evict 3: {a:?}");
-        let a = c.g(1).propose(Proposal::Evict(p(4))).await;
+        let a = c.g(1).propose(evict(4)).await;
         assert!(took(&a), "evict 4: {a:?}");
         for (i, s) in [(0, OutCs), (1, InCs), (2, OutCs)] {
             c.g(i).report(1, s, 0).await.expect("reports");
@@ -480,7 +488,7 @@ async fn every_member_installs_the_same_views_at_the_same_index() {
             let c = Cluster::start(&[true, false, true, false, false], config()).await;
             let mut events: Vec<_> = (0..3).map(|i| c.g(i).subscribe()).collect();
             c.net.cut(p(4));
-            assert!(took(&c.g(2).propose(Proposal::Evict(p(4))).await));
+            assert!(took(&c.g(2).propose(evict(4)).await));
             for (i, s) in [(0, InCs), (1, OutCs), (2, InCs), (3, OutCs)] {
                 c.g(i).report(1, s, 0).await.expect("reports for view 1");
             }

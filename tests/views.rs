@@ -183,6 +183,7 @@ fn options(initial: View, neighbours: BTreeSet<ProcessId>) -> ViewOptions {
         heartbeat: Duration::from_millis(50),
         lease: Duration::from_millis(1000),
         on_lease: None,
+        unchecked_margin: false,
     }
 }
 

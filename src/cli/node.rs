@@ -247,9 +247,9 @@ fn monitor_observer(addr: std::net::SocketAddr) -> Result<(Observer, LeaseWatch)
             None => states(format!("{} {word}", me.index())),
         }
     });
-    let lease = LeaseWatch(Arc::new(move |me: ProcessId, end: Instant| {
+    let lease = LeaseWatch(Arc::new(move |me: ProcessId, end: tokio::time::Instant| {
         // the same host's clocks: the end on the wall clock, for the monitor to compare
-        let left = end.saturating_duration_since(Instant::now());
+        let left = end.saturating_duration_since(tokio::time::Instant::now());
         let wall = std::time::SystemTime::now() + left;
         let micros = wall
             .duration_since(std::time::UNIX_EPOCH)

@@ -573,12 +573,13 @@ impl Cluster {
     }
 
     /// Starts member `id`'s node on `listener` (bound to its address, or to `bind` when the
-    /// member listens elsewhere than where its peers reach it), running the view log unless
+    /// member listens elsewhere than where its peers reach it; a `tokio::net::TcpListener`,
+    /// or any [`Listener`](super::Listener)), running the view log unless
     /// the cluster runs no views. Must run inside a tokio runtime.
     pub fn spawn(
         &self,
         id: ProcessId,
-        listener: tokio::net::TcpListener,
+        listener: impl Into<super::Listener>,
         observer: Option<super::Observer>,
         log: super::Logger,
     ) -> Result<super::NodeHandle, NetError> {
@@ -590,7 +591,7 @@ impl Cluster {
     pub fn spawn_watched(
         &self,
         id: ProcessId,
-        listener: tokio::net::TcpListener,
+        listener: impl Into<super::Listener>,
         observer: Option<super::Observer>,
         lease: Option<super::LeaseWatch>,
         log: super::Logger,
@@ -603,7 +604,7 @@ impl Cluster {
         let visitor = Spawn {
             id,
             cfg,
-            listener,
+            listener: listener.into(),
             members: self.len(),
             views: views.map(|v| (v, self.spec.clone(), self.instance.clone())),
             observer,
@@ -869,7 +870,7 @@ impl SystemVisitor for Resolve {
 struct Spawn {
     id: ProcessId,
     cfg: NetConfig,
-    listener: tokio::net::TcpListener,
+    listener: super::Listener,
     members: usize,
     /// The view options, and what the object is rebuilt from at each view.
     views: Option<(super::ViewOptions, SystemSpec, Instance)>,

@@ -27,12 +27,11 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
-use tokio::net::TcpStream;
 use tokio_util::bytes::Bytes;
 use tokio_util::codec::Framed;
 
 /// A framed TCP connection (sealed once its handshake is done).
-pub(crate) type Conn = Framed<TcpStream, super::channel::NoiseCodec>;
+pub(crate) type Conn = Framed<super::io::BoxStream, super::channel::NoiseCodec>;
 
 /// The pinned public key of every member (at least of every peer).
 pub type Trust = BTreeMap<ProcessId, PublicKey>;

@@ -17,6 +17,7 @@
 
 use super::frame::{Frame, Refusal};
 use super::handshake::{self, Conn, HandshakeError, PeerHello, Trust};
+use super::io::{Accept, BoxStream, Listener, Network};
 use super::{Identity, LogEvent, Logger, MemberAddress, NetConfig, NetError, Timing};
 use crate::id::ProcessId;
 use futures_util::{SinkExt, StreamExt};
@@ -25,7 +26,6 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
-use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinHandle;
 use tokio::time::{sleep_until, Instant};
@@ -181,6 +181,8 @@ pub enum NetEvent<M> {
     Restarted {
         /// The peer.
         peer: ProcessId,
+        /// The incarnation of the process it replaced.
+        previous: u64,
         /// The new process's incarnation.
         incarnation: u64,
     },
@@ -214,9 +216,11 @@ impl<M> Net<M>
 where
     M: Clone + Send + Sync + Serialize + DeserializeOwned + 'static,
 {
-    /// Starts serving `listener` and the links to `config.peers`. Must run inside a tokio
-    /// runtime.
-    pub fn start(mut config: NetConfig, listener: TcpListener) -> Result<Net<M>, NetError> {
+    /// Starts serving `listener` (a `tokio::net::TcpListener`, or any [`Listener`]) and the
+    /// links to `config.peers`, which dial on the listener's network. Must run inside a
+    /// tokio runtime.
+    pub fn start(mut config: NetConfig, listener: impl Into<Listener>) -> Result<Net<M>, NetError> {
+        let listener: Listener = listener.into();
         let me = config.identity.id;
         // every link event is counted (the node's metrics) before it is logged
         let recorder = Arc::new(super::metrics::Recorder::default());
@@ -227,6 +231,7 @@ where
         }
         config.timing.check()?;
         let local = listener
+            .accept
             .local_addr()
             .map_err(|e| NetError::Io(e.to_string()))?;
         let incarnation = config.identity.incarnation;
@@ -274,6 +279,7 @@ where
                 trust: trust.clone(),
                 peer,
                 dial: (me < peer).then(|| addr.clone()),
+                network: listener.network.clone(),
                 timing: config.timing,
                 log: config.log.clone(),
                 out: Outgoing::default(),
@@ -299,7 +305,7 @@ where
             refusals: Mutex::new(BTreeMap::new()),
             status: status.clone(),
         };
-        tasks.push(tokio::spawn(acceptor.run::<M>(listener)));
+        tasks.push(tokio::spawn(acceptor.run::<M>(listener.accept)));
         Ok(Net {
             me,
             recorder,
@@ -547,7 +553,7 @@ const HOLD: std::time::Duration = std::time::Duration::from_secs(30);
 /// of the open-file limit, [`Held::room`]) or a source's share of it, a connection is closed
 /// at once, as before.
 struct Held {
-    conns: VecDeque<(Instant, IpAddr, TcpStream)>,
+    conns: VecDeque<(Instant, IpAddr, BoxStream)>,
     per_source: BTreeMap<IpAddr, usize>,
     room: usize,
 }
@@ -601,7 +607,7 @@ impl Held {
     /// Holds `stream` if its source has room (half the room at most for one source; the
     /// oldest held connection is closed to make room when all of it is taken); otherwise
     /// it is closed.
-    fn hold(&mut self, source: IpAddr, stream: TcpStream, now: Instant) {
+    fn hold(&mut self, source: IpAddr, stream: BoxStream, now: Instant) {
         self.expire(now);
         let mine = self.per_source.get(&source).copied().unwrap_or(0);
         if mine >= (self.room / 2).max(1) {
@@ -662,7 +668,7 @@ impl Acceptor {
 
     async fn run<M: Serialize + DeserializeOwned + Send + Sync + 'static>(
         self,
-        listener: TcpListener,
+        mut listener: Box<dyn Accept>,
     ) {
         let this = Arc::new(self);
         let mut held = Held::new();
@@ -708,7 +714,6 @@ impl Acceptor {
             let this = this.clone();
             tokio::spawn(async move {
                 let _permits = (permit, per_source);
-                let _ = stream.set_nodelay(true);
                 let mut conn = Framed::new(stream, super::frame::codec());
                 // the operator may connect once the node serves its status
                 let shake =
@@ -778,6 +783,8 @@ struct Link<M> {
     trust: Arc<Trust>,
     peer: ProcessId,
     dial: Option<MemberAddress>,
+    /// The network it dials on.
+    network: Arc<dyn Network>,
     timing: Timing,
     log: Logger,
     /// The unacknowledged messages, each kept as its encoded `Frame::Data` (its sequence
@@ -969,10 +976,11 @@ where
 
     async fn connect(&self, addr: SocketAddr) -> Result<(Conn, PeerHello), HandshakeError> {
         let attempt = async {
-            let stream = TcpStream::connect(addr)
+            let stream = self
+                .network
+                .connect(addr)
                 .await
                 .map_err(|e| HandshakeError::Io(e.to_string()))?;
-            let _ = stream.set_nodelay(true);
             let mut conn = Framed::new(stream, super::frame::codec());
             let hello =
                 handshake::handshake::<M>(&mut conn, &self.me, &self.trust, Some(self.peer), |p| {
@@ -1007,6 +1015,7 @@ where
                 self.incarnation = Some(hello.incarnation);
                 let _ = self.events.send(NetEvent::Restarted {
                     peer: self.peer,
+                    previous: known,
                     incarnation: hello.incarnation,
                 });
             }

@@ -75,6 +75,7 @@ pub mod channel;
 pub mod cluster;
 pub mod frame;
 pub mod handshake;
+pub mod io;
 pub mod link;
 mod member;
 mod metrics;
@@ -86,6 +87,7 @@ pub use address::MemberAddress;
 pub use channel::{PublicKey, SecretKey};
 pub use cluster::{Cluster, ViewTiming};
 pub use handshake::{HandshakeError, Trust};
+pub use io::Listener;
 pub use link::{Net, NetEvent, NetSender, StatusFn};
 pub use metrics::{CallOutcome, NodeMetrics, PeerMetrics, WaitHistogram, WAIT_BUCKETS};
 pub use node::{

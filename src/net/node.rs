@@ -1074,7 +1074,7 @@ impl<A: CsObject> Core<A> {
             NetEvent::Unreachable(p) | NetEvent::Lost(p) => {
                 if let Some(v) = &self.views {
                     // unreachable: silent for the peer timeout, so last heard that long ago
-                    let now = std::time::Instant::now();
+                    let now = tokio::time::Instant::now();
                     let since = match e {
                         NetEvent::Unreachable(_) => now.checked_sub(v.silence).unwrap_or(now),
                         _ => now,
@@ -1096,11 +1096,15 @@ impl<A: CsObject> Core<A> {
                     self.publish_status();
                 }
             }
-            NetEvent::Restarted { peer, incarnation } => {
+            NetEvent::Restarted {
+                peer,
+                previous,
+                incarnation,
+            } => {
                 // the link talks to a new process of `peer`: until a view has it, neither its
                 // object's messages nor its beats count
                 if let Some(v) = &self.views {
-                    v.shared.links.restarted(peer, incarnation);
+                    v.shared.links.restarted(peer, previous, incarnation);
                     v.shared.links.up(peer);
                 }
             }
@@ -1230,6 +1234,10 @@ impl<A: CsObject> Core<A> {
     /// Freezes the object for the change to view `next`: no message of the current view is
     /// handled and no move starts from now on. Returns the stable state to report.
     fn freeze(&mut self, next: u64) -> (CsState, u64) {
+        if self.status.borrow().fenced.is_some() {
+            // it gave its slot up when it fenced: out, and its object stays stopped
+            return (CsState::OutCs, self.tokens.clock);
+        }
         if let Some(v) = &mut self.views {
             v.frozen = Some(next);
         }
@@ -1352,7 +1360,7 @@ impl<A: CsObject> Core<A> {
     fn lease_expired(&self) -> bool {
         self.views
             .as_ref()
-            .is_some_and(|v| views::lock(&v.shared.lease).expired(std::time::Instant::now()))
+            .is_some_and(|v| views::lock(&v.shared.lease).expired(tokio::time::Instant::now()))
     }
 
     /// This member cannot run view `view` (its object cannot be built for it): it gives up

@@ -55,6 +55,7 @@ pub async fn ask_status(
                 }
             };
             let _ = stream.set_nodelay(true);
+            let stream: super::io::BoxStream = Box::new(stream);
             let mut conn = Framed::new(stream, super::frame::codec());
             let trust = cluster.trust();
             let exchange = async {

@@ -75,3 +75,92 @@ proptest! {
         prop_assert_eq!(delivered, (0..next_msg).collect::<Vec<_>>());
     }
 }
+
+/// The operator's key may ask the status and nothing else. On a connection authenticated as
+/// the operator, a status request is answered; a member's frame (a heartbeat) is refused:
+/// the connection closes with no answer, and the node logs the refusal naming the operator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_connection_may_only_ask_the_status() {
+    use crate::net::{spec_hash, OnRestart, SecretKey, OPERATOR};
+    let key = |i: u8| {
+        // not in the first byte: X25519 clamps its low bits
+        let mut bytes = [0x5a; 32];
+        bytes[8] = i;
+        SecretKey::from_bytes(bytes)
+    };
+    let (member, operator) = (key(1), key(200));
+    let trust: Trust = [
+        (ProcessId(0), key(0).public()),
+        (ProcessId(1), member.public()),
+        (OPERATOR, operator.public()),
+    ]
+    .into_iter()
+    .collect();
+    let spec = spec_hash("the operator test");
+    let refusals: Arc<Mutex<Vec<LogEvent>>> = Arc::default();
+    let seen = refusals.clone();
+    let log: Logger = Arc::new(move |_, e: &LogEvent| {
+        if matches!(e, LogEvent::Refused { .. }) {
+            seen.lock().unwrap().push(e.clone());
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let unused: MemberAddress = std::net::SocketAddr::from(([127, 0, 0, 1], 9)).into();
+    let config = NetConfig {
+        identity: Identity::new(ProcessId(1), member, spec, 1),
+        peers: [(ProcessId(0), unused)].into_iter().collect(),
+        keys: trust.clone(),
+        timing: Timing::default(),
+        log,
+        on_restart: OnRestart::Refuse,
+    };
+    let net: Net<u64> = Net::start(config, listener).unwrap();
+    net.serve_status(Arc::new(|| b"the status".to_vec()));
+    let as_operator = Identity::new(OPERATOR, operator, spec, 1);
+    let connect = || async {
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let stream: BoxStream = Box::new(stream);
+        let mut conn = Framed::new(stream, super::super::frame::codec());
+        handshake::handshake::<u64>(&mut conn, &as_operator, &trust, Some(ProcessId(1)), |_| {
+            false
+        })
+        .await
+        .expect("the operator's handshake");
+        conn
+    };
+    let guard = std::time::Duration::from_secs(60);
+    let run = async {
+        // the status is answered
+        let mut conn = connect().await;
+        handshake::send(&mut conn, &Frame::<u64>::StatusRequest)
+            .await
+            .unwrap();
+        let answer = handshake::recv::<u64>(&mut conn).await.unwrap();
+        assert_eq!(answer, Frame::Status(b"the status".to_vec()));
+        // a member's frame is not
+        let mut conn = connect().await;
+        handshake::send(&mut conn, &Frame::<u64>::Heartbeat)
+            .await
+            .unwrap();
+        let answer = handshake::recv::<u64>(&mut conn).await;
+        assert!(
+            answer.is_err(),
+            "a heartbeat from the operator got {answer:?}"
+        );
+        loop {
+            let refused = refusals.lock().unwrap().iter().any(|e| {
+                matches!(e, LogEvent::Refused {
+                    peer: Some(p),
+                    error: HandshakeError::Protocol(what),
+                    ..
+                } if *p == OPERATOR && what.contains("only ask the status"))
+            });
+            if refused {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(guard, run).await.expect("hang guard");
+}

@@ -20,7 +20,8 @@
 use crate::id::ProcessId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// Told each new end of the member's lease, before the member relies on it (a test monitor
 /// that counts a member active only while its lease holds; see [`ViewOptions::on_lease`]).

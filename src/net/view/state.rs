@@ -108,8 +108,16 @@ impl std::error::Error for InvalidView {}
 /// One proposed change of membership.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Proposal {
-    /// Evict a member (it was unheard for `evict_after`, or an older incarnation must go).
-    Evict(ProcessId),
+    /// Evict a member's process (it was unheard for `evict_after`, or a newer incarnation
+    /// of the member wants in). It names the incarnation it evicts: once that process is
+    /// gone from the view, a late eviction (a retry, a slow proposer) is refused
+    /// ([`Refusal::StaleEviction`]) instead of evicting the member's next process.
+    Evict {
+        /// The member.
+        member: ProcessId,
+        /// The incarnation of its process the proposer saw in the view.
+        incarnation: u64,
+    },
     /// A member's new process (a new incarnation) joins, inactive.
     Rejoin {
         /// The member.
@@ -203,6 +211,16 @@ pub struct Pending {
 pub enum Refusal {
     /// Evicting or removing a member that is not in the current view.
     NotAMember(ProcessId),
+    /// An eviction of a process that is not the member's process in the view (the member
+    /// rejoined with a new incarnation since, or the proposer's view was old).
+    StaleEviction {
+        /// The member.
+        member: ProcessId,
+        /// The incarnation in the view.
+        in_view: u64,
+        /// The incarnation the eviction named.
+        named: u64,
+    },
     /// A rejoin of the incarnation the view already has.
     AlreadyMember {
         /// The member.
@@ -273,6 +291,14 @@ impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Refusal::NotAMember(p) => write!(f, "{p} is not a member of the view"),
+            Refusal::StaleEviction {
+                member,
+                in_view,
+                named,
+            } => write!(
+                f,
+                "{member}'s process in the view is incarnation {in_view}, not {named}: the eviction is stale"
+            ),
             Refusal::AlreadyMember {
                 member,
                 incarnation,
@@ -394,7 +420,21 @@ impl ViewState {
         let members = &self.view.members;
         // what the proposal is about, checked against the current view
         match proposal {
-            Proposal::Evict(p) | Proposal::Leave(p) => {
+            Proposal::Evict {
+                member,
+                incarnation,
+            } => match members.get(&member) {
+                None => return Applied::Ignored(Refusal::NotAMember(member)),
+                Some(&in_view) if in_view != incarnation => {
+                    return Applied::Ignored(Refusal::StaleEviction {
+                        member,
+                        in_view,
+                        named: incarnation,
+                    })
+                }
+                Some(_) => {}
+            },
+            Proposal::Leave(p) => {
                 if !members.contains_key(&p) {
                     return Applied::Ignored(Refusal::NotAMember(p));
                 }
@@ -429,19 +469,19 @@ impl ViewState {
             (Some(pending), Proposal::Rejoin { .. } | Proposal::Restore { .. }) => {
                 return Applied::Ignored(Refusal::ChangePending { next: pending.next });
             }
-            (Some(pending), Proposal::Evict(p) | Proposal::Leave(p)) => {
+            (Some(pending), Proposal::Evict { member: p, .. } | Proposal::Leave(p)) => {
                 if pending.change.names(p) {
                     return Applied::Ignored(Refusal::AlreadyInChange(p));
                 }
-                if matches!(proposal, Proposal::Evict(_)) && pending.reports.contains_key(&p) {
+                if matches!(proposal, Proposal::Evict { .. }) && pending.reports.contains_key(&p) {
                     return Applied::Ignored(Refusal::Reported(p));
                 }
                 pending.change.clone()
             }
         };
         match proposal {
-            Proposal::Evict(p) => {
-                change.evict.insert(p);
+            Proposal::Evict { member, .. } => {
+                change.evict.insert(member);
             }
             Proposal::Leave(p) => {
                 change.leave.insert(p);

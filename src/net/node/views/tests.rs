@@ -19,10 +19,36 @@ fn a_member_whose_link_saw_no_restart_is_the_process_the_view_has() {
     assert!(links.may_log(p(1)));
 }
 
+/// Only a process the link saw replaced is evicted as restarted: a member that rejoined
+/// with a process this link has not met yet (it was down meanwhile) stays.
+#[test]
+fn only_a_process_the_link_saw_replaced_is_evicted_as_restarted() {
+    let links = links_in_view(&[(0, 0), (1, 0), (2, 0)]);
+    assert_eq!(links.replaced_in_view(), Vec::<ProcessId>::new());
+    links.restarted(p(1), 0, 77);
+    assert_eq!(
+        links.replaced_in_view(),
+        vec![p(1)],
+        "the view still has process 0"
+    );
+    // the view evicted 0 and took 88 back (a process this link never met): 88 stays
+    let in_view = [(p(0), 0), (p(1), 88), (p(2), 0)].into_iter().collect();
+    links.set_view(&in_view, BTreeMap::new());
+    assert!(
+        !links.current(p(1)),
+        "the link talks to 77, not the view's 88"
+    );
+    assert_eq!(links.replaced_in_view(), Vec::<ProcessId>::new());
+    // the link meets 88 and then a newer process: 88 is replaced
+    links.restarted(p(1), 77, 88);
+    links.restarted(p(1), 88, 99);
+    assert_eq!(links.replaced_in_view(), vec![p(1)]);
+}
+
 #[test]
 fn a_restarted_member_is_not_heard_until_a_view_or_a_pending_rejoin_has_its_new_process() {
     let links = links_in_view(&[(0, 0), (1, 0), (2, 0)]);
-    links.restarted(p(1), 77);
+    links.restarted(p(1), 0, 77);
     // the view still has its first process (incarnation 0): the new one is not heard
     assert!(!links.current(p(1)), "a new process counted as the old one");
     assert!(!links.may_log(p(1)), "a new process's Raft messages heard");
@@ -45,6 +71,10 @@ fn a_restarted_member_is_not_heard_until_a_view_or_a_pending_rejoin_has_its_new_
 fn a_member_proposes_only_its_own_rejoin_and_leave_and_a_new_process_makes_no_raft_request() {
     let links = links_in_view(&[(0, 0), (1, 0), (2, 0)]);
     let write = |proposal| ViewRpc::Write(Command::Propose(proposal));
+    let evict = |member| Proposal::Evict {
+        member,
+        incarnation: 0,
+    };
     let rejoin = |member| Proposal::Rejoin {
         member,
         incarnation: 5,
@@ -59,13 +89,13 @@ fn a_member_proposes_only_its_own_rejoin_and_leave_and_a_new_process_makes_no_ra
         !allowed(p(1), &write(Proposal::Leave(p(2))), &links),
         "a leave in another member's name"
     );
-    assert!(allowed(p(1), &write(Proposal::Evict(p(2))), &links));
-    links.restarted(p(1), 9);
+    assert!(allowed(p(1), &write(evict(p(2))), &links));
+    links.restarted(p(1), 0, 9);
     // the new process may ask to rejoin, or to evict its old process, and nothing else
     assert!(allowed(p(1), &write(rejoin(p(1))), &links));
-    assert!(allowed(p(1), &write(Proposal::Evict(p(1))), &links));
+    assert!(allowed(p(1), &write(evict(p(1))), &links));
     assert!(
-        !allowed(p(1), &write(Proposal::Evict(p(2))), &links),
+        !allowed(p(1), &write(evict(p(2))), &links),
         "a new process evicting another member"
     );
     assert!(

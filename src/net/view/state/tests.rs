@@ -29,8 +29,16 @@ fn report(s: &mut ViewState, view: u64, i: u32, st: CsState) -> Applied {
     })
 }
 
+/// Evicts member `i`'s first process (incarnation 10 + i).
 fn evict(i: u32) -> Command {
-    Command::Propose(Proposal::Evict(p(i)))
+    evict_incarnation(i, 10 + u64::from(i))
+}
+
+fn evict_incarnation(i: u32, incarnation: u64) -> Command {
+    Command::Propose(Proposal::Evict {
+        member: p(i),
+        incarnation,
+    })
 }
 
 fn leave(i: u32) -> Command {
@@ -378,6 +386,35 @@ fn a_rejoin_while_a_change_is_pending_is_refused_and_retried_after() {
     ));
 }
 
+/// A late eviction (a retry, or a proposer whose view was old) of a member's earlier
+/// process does not evict the member's new process: it names the incarnation it evicts.
+#[test]
+fn a_late_eviction_of_an_earlier_process_evicts_nothing() {
+    let mut s = state(&[false; 3]);
+    s.apply(&evict(2));
+    report(&mut s, 1, 0, OutCs);
+    report(&mut s, 1, 1, OutCs);
+    s.apply(&rejoin(2, 77));
+    report(&mut s, 2, 0, OutCs);
+    report(&mut s, 2, 1, OutCs);
+    assert_eq!(s.view.members.get(&p(2)), Some(&77), "2 rejoined as 77");
+    let before = s.clone();
+    assert_eq!(
+        s.apply(&evict(2)),
+        Applied::Ignored(Refusal::StaleEviction {
+            member: p(2),
+            in_view: 77,
+            named: 12
+        })
+    );
+    assert_eq!(s, before, "the refused eviction changed the state");
+    // the process in the view is evicted as before
+    assert!(matches!(
+        s.apply(&evict_incarnation(2, 77)),
+        Applied::Opened { next: 3, .. }
+    ));
+}
+
 #[test]
 fn reports_are_recorded_once_and_only_for_the_pending_view() {
     let mut s = state(&[false; 5]);
@@ -472,8 +509,17 @@ fn command() -> impl Strategy<Value = Command> {
     let id = (0u32..7).prop_map(ProcessId);
     let st = prop_oneof![Just(InCs), Just(OutCs)];
     prop_oneof![
-        id.clone()
-            .prop_map(|p| Command::Propose(Proposal::Evict(p))),
+        // evictions: of the process in the view (10 + i, or aimed at it), or of another
+        (id.clone(), 0u64..3, any::<bool>()).prop_map(|(member, i, original)| Command::Propose(
+            Proposal::Evict {
+                member,
+                incarnation: if original {
+                    10 + u64::from(member.0)
+                } else {
+                    i
+                }
+            }
+        )),
         id.clone()
             .prop_map(|p| Command::Propose(Proposal::Leave(p))),
         (id.clone(), 0u64..3).prop_map(|(member, incarnation)| Command::Propose(
@@ -521,6 +567,14 @@ fn aim(s: &ViewState, c: &Command) -> Command {
             token,
             round: s.pending.as_ref().map_or(round, |x| x.round),
         },
+        // an eviction of incarnation 0 is aimed at the process in the view
+        Command::Propose(Proposal::Evict {
+            member,
+            incarnation: 0,
+        }) => Command::Propose(Proposal::Evict {
+            member,
+            incarnation: s.view.members.get(&member).copied().unwrap_or(0),
+        }),
         ref other => other.clone(),
     }
 }
@@ -538,6 +592,11 @@ proptest! {
             let before = a.clone();
             let out = a.apply(&c);
             prop_assert_eq!(&out, &b.apply(&c));
+            if let Command::Propose(Proposal::Evict { member, incarnation }) = c {
+                if before.view.members.get(&member) != Some(&incarnation) {
+                    prop_assert!(matches!(out, Applied::Ignored(_)), "{c:?} of another process: {out:?}");
+                }
+            }
             prop_assert_eq!(&a, &b);
             match &out {
                 Applied::Installed(v) => {
