@@ -347,7 +347,13 @@ impl ViewLinks {
         processes
             .in_view
             .iter()
-            .filter(|(p, i)| processes.replaced.get(p).is_some_and(|r| r.contains(i)))
+            // place 0 is a member's first process: any restart the link saw replaced it
+            .filter(|(p, i)| {
+                processes
+                    .replaced
+                    .get(p)
+                    .is_some_and(|r| r.contains(i) || (**i == 0 && !r.is_empty()))
+            })
             .map(|(p, _)| *p)
             .collect()
     }
@@ -676,6 +682,9 @@ pub(super) async fn run<M: Send + 'static>(
     let mut installed = options.initial.number;
     // the incarnation the view log knows this process by: 0 for a member's first process
     let mut incarnation = options.initial.members.get(&id).copied().unwrap_or(0);
+    // the place this process holds in the view (its incarnation there), kept while it
+    // rejoins after a fence: `None` for a new process of the member, which holds none
+    let mut place = Some(incarnation);
     let mut joining = false;
     // the last request to rejoin (or to evict the old process), and whether one is under way
     let mut asked: Option<Instant> = None;
@@ -719,6 +728,7 @@ pub(super) async fn run<M: Send + 'static>(
                         "another process of {id} is in the view: this one (incarnation {incarnation:x}) rejoins"
                     )),
                 );
+                place = None;
                 group.shutdown().await;
                 group = match ViewGroup::join(
                     id,
@@ -757,8 +767,13 @@ pub(super) async fn run<M: Send + 'static>(
             .flat_map(|p| p.change.rejoin.iter().map(|(m, i)| (*m, *i)))
             .collect();
         links.set_view(&state.view.members, rejoining);
-        // a member of the view, acting as one: not while it rejoins
-        let in_view = state.view.members.get(&id) == Some(&incarnation);
+        // a member of the view, acting as one: not while it rejoins (a process that fenced
+        // is still in the view while the view has its place)
+        let in_view = state
+            .view
+            .members
+            .get(&id)
+            .is_some_and(|i| *i == incarnation || Some(*i) == place);
         let member = in_view && !joining;
         let now = ViewStatus {
             number: state.view.number,
@@ -800,8 +815,25 @@ pub(super) async fn run<M: Send + 'static>(
             tokio::time::sleep(TICK).await;
             continue;
         }
+        let restarts_in_cs = joining && state.view.start.get(&id) == Some(&CsState::InCs);
+        if state.view.number > installed && in_view && restarts_in_cs {
+            // a process that fenced after it reported in the CS for this view: it gave its
+            // slot up, so it does not take it back without a lease; it stays fenced, and the
+            // change of the same members it asks for next starts it out (it reports out)
+            log(
+                id,
+                &LogEvent::View(format!(
+                    "view {} has this fenced process in the CS: it waits for the next view",
+                    state.view.number
+                )),
+            );
+            installed = state.view.number;
+        }
         if state.view.number > installed && in_view {
             if joining {
+                // its place in the view: the one it kept, or the one it rejoined with
+                incarnation = state.view.members[&id];
+                place = Some(incarnation);
                 group.set_incarnation(incarnation);
             }
             if let Err(why) = core.install(&state.view, joining) {
@@ -837,6 +869,7 @@ pub(super) async fn run<M: Send + 'static>(
             let (t, log, asking, said) = (transport(), log.clone(), asking.clone(), said.clone());
             let own = group.clone();
             let current = state.view.number;
+            let held = place;
             asking.store(true, Ordering::Release);
             tokio::spawn(async move {
                 let rejoin = Proposal::Rejoin {
@@ -850,7 +883,9 @@ pub(super) async fn run<M: Send + 'static>(
                     // others evicted it): a change of the same members, for which it reports
                     // out, takes it back (evicting its place first could leave the view
                     // without a majority of live members)
-                    Ok(Applied::Ignored(Refusal::AlreadyMember { .. })) => {
+                    Ok(Applied::Ignored(Refusal::OtherIncarnation { in_view, .. }))
+                        if Some(in_view) == held =>
+                    {
                         let restore = Command::Propose(Proposal::Restore { view: current });
                         match write_through(&t, id, &own, to, restore).await {
                             Ok(applied) => {
@@ -858,6 +893,10 @@ pub(super) async fn run<M: Send + 'static>(
                             }
                             Err(e) => format!("asking for a change that takes it back failed: {e}"),
                         }
+                    }
+                    // the view already has the process under the incarnation it rejoins with
+                    Ok(Applied::Ignored(Refusal::AlreadyMember { .. })) => {
+                        "already in the view: it installs it".to_string()
                     }
                     // the view still has this member's old process: out first
                     Ok(Applied::Ignored(Refusal::OtherIncarnation { in_view, .. })) => {

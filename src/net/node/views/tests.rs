@@ -25,11 +25,12 @@ fn a_member_whose_link_saw_no_restart_is_the_process_the_view_has() {
 fn only_a_process_the_link_saw_replaced_is_evicted_as_restarted() {
     let links = links_in_view(&[(0, 0), (1, 0), (2, 0)]);
     assert_eq!(links.replaced_in_view(), Vec::<ProcessId>::new());
-    links.restarted(p(1), 0, 77);
+    // place 0 is the member's first process, whatever incarnation its link saw it with
+    links.restarted(p(1), 0x5eed, 77);
     assert_eq!(
         links.replaced_in_view(),
         vec![p(1)],
-        "the view still has process 0"
+        "the view still has the first process (place 0)"
     );
     // the view evicted 0 and took 88 back (a process this link never met): 88 stays
     let in_view = [(p(0), 0), (p(1), 88), (p(2), 0)].into_iter().collect();
