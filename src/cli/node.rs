@@ -188,7 +188,8 @@ pub fn run(args: &NodeArgs) -> ExitCode {
     code
 }
 
-/// Sends the `tracing` events (the links' log) to stderr: a timestamp, a level, the event.
+/// Sends the `tracing` events (the links' log) to stderr: a timestamp, a level, the member
+/// and its view (`member=1 view=3`), the event.
 fn init_logs(args: &NodeArgs) -> Result<(), String> {
     use tracing_subscriber::EnvFilter;
     let filter = match (&args.log_level, args.verbose) {
@@ -299,7 +300,9 @@ async fn node(cluster: &Cluster, args: &NodeArgs) -> ExitCode {
             }
         },
     };
-    let log = lkcs::net::tracing_logger();
+    // each line names the member and the view it was in
+    let view = Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
+    let log = lkcs::net::tracing_logger_with_view(view.clone());
     let handle = match cluster.spawn_watched(me, listener, observer, lease, log) {
         Ok(h) => h,
         Err(e) => {
@@ -307,6 +310,7 @@ async fn node(cluster: &Cluster, args: &NodeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    lkcs::net::follow_view(&handle, view);
     if let Some(listener) = metrics {
         super::metrics::serve(listener, handle.clone());
     }

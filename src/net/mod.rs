@@ -403,6 +403,42 @@ pub fn tracing_logger() -> Logger {
     })
 }
 
+/// [`tracing_logger`] with the field `view` too: the number `view` holds (`u64::MAX`: none
+/// yet), which the caller keeps current (the `lkcs` binary follows the node's status with
+/// [`follow_view`]).
+pub fn tracing_logger_with_view(view: Arc<std::sync::atomic::AtomicU64>) -> Logger {
+    Arc::new(move |me, event| {
+        let member = me.index();
+        let number = view.load(std::sync::atomic::Ordering::Relaxed);
+        let view = (number != u64::MAX).then_some(number);
+        match level(event) {
+            tracing::Level::ERROR => tracing::error!(member, view, "{event}"),
+            tracing::Level::WARN => tracing::warn!(member, view, "{event}"),
+            tracing::Level::INFO => tracing::info!(member, view, "{event}"),
+            tracing::Level::DEBUG => tracing::debug!(member, view, "{event}"),
+            tracing::Level::TRACE => tracing::trace!(member, view, "{event}"),
+        }
+    })
+}
+
+/// Keeps `view` at the number of the view `node` has installed, until the node stops (a
+/// task of the current tokio runtime).
+pub fn follow_view(node: &NodeHandle, view: Arc<std::sync::atomic::AtomicU64>) {
+    let node = node.clone();
+    tokio::spawn(async move {
+        loop {
+            let seen = view.load(std::sync::atomic::Ordering::Relaxed);
+            let changed = node
+                .wait_status(|s| s.view.as_ref().is_some_and(|v| v.number != seen))
+                .await;
+            match changed.ok().and_then(|s| s.view) {
+                Some(v) => view.store(v.number, std::sync::atomic::Ordering::Relaxed),
+                None => return,
+            }
+        }
+    });
+}
+
 /// The default [`Logger`]: [`tracing_logger`] (the name of the days of the ad-hoc stderr
 /// logger; with no `tracing` subscriber installed nothing is printed).
 pub fn stderr_logger() -> Logger {
