@@ -17,11 +17,10 @@ use lkcs::CsState;
 use ports::free_ports;
 use procs::*;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{Shutdown, TcpStream};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -378,102 +377,9 @@ impl LineNode {
     }
 }
 
-/// A forwarder to `target` that the test can cut: once cut, it closes what it carries and
-/// drops every new connection.
-struct Proxy {
-    port: u16,
-    cut: Arc<AtomicBool>,
-    conns: Arc<Mutex<Vec<TcpStream>>>,
-}
-
-impl Proxy {
-    fn start(target: u16) -> Proxy {
-        let listener = ports::listener();
-        let port = listener.local_addr().unwrap().port();
-        let cut = Arc::new(AtomicBool::new(false));
-        let conns: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let (c, k) = (cut.clone(), conns.clone());
-        thread::spawn(move || {
-            for inbound in listener.incoming() {
-                let Ok(inbound) = inbound else { return };
-                if c.load(Ordering::SeqCst) {
-                    continue; // dropped: closed at once
-                }
-                let Ok(outbound) = TcpStream::connect(("127.0.0.1", target)) else {
-                    continue;
-                };
-                // small frames pass at once, as on a direct connection
-                let _ = inbound.set_nodelay(true);
-                let _ = outbound.set_nodelay(true);
-                let mut held = k.lock().unwrap();
-                held.push(inbound.try_clone().unwrap());
-                held.push(outbound.try_clone().unwrap());
-                drop(held);
-                for (mut from, mut to) in [
-                    (inbound.try_clone().unwrap(), outbound.try_clone().unwrap()),
-                    (outbound, inbound),
-                ] {
-                    thread::spawn(move || {
-                        let _ = std::io::copy(&mut from, &mut to);
-                        let _ = to.shutdown(Shutdown::Both);
-                    });
-                }
-            }
-        });
-        Proxy { port, cut, conns }
-    }
-
-    fn cut(&self) {
-        self.cut.store(true, Ordering::SeqCst);
-        for c in self.conns.lock().unwrap().drain(..) {
-            let _ = c.shutdown(Shutdown::Both);
-        }
-    }
-
-    /// Forwards new connections again.
-    fn heal(&self) {
-        self.cut.store(false, Ordering::SeqCst);
-    }
-}
-
-/// Every member reaches every other through a proxy of its own (`proxies[i][j]`: how member
-/// `i` reaches member `j`), so that a test cuts exactly the links between two sides; each
-/// member's cluster file names its proxies.
+/// [`procs::proxied`] with these tests' timers.
 fn proxied(name: &str, quota: &str, n: usize) -> (Vec<Vec<Option<Proxy>>>, Vec<PathBuf>) {
-    let dir = scratch(name);
-    let real = free_ports(n);
-    let proxies: Vec<Vec<Option<Proxy>>> = (0..n)
-        .map(|i| {
-            (0..n)
-                .map(|j| (i != j).then(|| Proxy::start(real[j])))
-                .collect()
-        })
-        .collect();
-    let files = (0..n)
-        .map(|i| {
-            let ports: Vec<u16> = (0..n)
-                .map(|j| proxies[i][j].as_ref().map_or(real[j], |p| p.port))
-                .collect();
-            let text = cluster_text(SECRET, quota, &ports, PEER_TIMEOUT_MS) + VIEWS;
-            write(&dir, &format!("cluster{i}.toml"), &text)
-        })
-        .collect();
-    (proxies, files)
-}
-
-/// Cuts (or heals) every link between `side` and the others.
-fn partition(proxies: &[Vec<Option<Proxy>>], side: &[usize], heal: bool) {
-    for (i, row) in proxies.iter().enumerate() {
-        for (j, proxy) in row.iter().enumerate() {
-            if side.contains(&i) != side.contains(&j) {
-                let proxy = proxy.as_ref().expect("a proxy between the sides");
-                match heal {
-                    true => proxy.heal(),
-                    false => proxy.cut(),
-                }
-            }
-        }
-    }
+    procs::proxied(name, quota, n, PEER_TIMEOUT_MS, VIEWS)
 }
 
 /// A 2 | 3 partition through proxies (every member reaches every other through a proxy of
@@ -538,6 +444,17 @@ fn a_member_started_after_its_eviction_rejoins_inactive_instead_of_using_its_ini
     for i in 1..5 {
         wait_for_log(&dir.join(format!("{i}.log")), "view 1 installed", started);
     }
+    // a log line names its member and the view it was in (view 1 installs seconds after
+    // view 0, which the node's log follows)
+    let text = std::fs::read_to_string(dir.join("1.log")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("view 1 installed"))
+        .unwrap();
+    assert!(
+        line.contains("member=1") && line.contains("view=0"),
+        "a log line without its member and view: {line}"
+    );
     let mut late = LineNode::spawn(&file, 0, &monitor, &dir.join("0.log"), started);
     entered(&late.ask("enter"), "the late member's enter");
     // the monitor saw it join out, then enter (under a lease, or it would be a violation)
@@ -684,9 +601,9 @@ fn a_healed_minority_rejoins_by_itself() {
             wait_state(line, "ok inactive", &["ok evicted"], name);
         }
         for (line, &i) in small.iter_mut().zip(&minority) {
-            // a late retry of its eviction may evict the rejoined process once more (the
-            // eviction names the member, not its process: docs/fault-tolerance.md); it then
-            // rejoins again
+            // a pause of the loaded machine may evict the rejoined process once more (an
+            // eviction names the process, so a late retry of the first one cannot); it
+            // then rejoins again
             loop {
                 let answer = line.ask("enter");
                 if answer.starts_with("error:") && answer.contains("evicted") {

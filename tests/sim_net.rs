@@ -348,6 +348,35 @@ fn schedule(seed: u64, until: Duration, pace: Pace) -> Vec<(Duration, Duration, 
     }
 }
 
+/// Starts `fault`, or heals it.
+fn apply(sim: &mut turmoil::Sim<'_>, fault: Fault, heal: bool) {
+    match fault {
+        Fault::Partition(side) => {
+            for a in side {
+                for b in (0..N).filter(|b| !side.contains(b)) {
+                    match heal {
+                        false => sim.partition(host(a), host(b)),
+                        true => sim.repair(host(a), host(b)),
+                    }
+                }
+            }
+        }
+        Fault::Crash(v) => match heal {
+            false => sim.crash(host(v)),
+            true => sim.bounce(host(v)),
+        },
+        Fault::Stall(v) => {
+            for b in (0..N).filter(|b| *b != v) {
+                match heal {
+                    false => sim.hold(host(v), host(b)),
+                    true => sim.release(host(v), host(b)),
+                }
+            }
+        }
+        Fault::PartitionHolder(_) => unreachable!("resolved when it starts"),
+    }
+}
+
 /// What a run saw.
 struct Outcome {
     /// Each node's state and status at the end (for a failure's message).
@@ -413,22 +442,7 @@ fn run(
                 let holder = (0..N).find(|m| w.states[*m] == CsState::InCs).unwrap_or(0);
                 fault = Fault::Partition([holder, (holder + offset) % N]);
             }
-            match fault {
-                Fault::Partition(side) => {
-                    for a in side {
-                        for b in (0..N).filter(|b| !side.contains(b)) {
-                            sim.partition(host(a), host(b));
-                        }
-                    }
-                }
-                Fault::Crash(v) => sim.crash(host(v)),
-                Fault::Stall(v) => {
-                    for b in (0..N).filter(|b| *b != v) {
-                        sim.hold(host(v), host(b));
-                    }
-                }
-                Fault::PartitionHolder(_) => unreachable!("resolved above"),
-            }
+            apply(&mut sim, fault, false);
             healing.push((heal, fault));
             next += 1;
         }
@@ -436,22 +450,7 @@ fn run(
             if heal > t {
                 return true;
             }
-            match fault {
-                Fault::Partition(side) => {
-                    for a in side {
-                        for b in (0..N).filter(|b| !side.contains(b)) {
-                            sim.repair(host(a), host(b));
-                        }
-                    }
-                }
-                Fault::Crash(v) => sim.bounce(host(v)),
-                Fault::Stall(v) => {
-                    for b in (0..N).filter(|b| *b != v) {
-                        sim.release(host(v), host(b));
-                    }
-                }
-                Fault::PartitionHolder(_) => unreachable!("resolved when applied"),
-            }
+            apply(&mut sim, fault, true);
             false
         });
         if let Err(e) = sim.step() {
@@ -573,7 +572,7 @@ fn gcs_keeps_its_bounds_and_recovers_between_seeded_faults() {
 /// Faults that land while the cluster still recovers from the last one never break a bound
 /// nor the tokens' order. (Liveness is not required here: such schedules can leave a view
 /// whose majority is gone, crashed processes that lost their view log, and no change can
-/// be agreed without them; docs/fault-tolerance.md, "What the simulated network found".)
+/// be agreed without them; docs/fault-tolerance.md, "The simulated network".)
 #[test]
 fn dense_faults_never_break_a_bound() {
     for seed in [5, 6] {

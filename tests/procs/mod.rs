@@ -6,15 +6,20 @@ use super::ports;
 use lkcs::net::{Cluster, SecretKey};
 use lkcs::{CsState, FencingToken, Instance, Observed, ProcessId};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_lkcs");
+/// The `lkcs` binary: cargo's for a test; for an example (cargo sets no path for one), the
+/// crate's release build (`cargo build --release --bin lkcs` first).
+pub const BIN: &str = match option_env!("CARGO_BIN_EXE_lkcs") {
+    Some(bin) => bin,
+    None => concat!(env!("CARGO_MANIFEST_DIR"), "/target/release/lkcs"),
+};
 
 /// The longest any node process may run in these tests.
 pub const GUARD: Duration = Duration::from_secs(120);
@@ -479,5 +484,127 @@ pub fn finish(mut node: Node, started: Instant) -> Ended {
         code,
         stdout: o.join().unwrap(),
         stderr: e.join().unwrap(),
+    }
+}
+
+/// A forwarder to `target` that the test can cut: once cut, it closes what it carries and
+/// drops every new connection.
+pub struct Proxy {
+    pub port: u16,
+    cut: Arc<AtomicBool>,
+    /// The connections it carries now (both ends of each), by number: an entry goes when
+    /// its connection ends, so a long run holds no closed sockets.
+    conns: Arc<Mutex<std::collections::BTreeMap<u64, [TcpStream; 2]>>>,
+}
+
+impl Proxy {
+    pub fn start(target: u16) -> Proxy {
+        let listener = ports::listener();
+        let port = listener.local_addr().unwrap().port();
+        let cut = Arc::new(AtomicBool::new(false));
+        let conns: Arc<Mutex<std::collections::BTreeMap<u64, [TcpStream; 2]>>> = Arc::default();
+        let (c, k) = (cut.clone(), conns.clone());
+        thread::spawn(move || {
+            for (number, inbound) in (0u64..).zip(listener.incoming()) {
+                let Ok(inbound) = inbound else {
+                    // out of file descriptors, say: the proxy goes on
+                    thread::sleep(Duration::from_millis(10));
+                    continue;
+                };
+                if c.load(Ordering::SeqCst) {
+                    continue; // dropped: closed at once
+                }
+                let Ok(outbound) = TcpStream::connect(("127.0.0.1", target)) else {
+                    continue;
+                };
+                // small frames pass at once, as on a direct connection
+                let _ = inbound.set_nodelay(true);
+                let _ = outbound.set_nodelay(true);
+                let clones = (|| {
+                    Ok::<_, std::io::Error>((
+                        [inbound.try_clone()?, outbound.try_clone()?],
+                        inbound.try_clone()?,
+                        outbound.try_clone()?,
+                    ))
+                })();
+                let Ok((held, inbound2, outbound2)) = clones else {
+                    continue; // closed at once
+                };
+                k.lock().unwrap().insert(number, held);
+                for (mut from, mut to) in [(inbound2, outbound2), (outbound, inbound)] {
+                    let k = k.clone();
+                    thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(Shutdown::Both);
+                        k.lock().unwrap().remove(&number);
+                    });
+                }
+            }
+        });
+        Proxy { port, cut, conns }
+    }
+
+    pub fn cut(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+        self.reset();
+    }
+
+    /// Closes what it carries now (a link reset) and goes on forwarding new connections.
+    pub fn reset(&self) {
+        let held = std::mem::take(&mut *self.conns.lock().unwrap());
+        for c in held.into_values().flatten() {
+            let _ = c.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// Forwards new connections again.
+    pub fn heal(&self) {
+        self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Every member reaches every other through a proxy of its own (`proxies[i][j]`: how member
+/// `i` reaches member `j`), so that a test cuts exactly the links between two sides; each
+/// member's cluster file names its proxies.
+pub fn proxied(
+    name: &str,
+    quota: &str,
+    n: usize,
+    peer_timeout_ms: u64,
+    timing: &str,
+) -> (Vec<Vec<Option<Proxy>>>, Vec<PathBuf>) {
+    let dir = scratch(name);
+    let real = ports::free_ports(n);
+    let proxies: Vec<Vec<Option<Proxy>>> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| (i != j).then(|| Proxy::start(real[j])))
+                .collect()
+        })
+        .collect();
+    let files = (0..n)
+        .map(|i| {
+            let ports: Vec<u16> = (0..n)
+                .map(|j| proxies[i][j].as_ref().map_or(real[j], |p| p.port))
+                .collect();
+            let text = cluster_text(SECRET, quota, &ports, peer_timeout_ms) + timing;
+            write(&dir, &format!("cluster{i}.toml"), &text)
+        })
+        .collect();
+    (proxies, files)
+}
+
+/// Cuts (or heals) every link between `side` and the others.
+pub fn partition(proxies: &[Vec<Option<Proxy>>], side: &[usize], heal: bool) {
+    for (i, row) in proxies.iter().enumerate() {
+        for (j, proxy) in row.iter().enumerate() {
+            if side.contains(&i) != side.contains(&j) {
+                let proxy = proxy.as_ref().expect("a proxy between the sides");
+                match heal {
+                    true => proxy.heal(),
+                    false => proxy.cut(),
+                }
+            }
+        }
     }
 }
