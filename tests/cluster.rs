@@ -856,18 +856,18 @@ fn members_given_by_host_name_are_looked_up_when_used() {
     assert_clean_run(&ended, &monitor, 5);
 }
 
-/// `lkcs status`, as the operator (its own key, pinned in `[operator]`): with three nodes
+/// `lkcs status`, as the operator (its own key, pinned in `[operator]`): with five nodes
 /// up it prints every member reachable, in the same view, with the state the line protocol
-/// gives, and exits 0; with one member stopped it names that member unreachable and exits
+/// gives, and exits 0; with one member killed it names that member unreachable and exits
 /// 1. A cluster file that gives the operator a member's key is refused (exit 2).
 #[test]
 fn status_asks_every_member_as_the_operator() {
     let dir = scratch("status");
-    let ports = free_ports(3);
+    let ports = free_ports(5);
     let (op_path, op_key) = key_file("operator of the status test", 0);
     let text = cluster_text(
         SECRET,
-        "algorithm = \"gcs\"\ntopology = \"complete:3\"\nl = 1\nk = 2\ninitial = \"in:0\"",
+        "algorithm = \"gcs\"\ntopology = \"complete:5\"\nl = 1\nk = 2\ninitial = \"in:0\"",
         &ports,
         5000,
     ) + &format!(
@@ -876,7 +876,7 @@ fn status_asks_every_member_as_the_operator() {
         op_path.display().to_string()
     );
     let file = write(&dir, "cluster.toml", &text);
-    let mut nodes: Vec<Child> = (0..3)
+    let mut nodes: Vec<Child> = (0..5)
         .map(|i| {
             Command::new(BIN)
                 .arg("node")
@@ -910,7 +910,7 @@ fn status_asks_every_member_as_the_operator() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
     let members = json["members"].as_array().unwrap();
-    assert_eq!(members.len(), 3);
+    assert_eq!(members.len(), 5);
     for (i, m) in members.iter().enumerate() {
         assert_eq!(m["id"], i);
         assert_eq!(m["reachable"], true, "{m}");
@@ -918,19 +918,19 @@ fn status_asks_every_member_as_the_operator() {
     }
     assert_eq!(members[0]["state"], "active", "{json}");
     assert_eq!(members[1]["state"], "inactive", "{json}");
-    assert_eq!(json["summary"]["answered"], 3);
+    assert_eq!(json["summary"]["answered"], 5);
     assert_eq!(json["summary"]["outside_bounds"], serde_json::json!([]));
-    // P2 stopped: named unreachable, exit 1
-    let mut p2 = nodes.pop().unwrap();
-    p2.kill().unwrap();
-    p2.wait().unwrap();
+    // P4 killed (SIGKILL): named unreachable, exit 1
+    let mut p4 = nodes.pop().unwrap();
+    p4.kill().unwrap();
+    p4.wait().unwrap();
     let out = status(&["--timeout-ms", "2000"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
     let line = text
         .lines()
-        .find(|l| l.starts_with("P2 "))
-        .expect("a line for P2");
+        .find(|l| l.starts_with("P4 "))
+        .expect("a line for P4");
     assert!(line.contains("unreachable:"), "{line}");
     assert!(
         text.lines()
