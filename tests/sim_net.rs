@@ -132,95 +132,36 @@ fn now() -> Duration {
     turmoil::sim_elapsed().unwrap_or_default()
 }
 
-/// What the monitor saw (see the module's doc).
+/// What the monitor saw: the checks of the tests' fault monitor ([`procs::Watch`]), on the
+/// simulated clock and with no slack (a report here is a call, not a trip), and each
+/// member's entries.
 struct Watch {
-    instance: Instance,
-    mutex: bool,
-    states: Vec<CsState>,
-    /// Each member's lease end, in simulated time.
-    leases: Vec<Option<Duration>>,
-    tokens: Vec<Option<FencingToken>>,
-    last_token: Option<FencingToken>,
-    violations: Vec<String>,
+    checks: procs::Watch,
     /// Each member's entries, in simulated time.
     entries: Vec<Vec<Duration>>,
-    tokens_checked: usize,
 }
 
 impl Watch {
     fn new(cluster: &Cluster) -> Watch {
-        let instance = cluster.instance().clone();
-        let mutex = (0..instance.len()).map(ProcessId::from).all(|q| {
-            instance.bounds(q).k == 1 && instance.topology().closed(q).len() == instance.len()
-        });
+        let mut checks = procs::Watch::new(cluster, true);
+        checks.slack = 0;
         Watch {
-            mutex,
-            states: cluster.initial().to_vec(),
-            leases: vec![None; instance.len()],
-            tokens: vec![None; instance.len()],
-            last_token: None,
-            violations: Vec::new(),
-            entries: vec![Vec::new(); instance.len()],
-            tokens_checked: 0,
-            instance,
+            checks,
+            entries: vec![Vec::new(); cluster.len()],
         }
     }
 
-    fn active(&self, r: ProcessId, at: Duration) -> bool {
-        self.states[r.index()] == CsState::InCs
-            && self.leases[r.index()].is_some_and(|end| at < end)
-    }
-
-    fn check_upper(&mut self, after: &str) {
-        let at = now();
-        for q in (0..self.instance.len()).map(ProcessId::from) {
-            let held = self
-                .instance
-                .topology()
-                .closed(q)
-                .iter()
-                .filter(|r| self.active(**r, at))
-                .count();
-            let k = self.instance.bounds(q).k;
-            if held > k {
-                self.violations.push(format!(
-                    "at {at:?}: {held} active around {q} (leases counted), above {k}, after {after}"
-                ));
-            }
-        }
+    fn state(&self, m: usize) -> CsState {
+        self.checks.observed.states()[m]
     }
 
     fn moved(&mut self, p: ProcessId, s: CsState, token: Option<FencingToken>) {
         let at = now();
         if s == CsState::InCs {
-            match self.leases[p.index()] {
-                None => self.violations.push(format!("{p} entered with no lease")),
-                Some(end) if end <= at => self
-                    .violations
-                    .push(format!("at {at:?}: {p} entered after its lease ran out")),
-                Some(_) => {}
-            }
-            match token {
-                None => self.violations.push(format!("{p} entered with no token")),
-                Some(t) => {
-                    let own = self.tokens[p.index()].filter(|last| t <= *last);
-                    let any = self
-                        .last_token
-                        .filter(|last| self.mutex && (t.view, t.clock) <= (last.view, last.clock));
-                    if let Some(last) = own.or(any) {
-                        self.violations
-                            .push(format!("{p} entered with {t}, not above {last}"));
-                    }
-                    self.tokens[p.index()] = Some(t);
-                    self.last_token = Some(t);
-                    self.tokens_checked += 1;
-                }
-            }
             self.entries[p.index()].push(at);
         }
-        self.states[p.index()] = s;
-        let word = if s == CsState::InCs { "in" } else { "out" };
-        self.check_upper(&format!("{p} went {word}"));
+        let token = token.map(|t| t.to_string());
+        self.checks.moved(p, s, token.as_deref(), at.as_micros());
     }
 }
 
@@ -236,9 +177,11 @@ fn lease_watch(watch: &Shared) -> LeaseWatch {
     LeaseWatch(Arc::new(move |p, end: tokio::time::Instant| {
         // the host's clock and the simulation's run together
         let left = end.saturating_duration_since(tokio::time::Instant::now());
-        let mut w = w.lock().unwrap();
-        w.leases[p.index()] = Some(now() + left);
-        w.check_upper(&format!("{p}'s lease was renewed"));
+        let at = now();
+        w.lock()
+            .unwrap()
+            .checks
+            .lease(p, (at + left).as_micros(), at.as_micros());
     }))
 }
 
@@ -439,7 +382,7 @@ fn run(
             let (_, heal, mut fault) = faults[next];
             if let Fault::PartitionHolder(offset) = fault {
                 let w = watch.lock().unwrap();
-                let holder = (0..N).find(|m| w.states[*m] == CsState::InCs).unwrap_or(0);
+                let holder = (0..N).find(|m| w.state(*m) == CsState::InCs).unwrap_or(0);
                 fault = Fault::Partition([holder, (holder + offset) % N]);
             }
             apply(&mut sim, fault, false);
@@ -471,7 +414,7 @@ fn run(
                 format!(
                     "P{i}: {} ({}), {} entries, last at {:?}; view {:?}; fenced {:?}; unreachable {:?}; leased {}",
                     h.state_name(),
-                    if w.states[i] == CsState::InCs { "in" } else { "out" },
+                    if w.state(i) == CsState::InCs { "in" } else { "out" },
                     w.entries[i].len(),
                     w.entries[i].last(),
                     s.view.map(|v| (v.number, v.members, v.pending)),
@@ -485,8 +428,8 @@ fn run(
         .join("\n");
     Outcome {
         status,
-        violations: w.violations.clone(),
-        tokens_checked: w.tokens_checked,
+        violations: w.checks.violations.clone(),
+        tokens_checked: w.checks.tokens_checked,
         stuck: (0..N)
             .filter(|m| !w.entries[*m].iter().any(|t| *t > last_heal))
             .collect(),

@@ -133,6 +133,9 @@ pub struct Watch {
     pub last_token: Option<FencingToken>,
     /// Entries whose tokens were checked.
     pub tokens_checked: usize,
+    /// How late after its lease's end an entry may be reported (microseconds): the trip of
+    /// the report ([`LEASE_SLACK`] across processes; 0 where the report is a call).
+    pub slack: u128,
 }
 
 /// How late after its lease's end (on the monitor's clock, after the report's trip) an entry
@@ -155,6 +158,81 @@ fn mutual_exclusion(inst: &Instance) -> bool {
 }
 
 impl Watch {
+    /// What a monitor of `cluster` starts from (see [`Monitor`] for `faults`).
+    pub fn new(cluster: &Cluster, faults: bool) -> Watch {
+        let initial = cluster.initial().to_vec();
+        let in_cs = initial.iter().filter(|s| **s == CsState::InCs).count();
+        Watch {
+            inst: cluster.instance().clone(),
+            observed: Observed::new(cluster.instance(), initial),
+            faults,
+            leases: vec![None; cluster.len()],
+            violations: Vec::new(),
+            reports: 0,
+            movers: Default::default(),
+            moves: Vec::new(),
+            first_reports: Vec::new(),
+            max_in_cs: in_cs,
+            min_in_cs: in_cs,
+            tokens: vec![None; cluster.len()],
+            last_token: None,
+            tokens_checked: 0,
+            slack: LEASE_SLACK.as_micros(),
+        }
+    }
+
+    /// `p`'s lease now ends at `end`, reported at `now` (microseconds on one clock).
+    pub fn lease(&mut self, p: ProcessId, end: u128, now: u128) {
+        self.leases[p.index()] = Some(end);
+        self.check_upper(&format!("{p}'s lease was renewed"), now);
+    }
+
+    /// `p` went `to` at `now` (microseconds on the leases' clock); an entry carries its
+    /// token's text. Checks the entry's lease (with faults) and token, then the bounds.
+    pub fn moved(&mut self, p: ProcessId, to: CsState, token: Option<&str>, now: u128) {
+        let word = match to {
+            CsState::InCs => "in",
+            CsState::OutCs => "out",
+        };
+        if self.faults && to == CsState::InCs {
+            match self.leases[p.index()] {
+                None => self.violations.push(format!("{p} entered with no lease")),
+                Some(end) if end <= now.saturating_sub(self.slack) => {
+                    self.violations.push(format!(
+                        "{p} entered {} ms after its lease ran out",
+                        (now - end) / 1000
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        if to == CsState::InCs {
+            self.check_token(p, token);
+        }
+        self.reports += 1;
+        self.movers.insert(p.index());
+        self.moves.push((Instant::now(), p.index()));
+        let broken = self.observed.apply(&self.inst, p, to);
+        if !self.faults {
+            for (q, c) in broken {
+                let b = self.inst.bounds(q);
+                self.violations.push(format!(
+                    "{q}: {c} active around it, outside [{}, {}], after {p} went {word}",
+                    b.l, b.k
+                ));
+            }
+        }
+        self.check_upper(&format!("{p} went {word}"), now);
+        let in_cs = self
+            .observed
+            .states()
+            .iter()
+            .filter(|s| **s == CsState::InCs)
+            .count();
+        self.max_in_cs = self.max_in_cs.max(in_cs);
+        self.min_in_cs = self.min_in_cs.min(in_cs);
+    }
+
     /// Checks the token of `p`'s entry against its own last one and, under mutual
     /// exclusion, against the last entry's of any member.
     fn check_token(&mut self, p: ProcessId, token: Option<&str>) {
@@ -194,9 +272,8 @@ impl Watch {
             && (!self.faults || self.leases[r.index()].is_some_and(|end| now < end))
     }
 
-    /// The upper bounds, counting active members as [`Watch::active`] does.
-    fn check_upper(&mut self, after: &str) {
-        let now = wall_micros();
+    /// The upper bounds at `now`, counting active members as [`Watch::active`] does.
+    fn check_upper(&mut self, after: &str, now: u128) {
         for q in (0..self.inst.len()).map(ProcessId::from) {
             let closed = self.inst.topology().closed(q);
             let held = closed.iter().filter(|r| self.active(**r, now)).count();
@@ -224,24 +301,7 @@ impl Monitor {
     fn new(cluster: &Cluster, faults: bool) -> Monitor {
         let listener = ports::listener();
         let addr = listener.local_addr().unwrap();
-        let initial = cluster.initial().to_vec();
-        let in_cs = initial.iter().filter(|s| **s == CsState::InCs).count();
-        let state = Arc::new(Mutex::new(Watch {
-            inst: cluster.instance().clone(),
-            observed: Observed::new(cluster.instance(), initial),
-            faults,
-            leases: vec![None; cluster.len()],
-            violations: Vec::new(),
-            reports: 0,
-            movers: Default::default(),
-            moves: Vec::new(),
-            first_reports: Vec::new(),
-            max_in_cs: in_cs,
-            min_in_cs: in_cs,
-            tokens: vec![None; cluster.len()],
-            last_token: None,
-            tokens_checked: 0,
-        }));
+        let state = Arc::new(Mutex::new(Watch::new(cluster, faults)));
         let shared = state.clone();
         thread::spawn(move || {
             for conn in listener.incoming() {
@@ -296,50 +356,14 @@ fn serve_monitor(conn: TcpStream, shared: &Mutex<Watch>) {
             }
             if word == "lease" {
                 let end: u128 = words[2].parse().unwrap();
-                w.leases[p.index()] = Some(end);
-                w.check_upper(&format!("{p}'s lease was renewed"));
+                w.lease(p, end, wall_micros());
             } else {
-                let now = if word == "in" {
+                let to = if word == "in" {
                     CsState::InCs
                 } else {
                     CsState::OutCs
                 };
-                if w.faults && now == CsState::InCs {
-                    let late = wall_micros().saturating_sub(LEASE_SLACK.as_micros());
-                    match w.leases[p.index()] {
-                        None => w.violations.push(format!("{p} entered with no lease")),
-                        Some(end) if end < late => w.violations.push(format!(
-                            "{p} entered {} ms after its lease ran out",
-                            (wall_micros() - end) / 1000
-                        )),
-                        Some(_) => {}
-                    }
-                }
-                if now == CsState::InCs {
-                    w.check_token(p, words.get(2).copied());
-                }
-                w.reports += 1;
-                w.movers.insert(p.index());
-                w.moves.push((Instant::now(), p.index()));
-                let broken = w.observed.apply(&w.inst, p, now);
-                if !w.faults {
-                    for (q, c) in broken {
-                        let b = w.inst.bounds(q);
-                        w.violations.push(format!(
-                            "{q}: {c} active around it, outside [{}, {}], after {p} went {word}",
-                            b.l, b.k
-                        ));
-                    }
-                }
-                w.check_upper(&format!("{p} went {word}"));
-                let in_cs = w
-                    .observed
-                    .states()
-                    .iter()
-                    .filter(|s| **s == CsState::InCs)
-                    .count();
-                w.max_in_cs = w.max_in_cs.max(in_cs);
-                w.min_in_cs = w.min_in_cs.min(in_cs);
+                w.moved(p, to, words.get(2).copied(), wall_micros());
             }
         }
         if out.write_all(b"ok\n").is_err() {
