@@ -645,22 +645,36 @@ mod bench {
         token: Option<Phase>,
     }
 
+    /// Which ChaCha20-Poly1305 [`channel_us_per_frame`] measures.
+    #[derive(Clone, Copy)]
+    enum Cipher {
+        Links,
+        PureRust,
+    }
+
     /// The CPU time (µs) to seal one frame of `size` bytes and open it again on an
     /// established session of the links' Noise protocol, both ends on this thread: what the
     /// channel adds per message, beside the socket work that plain links did too.
-    fn channel_us_per_frame(size: usize) -> Result<f64, Error> {
+    ///
+    /// `Cipher::Links` is what the links run (`snow::Builder::new`: ring's ChaCha20-Poly1305);
+    /// `Cipher::PureRust` is snow's default resolver alone (the RustCrypto cipher), the
+    /// baseline the links ran before.
+    fn channel_us_per_frame(size: usize, cipher: Cipher) -> Result<f64, Error> {
         use lkcs::net::channel::{NOISE_PARAMS, PROLOGUE};
-        let keys = |b: snow::Builder<'_>| b.generate_keypair();
+        use snow::resolvers::DefaultResolver;
         let params: snow::params::NoiseParams = NOISE_PARAMS.parse()?;
-        let (ka, kb) = (
-            keys(snow::Builder::new(params.clone()))?,
-            keys(snow::Builder::new(params.clone()))?,
-        );
-        let mut a = snow::Builder::new(params.clone())
+        let builder = || match cipher {
+            Cipher::Links => snow::Builder::new(params.clone()),
+            Cipher::PureRust => {
+                snow::Builder::with_resolver(params.clone(), Box::new(DefaultResolver))
+            }
+        };
+        let (ka, kb) = (builder().generate_keypair()?, builder().generate_keypair()?);
+        let mut a = builder()
             .local_private_key(&ka.private)?
             .prologue(PROLOGUE)?
             .build_initiator()?;
-        let mut b = snow::Builder::new(params)
+        let mut b = builder()
             .local_private_key(&kb.private)?
             .prologue(PROLOGUE)?
             .build_responder()?;
@@ -800,11 +814,14 @@ mod bench {
         }
         // a cluster frame: a 4-byte length, then a postcard `Data { seq, msg }` of about
         // 10 to 30 bytes
-        let per_frame = channel_us_per_frame(FRAME)?;
+        let per_frame = channel_us_per_frame(FRAME, Cipher::Links)?;
+        let pure_rust = channel_us_per_frame(FRAME, Cipher::PureRust)?;
         println!();
         println!(
-            "The channel: {per_frame:.3} us of CPU to seal and open one {FRAME}-byte frame \
-             (ChaCha20-Poly1305 and BLAKE2s nonce handling in snow, both ends on one thread)."
+            "The channel: {per_frame:.3} us of CPU to seal and open one {FRAME}-byte Noise message \
+             (ring's ChaCha20-Poly1305 under snow, both ends on one thread); \
+             {pure_rust:.3} us with snow's pure-Rust cipher ({:.1} times as much).",
+            pure_rust / per_frame
         );
         println!();
         println!("| case               |  n | remote msgs/pair | channel us/pair | cluster us/pair (median) | channel share |");
