@@ -243,6 +243,78 @@ fn a_killed_member_started_again_rejoins_and_completes_its_pairs() {
     }
 }
 
+/// SIGKILL three members of five at once (a majority), mid-run, then start them again with the
+/// same command, on a cluster whose members keep their view log on disk (`[storage]`): each
+/// new process resumes its member's Raft node from its folder, so the log has its majority
+/// back; the new processes take their old ones' places in the view (the old ones do not
+/// report) and rejoin inactive. Every member, the three restarted included, completes its
+/// pairs and exits 0, with no bound broken and the tokens in order (GCS (2,3) and Maekawa
+/// of 5). With the log in memory the same kill leaves the cluster without a view change
+/// (tests/sim_net.rs shows it).
+#[test]
+fn a_majority_killed_at_once_comes_back_with_its_view_log_on_disk() {
+    let pairs = 2000;
+    for (name, quota, n) in QUOTAS.into_iter().filter(|q| q.2 == 5) {
+        let dir = scratch(&format!("disk-{name}"));
+        let _ = std::fs::remove_dir_all(dir.join("state"));
+        let text = cluster_text(SECRET, quota, &free_ports(n), PEER_TIMEOUT_MS)
+            + VIEWS
+            + "[storage]\ndir = \"state\"\n";
+        let file = write(&dir, "cluster.toml", &text);
+        let cluster = Cluster::load(&file).unwrap();
+        assert!(cluster.storage_dir(lkcs::ProcessId(0)).is_some());
+        let monitor = Monitor::for_faults(&cluster);
+        let args = cycle_args(pairs, &monitor);
+        let victims = [0, 2, 3];
+        let started = Instant::now();
+        let nodes = spawn_all(&file, n, &args);
+        wait_under_way(&monitor, n, victims[0], 6, started);
+        let (mut killed, nodes): (Vec<Node>, Vec<Node>) = nodes
+            .into_iter()
+            .partition(|node| victims.contains(&node.id));
+        for node in &killed {
+            signal(node, libc::SIGKILL);
+        }
+        let moves_before: Vec<usize> = victims.iter().map(|&v| monitor.moves_of(v)).collect();
+        for node in &mut killed {
+            node.child.wait().unwrap();
+        }
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let restarted_at = Instant::now();
+        let again: Vec<Node> = victims
+            .iter()
+            .map(|&v| spawn_node_logged(&file, v, &argv, &dir.join(format!("restarted-{v}.log"))))
+            .collect();
+        let ended: Vec<Ended> = nodes.into_iter().map(|n| finish(n, started)).collect();
+        let restarted: Vec<Ended> = again.into_iter().map(|n| finish(n, started)).collect();
+        assert_survivors_done(&ended, &monitor, pairs);
+        for (i, (e, &v)) in restarted.iter().zip(&victims).enumerate() {
+            assert_done(e, pairs);
+            assert!(
+                monitor.moves_of(v) >= moves_before[i] + 2 * pairs,
+                "{name}: P{v} made {} moves after its restart",
+                monitor.moves_of(v) - moves_before[i]
+            );
+            let log = std::fs::read_to_string(dir.join(format!("restarted-{v}.log"))).unwrap();
+            assert!(
+                log.contains("resumed the view log"),
+                "{name}: P{v} did not resume its member's view log: {log}"
+            );
+        }
+        let back = monitor
+            .state
+            .lock()
+            .unwrap()
+            .first_reports
+            .iter()
+            .filter(|(t, p)| victims.contains(p) && *t > restarted_at)
+            .map(|(t, _)| *t - restarted_at)
+            .max()
+            .expect("the restarted members reported");
+        eprintln!("{name}: P0, P2 and P3 killed at once and started again: all back {back:?} after the restart");
+    }
+}
+
 /// SIGSTOP one `--workload cycle` member past its lease and the eviction delay: the others
 /// evict it and go on; after SIGCONT the paused member finds its lease run out and fences
 /// (its calls return `Evicted`); no upper bound broken, counting it active only while its

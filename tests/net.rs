@@ -1847,3 +1847,45 @@ fn dropping_a_member_with_views_leaves_the_cluster_gracefully() {
         }
     }
 }
+
+/// `[storage]`: each member's view log folder is `dir`/member-I/epoch-E, relative to the
+/// cluster file's folder (a new epoch, a new folder); the setting is in the canonical text
+/// (every member must keep its log on disk), so a file with it and one without do not
+/// hash alike; an empty folder name, or storage without views, is refused naming why.
+#[test]
+fn the_storage_table_places_each_members_view_log_by_epoch() {
+    use lkcs::net::view::Storage;
+    let quota = "algorithm = \"maekawa\"\ntopology = \"complete:3\"";
+    let ports = free_ports(3);
+    let base = std::path::Path::new("/srv/lkcs");
+    let plain = cluster_file(quota, &ports, "");
+    let memory = lkcs::net::Cluster::parse_in(&plain, base).expect("a cluster without [storage]");
+    assert_eq!(memory.storage_dir(ProcessId(1)), None);
+    assert_eq!(
+        memory.view_options(ProcessId(1)).expect("views").storage,
+        Storage::Memory
+    );
+    let text = format!("epoch = 7\n{plain}[storage]\ndir = \"state\"\n");
+    let disk = lkcs::net::Cluster::parse_in(&text, base).expect("a cluster with [storage]");
+    let want = base.join("state").join("member-1").join("epoch-7");
+    assert_eq!(disk.storage_dir(ProcessId(1)), Some(want.clone()));
+    assert_eq!(
+        disk.view_options(ProcessId(1)).expect("views").storage,
+        Storage::Dir(want)
+    );
+    assert!(
+        disk.canonical().ends_with("storage=disk"),
+        "{}",
+        disk.canonical()
+    );
+    assert_ne!(disk.spec_hash(), memory.spec_hash());
+    let empty = format!("{plain}[storage]\ndir = \" \"\n");
+    let e = lkcs::net::Cluster::parse_in(&empty, base).expect_err("an empty folder name");
+    assert!(e.to_string().contains("[storage]: dir is empty"), "{e}");
+    let no_views = format!(
+        "{}[storage]\ndir = \"state\"\n",
+        cluster_file(quota, &ports, NO_VIEWS)
+    );
+    let e = lkcs::net::Cluster::parse_in(&no_views, base).expect_err("storage without views");
+    assert!(e.to_string().contains("runs no views"), "{e}");
+}

@@ -184,6 +184,7 @@ fn options(initial: View, neighbours: BTreeSet<ProcessId>) -> ViewOptions {
         lease: Duration::from_millis(1000),
         on_lease: None,
         unchecked_margin: false,
+        storage: lkcs::net::view::Storage::Memory,
     }
 }
 

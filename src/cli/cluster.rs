@@ -86,6 +86,12 @@ pub struct InitArgs {
     /// controller.
     #[arg(long, value_name = "T")]
     migrate_after: Option<u64>,
+    /// Where each member keeps its view log (`[storage] dir`, relative to the cluster
+    /// file; member I in DIR/member-I/epoch-E), so that a restarted member resumes it;
+    /// `memory` keeps it in memory (a restarted member joins with an empty log, and a
+    /// majority crashing at once leaves the log without one).
+    #[arg(long, value_name = "DIR", default_value = "state")]
+    storage: String,
 }
 
 /// Runs `lkcs cluster ...`.
@@ -194,6 +200,14 @@ fn text(a: &InitArgs, keys: &[SecretKey], operator: &SecretKey) -> Result<String
         let _ = writeln!(q, "migrate_after = {t}");
     }
     let host = quoted("host", &a.host, &mut problems);
+    let storage = match a.storage.as_str() {
+        "memory" => None,
+        "" => {
+            problems.push("--storage: name a folder, or `memory`".into());
+            None
+        }
+        dir => Some(quoted("storage", dir, &mut problems)),
+    };
     if !problems.is_empty() {
         return Err(problems);
     }
@@ -227,6 +241,16 @@ public_key = \"{}\"
 private_key = \"keys/operator.key\"",
         operator.public()
     );
+    if let Some(dir) = storage {
+        let _ = writeln!(
+            t,
+            "\n# each member keeps its view log on disk, in DIR/member-I/epoch-E (relative to this
+# file): a restarted member resumes it. Never delete a member's folder while the cluster
+# runs under this epoch (docs/operations.md).
+[storage]
+dir = {dir}"
+        );
+    }
     Ok(t)
 }
 

@@ -119,6 +119,8 @@ pub const FILE_HELP: &str = "Cluster file (TOML; `lkcs cluster init` writes one)
   evict_after_ms = 5000           # 0: no views
   lease_ms = 3000
   lease_heartbeat_ms = 500
+  [storage]                       # optional: the view log on disk, resumed at a restart
+  dir = \"state\"                   # relative to the file; member I in state/member-I/epoch-E
 The members refuse each other unless each holds the private key of the public key pinned for
 its id, their quotas are the same (a hash of its canonical text is compared at the
 handshake) and they run the same epoch.";
@@ -171,6 +173,15 @@ pub fn run(args: &NodeArgs) -> ExitCode {
             warn!("error: {p}");
         }
         return ExitCode::from(2);
+    }
+    if cluster.views().is_some() && cluster.storage_dir(ProcessId(0)).is_none() {
+        // docs/fault-tolerance.md, "The view log on disk"
+        tracing::warn!(
+            "{}: the view log is kept in memory (no [storage]): a majority of members \
+             restarting at once can start a view of their own; add `[storage]` with \
+             `dir = \"state\"`",
+            args.cluster.display()
+        );
     }
     // one thread runs the node's tasks and its workload or line protocol: a member's
     // handlers run one at a time anyway, and a hand-off between worker threads would cost a

@@ -21,6 +21,9 @@
 //! evict_after_ms = 5000          # views: evict a member unreachable this long; 0: no views
 //! lease_ms = 3000                # a member fences when no majority answered it this long
 //! lease_heartbeat_ms = 500       # how often a member asks for its lease
+//!
+//! [storage]                      # optional: every member keeps its view log on disk
+//! dir = "state"                  # relative to this file; member I in state/member-I/epoch-E
 //! ```
 //!
 //! **Views.** Unless `evict_after_ms = 0`, the members run the view log
@@ -32,6 +35,14 @@
 //! the others' `evict_after` holds only when every member runs the same ones. With
 //! `evict_after_ms = 0` a member that goes silent fails the calls that need it, as before
 //! views.
+//!
+//! **Storage.** With `[storage]`, each member writes its view log through to its own folder
+//! under `dir` ([`Storage::Dir`](super::view::Storage::Dir)), one per epoch: a member's
+//! process that restarts resumes its Raft node from it, so the log keeps its majority
+//! however many members crash at once. The setting is part of the canonical text, since a
+//! member lets any process of another member take part in the log only when every member
+//! keeps its log on disk. Without it the log lives in memory, and a restarted process joins
+//! with an empty one.
 //!
 //! `[quota]` takes the system options of `lkcs simulate` under the same names: `algorithm`,
 //! `topology`, `l`, `k`, `bounds = { l = [...], k = [...] }`, `initial = "in:0,2"`,
@@ -89,6 +100,14 @@ struct File {
     #[serde(default)]
     timing: TimingTable,
     operator: Option<OperatorTable>,
+    storage: Option<StorageTable>,
+}
+
+/// Where the members keep their view logs.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StorageTable {
+    dir: String,
 }
 
 /// The operator's identity (`lkcs status`): pinned for no member.
@@ -174,6 +193,8 @@ pub struct Cluster {
     epoch: u64,
     timing: Timing,
     views: Option<ViewTiming>,
+    /// `[storage]`'s folder, resolved against the cluster file's folder.
+    storage: Option<PathBuf>,
     initial: Vec<CsState>,
     instance: Instance,
     canonical: String,
@@ -334,7 +355,22 @@ impl Cluster {
             "quota: ",
         ))?;
         let (initial, instance) = spec.build(Resolve)?;
-        let canonical = canonical(&spec, &initial, members.len(), views);
+        let storage = file.storage.as_ref().map(|t| base.join(&t.dir));
+        if file
+            .storage
+            .as_ref()
+            .is_some_and(|t| t.dir.trim().is_empty())
+        {
+            return Err(ConfigError::one(invalid(
+                "[storage]: dir is empty: name a folder (relative to the cluster file)",
+            )));
+        }
+        if storage.is_some() && views.is_none() {
+            return Err(ConfigError::one(invalid(
+                "[storage] keeps the view log, but evict_after_ms = 0 runs no views",
+            )));
+        }
+        let canonical = canonical(&spec, &initial, members.len(), views, storage.is_some());
         let cluster = Cluster {
             spec,
             members,
@@ -346,6 +382,7 @@ impl Cluster {
             epoch: file.epoch,
             timing,
             views,
+            storage,
             initial,
             instance,
             canonical,
@@ -518,7 +555,21 @@ impl Cluster {
             evict_after: t.evict_after,
             lease: t.lease,
             heartbeat: t.heartbeat,
+            storage: match self.storage_dir(id) {
+                Some(dir) => super::view::Storage::Dir(dir),
+                None => super::view::Storage::Memory,
+            },
             ..super::ViewOptions::new(self.initial_view(), neighbours)
+        })
+    }
+
+    /// The folder member `id` keeps its view log in under this epoch
+    /// (`[storage] dir`/member-`id`/epoch-`epoch`), `None` when the file has no `[storage]`
+    /// (the log lives in memory). A new epoch starts every member's log afresh.
+    pub fn storage_dir(&self, id: ProcessId) -> Option<PathBuf> {
+        self.storage.as_ref().map(|dir| {
+            dir.join(format!("member-{}", id.0))
+                .join(format!("epoch-{}", self.epoch))
         })
     }
 
@@ -813,6 +864,7 @@ fn canonical(
     initial: &[CsState],
     members: usize,
     views: Option<ViewTiming>,
+    durable: bool,
 ) -> String {
     let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
     let list = |v: &Option<Vec<usize>>| {
@@ -849,6 +901,10 @@ fn canonical(
             )))
         ),
     ]
+    .into_iter()
+    // only when set, so that the files without it keep their hash
+    .chain(durable.then(|| "storage=disk".to_string()))
+    .collect::<Vec<_>>()
     .join("\n")
 }
 

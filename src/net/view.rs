@@ -29,8 +29,8 @@ mod raft;
 mod state;
 
 pub use raft::{
-    Event, Unreachable, ViewConfig, ViewError, ViewGroup, ViewRpc, ViewRpcReply, ViewTransport,
-    WriteRefusal,
+    Event, Storage, Unreachable, ViewConfig, ViewError, ViewGroup, ViewRpc, ViewRpcReply,
+    ViewTransport, WriteRefusal,
 };
 pub(crate) use state::majority;
 pub use state::{

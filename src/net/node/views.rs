@@ -28,7 +28,7 @@ use crate::id::ProcessId;
 use crate::net::frame::MAX_FRAME_LEN;
 use crate::net::link::NetSender;
 use crate::net::view::{
-    majority, Applied, Command, Pending, Proposal, Refusal, Unreachable, View, ViewConfig,
+    majority, Applied, Command, Pending, Proposal, Refusal, Storage, Unreachable, View, ViewConfig,
     ViewGroup, ViewRpc, ViewRpcReply, ViewTransport, WriteRefusal,
 };
 use crate::net::{LogEvent, Logger};
@@ -116,6 +116,14 @@ pub struct ViewOptions {
     /// outlives the eviction) and see its monitor catch the broken bound.
     #[doc(hidden)]
     pub unchecked_margin: bool,
+    /// Where the member keeps its view log ([`Storage::Memory`] by default). With
+    /// [`Storage::Dir`] a restarted process resumes its member's Raft node from the folder
+    /// and rejoins through it, so the log survives any number of members crashing at once;
+    /// and the node takes part in Raft with any process of a member, since it assumes that
+    /// **every** member of the cluster keeps its log on disk (a cluster file's `[storage]`
+    /// sets it for all of them). A member's folder must then not be lost or reset while the
+    /// cluster runs under its epoch (docs/fault-tolerance.md).
+    pub storage: Storage,
 }
 
 impl ViewOptions {
@@ -131,6 +139,7 @@ impl ViewOptions {
             lease: Duration::from_secs(3),
             on_lease: None,
             unchecked_margin: false,
+            storage: Storage::Memory,
         }
     }
 
@@ -271,6 +280,9 @@ pub(super) struct ViewLinks {
     /// view, or rejoining in the pending change), and the new process of each member whose
     /// link saw it restart.
     processes: Mutex<Processes>,
+    /// Every member keeps its view log on disk ([`Storage::Dir`]): a new process of a
+    /// member is the same Raft node as the one before, so its Raft messages count.
+    durable: AtomicBool,
 }
 
 /// Which process of each member this node deals with (see [`ViewLinks::current`]).
@@ -390,6 +402,12 @@ impl ViewLinks {
                 processes.in_view.get(&p) == Some(i) || processes.rejoining.get(&p) == Some(i)
             }
         }
+    }
+
+    /// Whether the Raft node behind `p`'s process may take part in the log: any process of
+    /// a member when every member keeps its log on disk, else as [`ViewLinks::may_log`].
+    fn may_raft(&self, p: ProcessId) -> bool {
+        self.durable.load(Ordering::Acquire) || self.may_log(p)
     }
 
     fn is_down(&self, p: ProcessId) -> bool {
@@ -568,7 +586,7 @@ impl<M: Send + 'static> NodeViews<M> {
     ) -> Result<Option<u64>, String> {
         match postcard::from_bytes::<ViewFrame>(bytes) {
             Err(e) => Err(format!("a view frame that does not decode: {e}")),
-            Ok(ViewFrame::Reply { .. }) if !self.shared.links.may_log(from) => {
+            Ok(ViewFrame::Reply { .. }) if !self.shared.links.may_raft(from) => {
                 Err("a view-log answer from a new process that has not rejoined".into())
             }
             Ok(ViewFrame::Reply { id, reply }) => match self.shared.links.answer(from, id, reply) {
@@ -644,10 +662,18 @@ impl<M: Send + 'static> NodeViews<M> {
 fn allowed(from: ProcessId, rpc: &ViewRpc, links: &ViewLinks) -> bool {
     match rpc {
         ViewRpc::Write(Command::Propose(Proposal::Rejoin { member, .. })) => *member == from,
+        // in place of its old process: only where a new process is the same Raft node
+        ViewRpc::Write(Command::Propose(Proposal::Replace { member, .. })) => {
+            *member == from && links.durable.load(Ordering::Acquire)
+        }
         ViewRpc::Write(Command::Propose(Proposal::Evict { member, .. })) if *member == from => true,
         // a member leaves on its own (it exited first): no other may say it left
         ViewRpc::Write(Command::Propose(Proposal::Leave(p))) => *p == from && links.may_log(from),
-        _ => links.may_log(from),
+        ViewRpc::Write(_) => links.may_log(from),
+        // Raft's own messages: from a new process too when its Raft node is the same one
+        ViewRpc::AppendEntries(_) | ViewRpc::Vote(_) | ViewRpc::InstallSnapshot(_) => {
+            links.may_raft(from)
+        }
     }
 }
 
@@ -696,16 +722,39 @@ pub(super) async fn run<M: Send + 'static>(
         log(id, &LogEvent::View(format!("fenced: {why}")));
         core.fence(view, why);
     };
-    let mut group =
-        match ViewGroup::start(id, options.initial.clone(), transport(), options.config).await {
-            Ok(g) => g,
-            Err(e) => {
-                // without its log the member can neither renew its lease nor follow the views
-                fenced(installed, format!("the view log did not start: {e}"));
-                return;
-            }
-        };
+    let durable = matches!(options.storage, Storage::Dir(_));
+    links.durable.store(durable, Ordering::Release);
+    let mut group = match ViewGroup::start_in(
+        id,
+        options.initial.clone(),
+        transport(),
+        options.config,
+        &options.storage,
+    )
+    .await
+    {
+        Ok(g) => g,
+        Err(e) => {
+            // without its log the member can neither renew its lease nor follow the views
+            fenced(installed, format!("the view log did not start: {e}"));
+            return;
+        }
+    };
     *lock(&shared.group) = Some(group.clone());
+    if group.resumed() {
+        // a restart on the member's folder: its Raft node goes on, but its object's state
+        // died with the process before, which the view may still count; it rejoins as a
+        // new process (the view log knows it by its new incarnation)
+        log(
+            id,
+            &LogEvent::View(format!(
+                "resumed the view log at view {}: this process (incarnation {:x}) rejoins",
+                group.state().view.number,
+                shared.incarnation
+            )),
+        );
+        shared.rejoin.store(true, Ordering::Release);
+    }
     // the last proposal to evict each member: another waits as long again
     let mut proposed: BTreeMap<ProcessId, Instant> = BTreeMap::new();
     let again = options.evict_after.max(options.config.write_timeout);
@@ -719,9 +768,7 @@ pub(super) async fn run<M: Send + 'static>(
             joining = true;
             incarnation = shared.incarnation;
             if !lock(lease).ever_granted() {
-                // a new process of the member (it restarted): its group's log is empty, so
-                // it joins with a group of its own as a learner, which votes only once a
-                // view has it (its peers do not hear its Raft messages before)
+                // a new process of the member (it restarted)
                 log(
                     id,
                     &LogEvent::View(format!(
@@ -729,26 +776,35 @@ pub(super) async fn run<M: Send + 'static>(
                     )),
                 );
                 place = None;
-                group.shutdown().await;
-                group = match ViewGroup::join(
-                    id,
-                    incarnation,
-                    options.initial.clone(),
-                    transport(),
-                    options.config,
-                )
-                .await
-                {
-                    Ok(g) => g,
-                    Err(e) => {
-                        fenced(
-                            installed,
-                            format!("the view log did not start to rejoin: {e}"),
-                        );
-                        return;
-                    }
-                };
-                *lock(&shared.group) = Some(group.clone());
+                if durable {
+                    // its group is its member's Raft node, resumed from the folder (or
+                    // started on it): it keeps its log and its votes
+                    group.set_incarnation(incarnation);
+                } else {
+                    // its group's log is empty, so it joins with a group of its own as a
+                    // learner, which votes only once a view has it (its peers do not hear
+                    // its Raft messages before)
+                    group.shutdown().await;
+                    group = match ViewGroup::join(
+                        id,
+                        incarnation,
+                        options.initial.clone(),
+                        transport(),
+                        options.config,
+                    )
+                    .await
+                    {
+                        Ok(g) => g,
+                        Err(e) => {
+                            fenced(
+                                installed,
+                                format!("the view log did not start to rejoin: {e}"),
+                            );
+                            return;
+                        }
+                    };
+                    *lock(&shared.group) = Some(group.clone());
+                }
             } else {
                 // the process that fenced: its group keeps its log and its votes (a fresh
                 // one, while the others still count it a voter, could vote twice in a term)
@@ -764,7 +820,7 @@ pub(super) async fn run<M: Send + 'static>(
         let rejoining = state
             .pending
             .iter()
-            .flat_map(|p| p.change.rejoin.iter().map(|(m, i)| (*m, *i)))
+            .flat_map(|p| p.change.incoming())
             .collect();
         links.set_view(&state.view.members, rejoining);
         // a member of the view, acting as one: not while it rejoins (a process that fenced
@@ -897,6 +953,22 @@ pub(super) async fn run<M: Send + 'static>(
                     // the view already has the process under the incarnation it rejoins with
                     Ok(Applied::Ignored(Refusal::AlreadyMember { .. })) => {
                         "already in the view: it installs it".to_string()
+                    }
+                    // the view still has this member's old process, and this one resumed
+                    // the member's Raft node: it takes the old one's place in one change
+                    // (which needs no majority of live members: the old one is gone)
+                    Ok(Applied::Ignored(Refusal::OtherIncarnation { in_view, .. })) if durable => {
+                        let replace = Command::Propose(Proposal::Replace {
+                            member: id,
+                            incarnation: in_view,
+                            by: incarnation,
+                        });
+                        match write_through(&t, id, &own, to, replace).await {
+                            Ok(applied) => {
+                                format!("asked to take its place in the view: {applied:?}")
+                            }
+                            Err(e) => format!("asking to take its place in the view failed: {e}"),
+                        }
                     }
                     // the view still has this member's old process: out first
                     Ok(Applied::Ignored(Refusal::OtherIncarnation { in_view, .. })) => {

@@ -81,6 +81,7 @@ openraft::declare_raft_types!(
 /// The openraft instance of a view group.
 pub(crate) type Raft = openraft::Raft<ViewRaft>;
 
+pub use store::Storage;
 pub(crate) use store::{LogStore, Machine};
 
 fn node_id(p: ProcessId) -> NodeId {
@@ -148,6 +149,9 @@ impl ViewConfig {
             // per request, and snapshots (a few hundred bytes of view state) in small chunks
             max_payload_entries: 16,
             snapshot_max_chunk_size: 16 * 1024,
+            // a short log: a store on disk rewrites it whole at each change (store.rs)
+            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(1024),
+            max_in_snapshot_log_to_keep: 128,
             ..Config::default()
         };
         config
@@ -255,6 +259,9 @@ pub enum ViewError {
     Raft(String),
     /// A peer answered with a reply of another kind than the request.
     WrongReply(ProcessId),
+    /// The group's folder ([`Storage::Dir`]) could not be read or made: the cause, naming
+    /// the file.
+    Storage(String),
 }
 
 impl fmt::Display for ViewError {
@@ -270,6 +277,7 @@ impl fmt::Display for ViewError {
             ViewError::Stopped(e) => write!(f, "the view log stopped: {e}"),
             ViewError::Raft(e) => write!(f, "view log: {e}"),
             ViewError::WrongReply(p) => write!(f, "{p} answered a view request out of kind"),
+            ViewError::Storage(e) => write!(f, "view log storage: {e}"),
         }
     }
 }
@@ -396,6 +404,8 @@ struct Inner<T> {
     config: ViewConfig,
     machine: Machine,
     reconciler: std::sync::Mutex<Option<JoinHandle<()>>>,
+    /// Its store held an earlier process's Raft state when it opened.
+    resumed: bool,
 }
 
 /// One member's view group: its Raft instance over the view log, and the handle the node
@@ -433,9 +443,26 @@ impl<T: ViewTransport> ViewGroup<T> {
         transport: T,
         config: ViewConfig,
     ) -> Result<ViewGroup<T>, ViewError> {
+        Self::start_in(id, initial, transport, config, &Storage::Memory).await
+    }
+
+    /// [`ViewGroup::start`] on `storage`. A folder that holds an earlier process's Raft
+    /// state ([`ViewGroup::resumed`]) resumes that Raft node, its vote and log included,
+    /// with its state machine at the last committed view; one that holds none starts view
+    /// 0 as [`ViewGroup::start`] does.
+    pub async fn start_in(
+        id: ProcessId,
+        initial: View,
+        transport: T,
+        config: ViewConfig,
+        storage: &Storage,
+    ) -> Result<ViewGroup<T>, ViewError> {
         let incarnation = *initial.members.get(&id).ok_or(ViewError::NotAMember(id))?;
         let voters: BTreeSet<NodeId> = initial.members.keys().map(|p| node_id(*p)).collect();
-        let group = Self::launch(id, incarnation, initial, transport, config).await?;
+        let group = Self::launch(id, incarnation, initial, transport, config, storage).await?;
+        if group.inner.resumed {
+            return Ok(group);
+        }
         match group.inner.raft.initialize(voters).await {
             Ok(()) => {}
             // already initialized: the group was formed (not on a fresh group, but harmless)
@@ -459,7 +486,15 @@ impl<T: ViewTransport> ViewGroup<T> {
         transport: T,
         config: ViewConfig,
     ) -> Result<ViewGroup<T>, ViewError> {
-        Self::launch(id, incarnation, initial, transport, config).await
+        Self::launch(
+            id,
+            incarnation,
+            initial,
+            transport,
+            config,
+            &Storage::Memory,
+        )
+        .await
     }
 
     async fn launch(
@@ -468,24 +503,22 @@ impl<T: ViewTransport> ViewGroup<T> {
         initial: View,
         transport: T,
         config: ViewConfig,
+        storage: &Storage,
     ) -> Result<ViewGroup<T>, ViewError> {
         let raft_config = Arc::new(config.raft()?);
         let state = ViewState::new(initial).map_err(ViewError::Invalid)?;
-        let machine = Machine::new(state);
+        let storage_error = |e: std::io::Error| ViewError::Storage(e.to_string());
+        let store = LogStore::open(storage).map_err(storage_error)?;
+        let machine = Machine::open(state, storage).map_err(storage_error)?;
+        let resumed = store.holds_state().await;
         let transport = Arc::new(transport);
         let network = Network {
             transport: transport.clone(),
             backoff: config.unreachable_backoff,
         };
-        let raft = Raft::new(
-            node_id(id),
-            raft_config,
-            network,
-            LogStore::default(),
-            machine.clone(),
-        )
-        .await
-        .map_err(|e| ViewError::Stopped(e.to_string()))?;
+        let raft = Raft::new(node_id(id), raft_config, network, store, machine.clone())
+            .await
+            .map_err(|e| ViewError::Stopped(e.to_string()))?;
         let reconciler = tokio::spawn(reconcile_loop(
             id,
             raft.clone(),
@@ -501,8 +534,15 @@ impl<T: ViewTransport> ViewGroup<T> {
                 config,
                 machine,
                 reconciler: std::sync::Mutex::new(Some(reconciler)),
+                resumed,
             }),
         })
+    }
+
+    /// Whether the group resumed an earlier process's Raft node from its folder
+    /// ([`ViewGroup::start_in`]): this process is a restart of its member.
+    pub fn resumed(&self) -> bool {
+        self.inner.resumed
     }
 
     /// This member's id.
@@ -748,8 +788,8 @@ async fn reconcile(id: ProcessId, raft: &Raft, state: &ViewState) -> Result<(), 
     let rejoining = state
         .pending
         .iter()
-        .flat_map(|p| p.change.rejoin.keys())
-        .map(|p| node_id(*p));
+        .flat_map(|p| p.change.incoming())
+        .map(|(p, _)| node_id(p));
     for learner in want.iter().copied().chain(rejoining) {
         if !nodes.contains(&learner) {
             raft.add_learner(learner, EmptyNode::new(), false)

@@ -19,10 +19,15 @@
 //!   a member whose *other* incarnation is still in `M_v` is refused too
 //!   ([`Refusal::OtherIncarnation`]): that incarnation is evicted first, by an ordinary
 //!   eviction, and the rejoin proposed after the install;
+//! - a replacement ([`Proposal::Replace`]: a member's new process, which resumed the
+//!   member's view log from disk, in place of its old one) opens or extends a change like an
+//!   eviction, but keeps the member: the old process does not report and the new one starts
+//!   inactive; a change whose every member is replaced installs at once;
 //! - a [`Command::Report`] for the pending view from a member of `M_v` (its incarnation in
-//!   `M_v`) is recorded once; any other report is ignored;
-//! - the pending view **installs** when every member of `M_v` that the change does not evict
-//!   or remove has reported. An evicted member that reported before that is **kept** with its
+//!   `M_v`) is recorded once; any other report (one from a replaced process included) is
+//!   ignored;
+//! - the pending view **installs** when every member of `M_v` that the change does not evict,
+//!   remove or replace has reported. An evicted member that reported before that is **kept** with its
 //!   reported state (it was only slow); a member that leaves is out, reported or not. The
 //!   start of `v+1` is the reported states of the members kept, and [`CsState::OutCs`] for
 //!   the members that rejoin.
@@ -118,6 +123,22 @@ pub enum Proposal {
         /// The incarnation of its process the proposer saw in the view.
         incarnation: u64,
     },
+    /// A member's new process `by` takes the place of its process `incarnation`, which it
+    /// replaced (it restarted on the member's key and view-log folder, so the old process
+    /// is gone): one change, in which the old process does not report and the new one
+    /// starts inactive. Unlike an eviction it does not shrink the view, so it needs no
+    /// majority of the view to stay: a majority that crashed at once comes back through it.
+    /// A member proposes it for itself only, and only when every member keeps its view log
+    /// on disk (a new process in memory has lost its votes and must not be counted before a
+    /// view has it: [`Proposal::Evict`], then [`Proposal::Rejoin`]).
+    Replace {
+        /// The member.
+        member: ProcessId,
+        /// The incarnation of its old process, in the view.
+        incarnation: u64,
+        /// Its new process's incarnation.
+        by: u64,
+    },
     /// A member's new process (a new incarnation) joins, inactive.
     Rejoin {
         /// The member.
@@ -168,6 +189,10 @@ pub struct Change {
     pub rejoin: BTreeMap<ProcessId, u64>,
     /// Members that leave: out of the next view.
     pub leave: BTreeSet<ProcessId>,
+    /// Members whose process is replaced by a new one ([`Proposal::Replace`]), with the
+    /// new incarnation: in the next view under it, inactive; the old process does not
+    /// report.
+    pub replace: BTreeMap<ProcessId, u64>,
 }
 
 impl Change {
@@ -178,7 +203,24 @@ impl Change {
 
     /// Whether the change names this member at all.
     pub fn names(&self, member: ProcessId) -> bool {
-        self.removes(member) || self.rejoin.contains_key(&member)
+        self.removes(member)
+            || self.rejoin.contains_key(&member)
+            || self.replace.contains_key(&member)
+    }
+
+    /// The new processes the change brings in (rejoins and replacements), with their
+    /// incarnations.
+    pub fn incoming(&self) -> impl Iterator<Item = (ProcessId, u64)> + '_ {
+        self.rejoin
+            .iter()
+            .chain(self.replace.iter())
+            .map(|(m, i)| (*m, *i))
+    }
+
+    /// Whether the pending view waits for this member of the current view to report: it
+    /// is neither removed nor replaced.
+    pub fn awaits(&self, member: ProcessId) -> bool {
+        !self.removes(member) && !self.replace.contains_key(&member)
     }
 }
 
@@ -228,6 +270,8 @@ pub enum Refusal {
         /// Its incarnation, already in the view.
         incarnation: u64,
     },
+    /// A report from a process the pending change replaces: it is gone from the next view.
+    Replaced(ProcessId),
     /// A rejoin while another incarnation of the member is in the view: evict that one first.
     OtherIncarnation {
         /// The member.
@@ -314,6 +358,9 @@ impl fmt::Display for Refusal {
                 )
             }
             Refusal::AlreadyInChange(p) => write!(f, "the pending change already names {p}"),
+            Refusal::Replaced(p) => {
+                write!(f, "the pending change replaces {p}'s process: it does not report")
+            }
             Refusal::Reported(p) => write!(f, "{p} reported for the pending view: it is kept"),
             Refusal::NoMajority { remaining, needed } => write!(
                 f,
@@ -439,6 +486,27 @@ impl ViewState {
                     return Applied::Ignored(Refusal::NotAMember(p));
                 }
             }
+            Proposal::Replace {
+                member,
+                incarnation,
+                by,
+            } => match members.get(&member) {
+                None => return Applied::Ignored(Refusal::NotAMember(member)),
+                Some(&in_view) if in_view == by => {
+                    return Applied::Ignored(Refusal::AlreadyMember {
+                        member,
+                        incarnation: by,
+                    })
+                }
+                Some(&in_view) if in_view != incarnation => {
+                    return Applied::Ignored(Refusal::StaleEviction {
+                        member,
+                        in_view,
+                        named: incarnation,
+                    })
+                }
+                Some(_) => {}
+            },
             Proposal::Rejoin {
                 member,
                 incarnation,
@@ -469,11 +537,24 @@ impl ViewState {
             (Some(pending), Proposal::Rejoin { .. } | Proposal::Restore { .. }) => {
                 return Applied::Ignored(Refusal::ChangePending { next: pending.next });
             }
-            (Some(pending), Proposal::Evict { member: p, .. } | Proposal::Leave(p)) => {
-                if pending.change.names(p) {
+            (
+                Some(pending),
+                Proposal::Evict { member: p, .. }
+                | Proposal::Leave(p)
+                | Proposal::Replace { member: p, .. },
+            ) => {
+                // a replacement of a process the change evicts (its link saw the restart)
+                // turns the eviction into the replacement: the member stays
+                let evicted_only = pending.change.evict.contains(&p)
+                    && !pending.change.leave.contains(&p)
+                    && !pending.change.rejoin.contains_key(&p)
+                    && !pending.change.replace.contains_key(&p);
+                let replacing = matches!(proposal, Proposal::Replace { .. });
+                if pending.change.names(p) && !(replacing && evicted_only) {
                     return Applied::Ignored(Refusal::AlreadyInChange(p));
                 }
-                if matches!(proposal, Proposal::Evict { .. }) && pending.reports.contains_key(&p) {
+                // a process that reported is alive: it is kept, not evicted nor replaced
+                if !matches!(proposal, Proposal::Leave(_)) && pending.reports.contains_key(&p) {
                     return Applied::Ignored(Refusal::Reported(p));
                 }
                 pending.change.clone()
@@ -485,6 +566,10 @@ impl ViewState {
             }
             Proposal::Leave(p) => {
                 change.leave.insert(p);
+            }
+            Proposal::Replace { member, by, .. } => {
+                change.evict.remove(&member);
+                change.replace.insert(member, by);
             }
             Proposal::Rejoin {
                 member,
@@ -500,7 +585,7 @@ impl ViewState {
         if remaining < needed {
             return Applied::Ignored(Refusal::NoMajority { remaining, needed });
         }
-        match &mut self.pending {
+        let applied = match &mut self.pending {
             None => {
                 let next = self.view.number + 1;
                 self.pending = Some(Pending {
@@ -522,6 +607,20 @@ impl ViewState {
                     change,
                 }
             }
+        };
+        // a change that replaces every process of the view awaits no report; one that also
+        // evicts waits for a report all the same (a reporter waits out the evicted
+        // member's lease)
+        let evicts = self
+            .pending
+            .as_ref()
+            .is_some_and(|p| !p.change.evict.is_empty());
+        match (evicts, applied) {
+            (false, applied) => match self.try_install() {
+                Some(view) => Applied::Installed(view),
+                None => applied,
+            },
+            (true, applied) => applied,
         }
     }
 
@@ -556,6 +655,9 @@ impl ViewState {
                 got: incarnation,
             });
         }
+        if pending.change.replace.contains_key(&member) {
+            return Applied::Ignored(Refusal::Replaced(member));
+        }
         if pending.reports.contains_key(&member) {
             return Applied::Ignored(Refusal::AlreadyReported(member));
         }
@@ -575,7 +677,7 @@ impl ViewState {
             .view
             .members
             .keys()
-            .any(|p| !pending.change.removes(*p) && !pending.reports.contains_key(p));
+            .any(|p| pending.change.awaits(*p) && !pending.reports.contains_key(p));
         if waiting {
             return None;
         }
@@ -591,7 +693,7 @@ impl ViewState {
                 start.insert(p, r.state);
             }
         }
-        for (&p, &incarnation) in &pending.change.rejoin {
+        for (p, incarnation) in pending.change.incoming() {
             members.insert(p, incarnation);
             start.insert(p, CsState::OutCs);
         }
@@ -613,7 +715,7 @@ impl ViewState {
                 .view
                 .members
                 .keys()
-                .filter(|p| !pending.change.removes(**p) && !pending.reports.contains_key(p))
+                .filter(|p| pending.change.awaits(**p) && !pending.reports.contains_key(p))
                 .copied()
                 .collect(),
         }

@@ -1,9 +1,86 @@
-//! The group's storage: an in-memory Raft log and the state machine over [`ViewState`]
-//! (openraft's memstore pattern; the snapshot is the state encoded with postcard).
+//! The group's storage: the Raft log and the state machine over [`ViewState`] (openraft's
+//! memstore pattern; the snapshot is the state encoded with postcard), in memory or written
+//! through to a folder ([`Storage::Dir`]).
+//!
+//! # On disk
+//! A folder holds two files, each replaced whole and atomically (written to `NAME.tmp`,
+//! synced, renamed over `NAME`, the folder synced), so a crash leaves the old file or the new
+//! one, never a torn one:
+//! - `raft-log`: the vote, the committed log id, the last purged log id and the log's entries
+//!   (postcard), rewritten on every change, and on disk before the change returns (an append
+//!   is acknowledged to Raft only then). The view log changes only at view changes and
+//!   elections, a few entries at a time, and a snapshot keeps it short
+//!   ([`ViewConfig::raft`](super::ViewConfig::raft)), so a rewrite is a few kilobytes.
+//! - `raft-snapshot`: the last snapshot built or installed (its metadata and the state), read
+//!   back as the state machine's state when the group opens; openraft then applies the
+//!   committed entries after it again.
+//!
+//! So a member's process that restarts on its folder is the same Raft node as before: its
+//! vote and everything it acknowledged are there (Raft's persistence rule), and its
+//! state machine is back at its last committed view.
 
 use super::*;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
-#[derive(Debug, Default)]
+/// Where a view group keeps its Raft state.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Storage {
+    /// In memory: a process that restarts has lost its log and its votes, so it joins again
+    /// as a learner with an empty log ([`ViewGroup::join`]) and takes no part in Raft before.
+    #[default]
+    Memory,
+    /// Written through to this folder (created, mode 0700, if missing): a process that
+    /// restarts on it resumes its Raft node, vote and log included (see the module doc).
+    Dir(PathBuf),
+}
+
+/// The log store's file in a [`Storage::Dir`] folder.
+pub(crate) const LOG_FILE: &str = "raft-log";
+/// The snapshot's file in a [`Storage::Dir`] folder.
+pub(crate) const SNAPSHOT_FILE: &str = "raft-snapshot";
+
+/// Replaces `dir/name` with `bytes`, atomically and durably.
+fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = dir.join(format!("{name}.tmp"));
+    {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&tmp, dir.join(name))?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Reads `dir/name`, `None` if it does not exist.
+fn read_file(dir: &Path, name: &str) -> std::io::Result<Option<Vec<u8>>> {
+    match std::fs::read(dir.join(name)) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates `dir` (and its parents) if missing; a folder created here is private (0700).
+fn make_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+fn corrupt(path: &Path, e: impl fmt::Display) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!("{} does not decode: {e}", path.display()),
+    )
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
 struct LogInner {
     last_purged: Option<LogId<NodeId>>,
     log: BTreeMap<u64, Entry<ViewRaft>>,
@@ -11,11 +88,66 @@ struct LogInner {
     vote: Option<Vote<NodeId>>,
 }
 
-/// The in-memory Raft log of a view group. A member that restarts has lost it, with the rest
-/// of its state, and joins again as a new incarnation.
+impl LogInner {
+    /// Whether this node ever took part in Raft (voted, or holds or held entries).
+    fn is_empty(&self) -> bool {
+        self.vote.is_none() && self.log.is_empty() && self.last_purged.is_none()
+    }
+}
+
+/// The Raft log of a view group, in memory and, with [`Storage::Dir`], on disk.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct LogStore {
     inner: Arc<Mutex<LogInner>>,
+    dir: Option<Arc<PathBuf>>,
+}
+
+impl LogStore {
+    /// The log of `storage`: empty in memory, or what the folder holds (empty if nothing).
+    pub(crate) fn open(storage: &Storage) -> std::io::Result<LogStore> {
+        let Storage::Dir(dir) = storage else {
+            return Ok(LogStore::default());
+        };
+        make_dir(dir)?;
+        let inner = match read_file(dir, LOG_FILE)? {
+            Some(bytes) => {
+                postcard::from_bytes(&bytes).map_err(|e| corrupt(&dir.join(LOG_FILE), e))?
+            }
+            None => LogInner::default(),
+        };
+        Ok(LogStore {
+            inner: Arc::new(Mutex::new(inner)),
+            dir: Some(Arc::new(dir.clone())),
+        })
+    }
+
+    /// Whether the store holds a Raft node's state (a vote or entries): a process opening
+    /// a folder that does is a restart of the member's node.
+    pub(crate) async fn holds_state(&self) -> bool {
+        !self.inner.lock().await.is_empty()
+    }
+
+    /// Adds `entries` to the log, and writes it through.
+    pub(crate) async fn append_entries(
+        &self,
+        entries: impl IntoIterator<Item = Entry<ViewRaft>>,
+    ) -> std::io::Result<()> {
+        let mut inner = self.inner.lock().await;
+        for entry in entries {
+            inner.log.insert(entry.get_log_id().index, entry);
+        }
+        self.persist(&inner)
+    }
+
+    /// Writes the log through to the folder, if it has one.
+    fn persist(&self, inner: &LogInner) -> std::io::Result<()> {
+        let Some(dir) = &self.dir else {
+            return Ok(());
+        };
+        let bytes = postcard::to_allocvec(inner)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
+        write_atomic(dir, LOG_FILE, &bytes)
+    }
 }
 
 impl RaftLogReader<ViewRaft> for LogStore {
@@ -49,8 +181,10 @@ impl RaftLogStorage<ViewRaft> for LogStore {
         &mut self,
         committed: Option<LogId<NodeId>>,
     ) -> Result<(), StorageError<NodeId>> {
-        self.inner.lock().await.committed = committed;
-        Ok(())
+        let mut inner = self.inner.lock().await;
+        inner.committed = committed;
+        self.persist(&inner)
+            .map_err(|e| StorageIOError::write_logs(&e).into())
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId<NodeId>>, StorageError<NodeId>> {
@@ -58,8 +192,10 @@ impl RaftLogStorage<ViewRaft> for LogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError<NodeId>> {
-        self.inner.lock().await.vote = Some(*vote);
-        Ok(())
+        let mut inner = self.inner.lock().await;
+        inner.vote = Some(*vote);
+        self.persist(&inner)
+            .map_err(|e| StorageIOError::write_vote(&e).into())
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError<NodeId>> {
@@ -75,18 +211,25 @@ impl RaftLogStorage<ViewRaft> for LogStore {
         I: IntoIterator<Item = Entry<ViewRaft>> + Send,
         I::IntoIter: Send,
     {
-        let mut inner = self.inner.lock().await;
-        for entry in entries {
-            inner.log.insert(entry.get_log_id().index, entry);
+        // acknowledged to Raft only once on disk
+        match self.append_entries(entries).await {
+            Ok(()) => {
+                callback.log_io_completed(Ok(()));
+                Ok(())
+            }
+            Err(e) => {
+                let error = StorageIOError::write_logs(&e).into();
+                callback.log_io_completed(Err(e));
+                Err(error)
+            }
         }
-        callback.log_io_completed(Ok(()));
-        Ok(())
     }
 
     async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
         let mut inner = self.inner.lock().await;
         let _ = inner.log.split_off(&log_id.index);
-        Ok(())
+        self.persist(&inner)
+            .map_err(|e| StorageIOError::write_logs(&e).into())
     }
 
     async fn purge(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
@@ -96,7 +239,8 @@ impl RaftLogStorage<ViewRaft> for LogStore {
         }
         let kept = inner.log.split_off(&(log_id.index + 1));
         inner.log = kept;
-        Ok(())
+        self.persist(&inner)
+            .map_err(|e| StorageIOError::write_logs(&e).into())
     }
 
     async fn get_log_reader(&mut self) -> Self::LogReader {
@@ -119,10 +263,10 @@ impl fmt::Display for SnapshotError {
 impl std::error::Error for SnapshotError {}
 
 #[derive(Debug)]
-struct MachineInner {
+pub(super) struct MachineInner {
     last_applied: Option<LogId<NodeId>>,
     membership: StoredMembership<NodeId, EmptyNode>,
-    state: ViewState,
+    pub(super) state: ViewState,
     snapshot: Option<(SnapshotMeta<NodeId, EmptyNode>, Vec<u8>)>,
     snapshots: u64,
 }
@@ -131,9 +275,18 @@ struct MachineInner {
 /// publishes the state ([`watch`]) and each outcome ([`broadcast`]).
 #[derive(Clone, Debug)]
 pub(crate) struct Machine {
-    inner: Arc<Mutex<MachineInner>>,
+    pub(super) inner: Arc<Mutex<MachineInner>>,
     pub(super) state: Arc<watch::Sender<ViewState>>,
     pub(super) events: broadcast::Sender<Event>,
+    /// The folder its snapshots are written to ([`Storage::Dir`]).
+    dir: Option<Arc<PathBuf>>,
+}
+
+/// A snapshot as its file holds it.
+#[derive(Serialize, Deserialize)]
+struct SnapshotFile {
+    meta: SnapshotMeta<NodeId, EmptyNode>,
+    data: Vec<u8>,
 }
 
 /// How many applied events a slow [`ViewGroup::subscribe`] receiver may lag behind.
@@ -142,18 +295,73 @@ pub(crate) const EVENT_CAPACITY: usize = 1024;
 impl Machine {
     /// A state machine at `state`, with nothing applied.
     pub(crate) fn new(state: ViewState) -> Machine {
-        let (events, _) = broadcast::channel(EVENT_CAPACITY);
-        Machine {
-            inner: Arc::new(Mutex::new(MachineInner {
+        Machine::at(
+            MachineInner {
                 last_applied: None,
                 membership: StoredMembership::default(),
-                state: state.clone(),
+                state,
                 snapshot: None,
                 snapshots: 0,
-            })),
-            state: Arc::new(watch::channel(state).0),
+            },
+            None,
+        )
+    }
+
+    fn at(inner: MachineInner, dir: Option<Arc<PathBuf>>) -> Machine {
+        let (events, _) = broadcast::channel(EVENT_CAPACITY);
+        Machine {
+            state: Arc::new(watch::channel(inner.state.clone()).0),
+            inner: Arc::new(Mutex::new(inner)),
             events,
+            dir,
         }
+    }
+
+    /// The state machine of `storage`: at `initial` with nothing applied, or at the
+    /// snapshot its folder holds (openraft applies the committed entries after it again).
+    pub(crate) fn open(initial: ViewState, storage: &Storage) -> std::io::Result<Machine> {
+        let Storage::Dir(dir) = storage else {
+            return Ok(Machine::new(initial));
+        };
+        make_dir(dir)?;
+        let path = dir.join(SNAPSHOT_FILE);
+        let inner = match read_file(dir, SNAPSHOT_FILE)? {
+            None => MachineInner {
+                last_applied: None,
+                membership: StoredMembership::default(),
+                state: initial,
+                snapshot: None,
+                snapshots: 0,
+            },
+            Some(bytes) => {
+                let file: SnapshotFile =
+                    postcard::from_bytes(&bytes).map_err(|e| corrupt(&path, e))?;
+                let state: ViewState =
+                    postcard::from_bytes(&file.data).map_err(|e| corrupt(&path, e))?;
+                MachineInner {
+                    last_applied: file.meta.last_log_id,
+                    membership: file.meta.last_membership.clone(),
+                    state,
+                    snapshot: Some((file.meta, file.data)),
+                    snapshots: 0,
+                }
+            }
+        };
+        Ok(Machine::at(inner, Some(Arc::new(dir.clone()))))
+    }
+
+    /// Writes a snapshot through to the folder, if it has one.
+    fn persist(&self, meta: &SnapshotMeta<NodeId, EmptyNode>, data: &[u8]) -> std::io::Result<()> {
+        let Some(dir) = &self.dir else {
+            return Ok(());
+        };
+        let file = SnapshotFile {
+            meta: meta.clone(),
+            data: data.to_vec(),
+        };
+        postcard::to_allocvec(&file)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))
+            .and_then(|bytes| write_atomic(dir, SNAPSHOT_FILE, &bytes))
     }
 }
 
@@ -172,6 +380,8 @@ impl RaftSnapshotBuilder<ViewRaft> for Machine {
             last_membership: inner.membership.clone(),
             snapshot_id,
         };
+        self.persist(&meta, &data)
+            .map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), &e))?;
         inner.snapshot = Some((meta.clone(), data.clone()));
         Ok(Snapshot {
             meta,
@@ -253,7 +463,11 @@ impl RaftStateMachine<ViewRaft> for Machine {
         let state: ViewState = postcard::from_bytes(&data).map_err(|e| {
             StorageIOError::read_snapshot(Some(meta.signature()), &SnapshotError(e.to_string()))
         })?;
+        // written under the lock: a snapshot built meanwhile cannot overwrite it with an
+        // older one (openraft builds snapshots on a task of its own)
         let mut inner = self.inner.lock().await;
+        self.persist(meta, &data)
+            .map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), &e))?;
         inner.state = state.clone();
         inner.last_applied = meta.last_log_id;
         inner.membership = meta.last_membership.clone();

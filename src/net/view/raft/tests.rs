@@ -23,6 +23,171 @@ fn the_stores_pass_openraft_suite() {
     }
 }
 
+/// A scratch folder, removed when dropped.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("lkcs-view-store-{}-{name}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Scratch(dir)
+    }
+
+    fn storage(&self) -> Storage {
+        Storage::Dir(self.0.clone())
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn initial_state() -> ViewState {
+    let view = View::initial(
+        [(ProcessId(0), 1)].into(),
+        [(ProcessId(0), CsState::OutCs)].into(),
+    )
+    .expect("a view");
+    ViewState::new(view).expect("a state")
+}
+
+struct DiskBuilder;
+
+impl StoreBuilder<ViewRaft, LogStore, Machine, Scratch> for DiskBuilder {
+    async fn build(&self) -> Result<(Scratch, LogStore, Machine), StorageError<NodeId>> {
+        let scratch = Scratch::new("suite");
+        let storage = scratch.storage();
+        let log = LogStore::open(&storage).map_err(|e| StorageIOError::write_logs(&e))?;
+        let machine =
+            Machine::open(initial_state(), &storage).map_err(|e| StorageIOError::write_logs(&e))?;
+        Ok((scratch, log, machine))
+    }
+}
+
+/// The stores written through to a folder pass openraft's suite too.
+#[test]
+fn the_stores_on_disk_pass_openraft_suite() {
+    if let Err(e) = Suite::test_all(DiskBuilder) {
+        panic!("openraft's store suite, on disk: {e}");
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+fn entry(term: u64, index: u64) -> Entry<ViewRaft> {
+    Entry {
+        log_id: LogId::new(openraft::CommittedLeaderId::new(term, 0), index),
+        payload: EntryPayload::Blank,
+    }
+}
+
+/// What a store on disk was told is what it holds when a new process opens its folder:
+/// the vote, the entries appended (and not truncated or purged), the committed log id and
+/// the last snapshot, with the state machine back at the snapshot's state. In memory, a
+/// new store holds nothing.
+#[test]
+fn a_store_on_disk_is_what_a_restarted_process_opens() {
+    let scratch = Scratch::new("reopen");
+    let storage = scratch.storage();
+    let vote = Vote::new_committed(3, 0);
+    let snapshot_state = runtime().block_on(async {
+        let mut log = LogStore::open(&storage).expect("opens");
+        assert!(!log.holds_state().await, "a new folder holds no Raft state");
+        log.save_vote(&vote).await.expect("vote");
+        log.append_entries((1..=6).map(|i| entry(3, i)))
+            .await
+            .expect("append");
+        log.truncate(LogId::new(openraft::CommittedLeaderId::new(3, 0), 6))
+            .await
+            .expect("truncate");
+        log.purge(LogId::new(openraft::CommittedLeaderId::new(3, 0), 2))
+            .await
+            .expect("purge");
+        log.save_committed(Some(LogId::new(openraft::CommittedLeaderId::new(3, 0), 4)))
+            .await
+            .expect("committed");
+        let mut machine = Machine::open(initial_state(), &storage).expect("opens");
+        let applied = machine
+            .apply((1..=4).map(|i| entry(3, i)))
+            .await
+            .expect("apply");
+        assert_eq!(applied.len(), 4);
+        machine.build_snapshot().await.expect("snapshot");
+        let state = machine.inner.lock().await.state.clone();
+        state
+    });
+    runtime().block_on(async {
+        let mut log = LogStore::open(&storage).expect("reopens");
+        assert!(log.holds_state().await, "the folder holds the node's state");
+        assert_eq!(log.read_vote().await.expect("vote"), Some(vote));
+        assert_eq!(
+            log.read_committed()
+                .await
+                .expect("committed")
+                .map(|c| c.index),
+            Some(4)
+        );
+        let state = log.get_log_state().await.expect("log state");
+        assert_eq!(state.last_purged_log_id.map(|l| l.index), Some(2));
+        assert_eq!(
+            state.last_log_id.map(|l| l.index),
+            Some(5),
+            "6 was truncated"
+        );
+        let indices: Vec<u64> = log
+            .try_get_log_entries(0..10)
+            .await
+            .expect("entries")
+            .iter()
+            .map(|e| e.log_id.index)
+            .collect();
+        assert_eq!(indices, vec![3, 4, 5], "1 and 2 purged, 6 truncated");
+        let mut machine = Machine::open(initial_state(), &storage).expect("reopens");
+        let (applied, _) = machine.applied_state().await.expect("applied");
+        assert_eq!(
+            applied.map(|l| l.index),
+            Some(4),
+            "the snapshot's last applied entry"
+        );
+        assert!(machine
+            .get_current_snapshot()
+            .await
+            .expect("snapshot")
+            .is_some());
+        assert_eq!(machine.inner.lock().await.state, snapshot_state);
+    });
+    runtime().block_on(async {
+        let log = LogStore::open(&Storage::Memory).expect("in memory");
+        assert!(!log.holds_state().await, "a store in memory starts empty");
+    });
+}
+
+/// A log file that does not decode is a typed error naming the file, not a node that
+/// starts empty (which could vote twice in a term).
+#[test]
+fn a_corrupt_log_file_is_refused_naming_it() {
+    let scratch = Scratch::new("corrupt");
+    std::fs::create_dir_all(&scratch.0).expect("folder");
+    std::fs::write(scratch.0.join(store::LOG_FILE), [0xff; 7]).expect("written");
+    let e = LogStore::open(&scratch.storage()).expect_err("a corrupt log");
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+    assert!(
+        e.to_string()
+            .contains(&scratch.0.join(store::LOG_FILE).display().to_string()),
+        "the error names the file: {e}"
+    );
+}
+
 #[test]
 fn the_default_timers_make_a_valid_raft_config() {
     let config = ViewConfig::default().raft().expect("valid");

@@ -52,6 +52,208 @@ fn rejoin(i: u32, incarnation: u64) -> Command {
     })
 }
 
+/// Member `i`'s new process `by` in place of its first one (incarnation 10 + i).
+fn replace(i: u32, by: u64) -> Command {
+    Command::Propose(Proposal::Replace {
+        member: p(i),
+        incarnation: 10 + u64::from(i),
+        by,
+    })
+}
+
+#[test]
+fn a_majority_replaced_at_once_installs_on_the_survivors_reports() {
+    let mut s = state(&[true, false, false, true, false]);
+    // evicting three of five would leave no majority of the view
+    let mut evicting = s.clone();
+    evicting.apply(&evict(0));
+    evicting.apply(&evict(1));
+    assert_eq!(
+        evicting.apply(&evict(2)),
+        Applied::Ignored(Refusal::NoMajority {
+            remaining: 2,
+            needed: 3
+        })
+    );
+    // three new processes take their places: the change keeps the members
+    assert!(matches!(
+        s.apply(&replace(0, 100)),
+        Applied::Opened { next: 1, .. }
+    ));
+    assert!(matches!(
+        s.apply(&replace(1, 101)),
+        Applied::Extended { next: 1, .. }
+    ));
+    assert!(matches!(
+        s.apply(&replace(2, 102)),
+        Applied::Extended { next: 1, .. }
+    ));
+    assert_eq!(
+        s.awaiting(),
+        [p(3), p(4)].into(),
+        "the replaced processes do not report"
+    );
+    assert_eq!(
+        report(&mut s, 1, 0, OutCs),
+        Applied::Ignored(Refusal::Replaced(p(0))),
+        "a replaced process's report"
+    );
+    assert!(matches!(
+        report(&mut s, 1, 3, InCs),
+        Applied::Recorded { .. }
+    ));
+    let Applied::Installed(v) = report(&mut s, 1, 4, OutCs) else {
+        panic!("the survivors reported: {:?}", s.pending)
+    };
+    assert_eq!(
+        v.members,
+        [
+            (p(0), 100),
+            (p(1), 101),
+            (p(2), 102),
+            (p(3), 13),
+            (p(4), 14)
+        ]
+        .into()
+    );
+    // the replaced member 0 was active: its slot is reclaimed, the new process starts out
+    assert_eq!(
+        v.start,
+        [
+            (p(0), OutCs),
+            (p(1), OutCs),
+            (p(2), OutCs),
+            (p(3), InCs),
+            (p(4), OutCs)
+        ]
+        .into()
+    );
+}
+
+#[test]
+fn a_replacement_turns_a_pending_eviction_of_the_process_into_it() {
+    let mut s = state(&[false, false, false, false, false]);
+    // the survivors' links saw three restarts and evicted two processes; the third
+    // eviction would leave no majority
+    s.apply(&evict(0));
+    s.apply(&evict(1));
+    assert!(matches!(
+        s.apply(&evict(2)),
+        Applied::Ignored(Refusal::NoMajority { .. })
+    ));
+    // the new processes take the places the evictions named
+    assert!(matches!(
+        s.apply(&replace(0, 100)),
+        Applied::Extended { .. }
+    ));
+    assert!(matches!(
+        s.apply(&replace(1, 101)),
+        Applied::Extended { .. }
+    ));
+    assert!(matches!(
+        s.apply(&replace(2, 102)),
+        Applied::Extended { .. }
+    ));
+    let change = &s.pending.as_ref().expect("pending").change;
+    assert!(change.evict.is_empty(), "{change:?}");
+    assert_eq!(
+        change.replace,
+        [(p(0), 100), (p(1), 101), (p(2), 102)].into()
+    );
+    report(&mut s, 1, 3, OutCs);
+    let Applied::Installed(v) = report(&mut s, 1, 4, OutCs) else {
+        panic!("the survivors reported: {:?}", s.pending)
+    };
+    assert_eq!(v.members.len(), 5);
+    // a replacement does not turn a leave into anything
+    let mut t = state(&[false, false, false]);
+    t.apply(&leave(0));
+    assert_eq!(
+        t.apply(&replace(0, 9)),
+        Applied::Ignored(Refusal::AlreadyInChange(p(0)))
+    );
+}
+
+/// A change that evicts installs on a report only (a reporter waits out the evicted
+/// member's lease), even when every other process is replaced and none is awaited.
+#[test]
+fn a_change_that_evicts_does_not_install_without_a_report() {
+    let mut s = state(&[false, false, true]);
+    s.apply(&evict(2));
+    s.apply(&replace(0, 100));
+    assert!(matches!(
+        s.apply(&replace(1, 101)),
+        Applied::Extended { .. }
+    ));
+    assert_eq!(s.awaiting(), BTreeSet::new());
+    assert!(
+        s.pending.is_some(),
+        "installed with an eviction and no report"
+    );
+    // the evicted process was only slow: it reports, and is kept
+    let Applied::Installed(v) = report(&mut s, 1, 2, InCs) else {
+        panic!("a report completes it: {:?}", s.pending)
+    };
+    assert_eq!(v.members, [(p(0), 100), (p(1), 101), (p(2), 12)].into());
+    assert_eq!(v.start[&p(2)], InCs);
+}
+
+#[test]
+fn a_change_that_replaces_every_process_installs_at_once() {
+    let mut s = state(&[true, false, true]);
+    s.apply(&replace(0, 7));
+    s.apply(&replace(1, 8));
+    let Applied::Installed(v) = s.apply(&replace(2, 9)) else {
+        panic!(
+            "every process replaced: nothing to wait for: {:?}",
+            s.pending
+        )
+    };
+    assert_eq!(v.members, [(p(0), 7), (p(1), 8), (p(2), 9)].into());
+    assert!(v.start.values().all(|st| *st == OutCs), "{:?}", v.start);
+    assert_eq!(s.pending, None);
+}
+
+#[test]
+fn replacements_are_checked_against_the_view() {
+    let mut s = state(&[false, false, false]);
+    assert_eq!(
+        s.apply(&Command::Propose(Proposal::Replace {
+            member: p(1),
+            incarnation: 3,
+            by: 40
+        })),
+        Applied::Ignored(Refusal::StaleEviction {
+            member: p(1),
+            in_view: 11,
+            named: 3
+        }),
+        "a replacement of a process the view does not have"
+    );
+    assert_eq!(
+        s.apply(&replace(1, 11)),
+        Applied::Ignored(Refusal::AlreadyMember {
+            member: p(1),
+            incarnation: 11
+        })
+    );
+    assert_eq!(
+        s.apply(&replace(5, 50)),
+        Applied::Ignored(Refusal::NotAMember(p(5)))
+    );
+    // a process that reported is alive: not replaced
+    s.apply(&evict(2));
+    report(&mut s, 1, 1, OutCs);
+    assert_eq!(
+        s.apply(&replace(1, 41)),
+        Applied::Ignored(Refusal::Reported(p(1)))
+    );
+    assert_eq!(
+        s.apply(&replace(2, 42)),
+        Applied::Ignored(Refusal::AlreadyInChange(p(2)))
+    );
+}
+
 #[test]
 fn initial_views_are_checked() {
     assert_eq!(
@@ -529,6 +731,14 @@ fn command() -> impl Strategy<Value = Command> {
             }
         )),
         (0u64..4).prop_map(|view| Command::Propose(Proposal::Restore { view })),
+        // replacements: of the process in the view (aimed at it when 0), by another
+        (id.clone(), 0u64..3, 0u64..3).prop_map(|(member, incarnation, by)| Command::Propose(
+            Proposal::Replace {
+                member,
+                incarnation,
+                by
+            }
+        )),
         // reports: mostly for the right view and incarnation (10 + i, or 0..3 after a
         // rejoin), some not
         (0u64..6, id, 0u64..3, any::<bool>(), st, 0u64..100, 0u64..3).prop_map(
@@ -575,6 +785,15 @@ fn aim(s: &ViewState, c: &Command) -> Command {
             member,
             incarnation: s.view.members.get(&member).copied().unwrap_or(0),
         }),
+        Command::Propose(Proposal::Replace {
+            member,
+            incarnation: 0,
+            by,
+        }) => Command::Propose(Proposal::Replace {
+            member,
+            incarnation: s.view.members.get(&member).copied().unwrap_or(0),
+            by,
+        }),
         ref other => other.clone(),
     }
 }
@@ -604,20 +823,46 @@ proptest! {
                     prop_assert_eq!(&a.view, v);
                     prop_assert!(v.check().is_ok());
                     let pending = before.pending.clone();
-                    // only a report completes a change (an extension clears the reports)
-                    let change = pending.as_ref().map(|x| x.change.clone()).unwrap_or_default();
+                    // only a report completes a change (an extension clears the reports),
+                    // or a replacement that leaves no report to wait for
+                    let mut change = pending.as_ref().map(|x| x.change.clone()).unwrap_or_default();
                     let mut reports = pending.map(|x| x.reports).unwrap_or_default();
                     match c {
                         Command::Report { member, state, token, .. } => {
                             reports.insert(member, Report { state, token });
                         }
-                        other => prop_assert!(false, "{other:?} installed"),
+                        // a proposal installs only when the change it makes awaits no report
+                        // (every process kept is replaced); it cleared the reports
+                        Command::Propose(proposal) => {
+                            match proposal {
+                                Proposal::Replace { member, by, .. } => {
+                                    change.evict.remove(&member);
+                                    change.replace.insert(member, by);
+                                }
+                                Proposal::Leave(member) => {
+                                    change.leave.insert(member);
+                                }
+                                other => prop_assert!(false, "{other:?} installed"),
+                            }
+                            reports.clear();
+                            prop_assert!(
+                                before.view.members.keys().all(|q| !change.awaits(*q)),
+                                "{c:?} installed with processes left to report"
+                            );
+                            prop_assert!(change.evict.is_empty(), "{c:?} installed an eviction unreported");
+                        }
                     }
                     let old = &before.view.members;
                     let kept = v.members.keys().filter(|q| old.contains_key(q)).count();
                     prop_assert!(kept >= before.view.majority(), "{kept} of {old:?} kept in {v:?}");
                     for (q, inc) in &v.members {
                         match old.get(q) {
+                            // a member of v whose process was replaced: the new one, inactive
+                            Some(i) if change.replace.get(q) == Some(inc) => {
+                                prop_assert_ne!(i, inc);
+                                prop_assert!(!reports.contains_key(q), "{q} replaced after it reported");
+                                prop_assert_eq!(v.start.get(q), Some(&OutCs));
+                            }
                             // a member of v: it reported, and is in with its state
                             Some(i) => {
                                 prop_assert_eq!(i, inc);
