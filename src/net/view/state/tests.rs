@@ -248,8 +248,19 @@ fn replacements_are_checked_against_the_view() {
         s.apply(&replace(1, 41)),
         Applied::Ignored(Refusal::Reported(p(1)))
     );
+    // the process the change evicts is replaced instead: the member stays
+    let Applied::Extended { change, .. } = s.apply(&replace(2, 42)) else {
+        panic!(
+            "a replacement of an evicted process extends the change: {:?}",
+            s.pending
+        )
+    };
     assert_eq!(
-        s.apply(&replace(2, 42)),
+        (change.evict, change.replace),
+        (BTreeSet::new(), [(p(2), 42)].into())
+    );
+    assert_eq!(
+        s.apply(&replace(2, 43)),
         Applied::Ignored(Refusal::AlreadyInChange(p(2)))
     );
 }
