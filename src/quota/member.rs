@@ -113,6 +113,8 @@ impl<A: CsObject> MemberEngine for ThreadMember<A> {
         // withdraws the move in progress; one that cannot be withdrawn (it waits on no
         // bound, passed its bound, or completed meanwhile) is waited for, as the docs say
         let withdraw_or_finish = || match self.withdraw() {
+            // nothing was left to withdraw: the move completed after the last look
+            Ok(()) if self.handle.progress() == (target, None) => Ok(()),
             Ok(()) => Err(QuotaError::WouldBlock),
             Err(QuotaError::CannotWithdraw(_)) => self.reach(target, None),
             Err(e) => Err(e),
