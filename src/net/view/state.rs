@@ -470,17 +470,11 @@ impl ViewState {
             Proposal::Evict {
                 member,
                 incarnation,
-            } => match members.get(&member) {
-                None => return Applied::Ignored(Refusal::NotAMember(member)),
-                Some(&in_view) if in_view != incarnation => {
-                    return Applied::Ignored(Refusal::StaleEviction {
-                        member,
-                        in_view,
-                        named: incarnation,
-                    })
+            } => {
+                if let Err(refusal) = process_in_view(members, member, incarnation) {
+                    return Applied::Ignored(refusal);
                 }
-                Some(_) => {}
-            },
+            }
             Proposal::Leave(p) => {
                 if !members.contains_key(&p) {
                     return Applied::Ignored(Refusal::NotAMember(p));
@@ -490,23 +484,17 @@ impl ViewState {
                 member,
                 incarnation,
                 by,
-            } => match members.get(&member) {
-                None => return Applied::Ignored(Refusal::NotAMember(member)),
-                Some(&in_view) if in_view == by => {
+            } => {
+                if members.get(&member) == Some(&by) {
                     return Applied::Ignored(Refusal::AlreadyMember {
                         member,
                         incarnation: by,
-                    })
+                    });
                 }
-                Some(&in_view) if in_view != incarnation => {
-                    return Applied::Ignored(Refusal::StaleEviction {
-                        member,
-                        in_view,
-                        named: incarnation,
-                    })
+                if let Err(refusal) = process_in_view(members, member, incarnation) {
+                    return Applied::Ignored(refusal);
                 }
-                Some(_) => {}
-            },
+            }
             Proposal::Rejoin {
                 member,
                 incarnation,
@@ -719,6 +707,25 @@ impl ViewState {
                 .copied()
                 .collect(),
         }
+    }
+}
+
+/// Whether `member`'s process in the view is `incarnation`, as an eviction or a replacement
+/// of that process needs: refused when the member is not in the view, or when another of its
+/// processes is (the proposal is stale).
+fn process_in_view(
+    members: &BTreeMap<ProcessId, u64>,
+    member: ProcessId,
+    incarnation: u64,
+) -> Result<(), Refusal> {
+    match members.get(&member) {
+        None => Err(Refusal::NotAMember(member)),
+        Some(&in_view) if in_view != incarnation => Err(Refusal::StaleEviction {
+            member,
+            in_view,
+            named: incarnation,
+        }),
+        Some(_) => Ok(()),
     }
 }
 
