@@ -1,4 +1,6 @@
 use super::*;
+use crate::cs::{CsObject, Outbox};
+use crate::error::CallError;
 
 type Msg = MigratingMsg<DdcTransfer>;
 
