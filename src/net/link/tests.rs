@@ -1,5 +1,10 @@
 use super::*;
+use crate::net::frame::Frame;
+use crate::net::handshake::{self, HandshakeError, Trust};
+use crate::net::io::BoxStream;
+use crate::net::{Identity, LogEvent, Logger};
 use proptest::prelude::*;
+use tokio_util::codec::Framed;
 
 #[test]
 fn outgoing_trims_by_cumulative_acks() {
