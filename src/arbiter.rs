@@ -596,7 +596,11 @@ mod tests {
             run(|o| p.release(ProcessId(9), o)),
             vec![Action::Grant(ProcessId(2))]
         );
-        assert!(p.check().is_err());
+        let e = p.check().expect_err("P1 and P2 hold the one permission");
+        assert!(
+            e.contains("arbiter granted 2 permissions with capacity 1 (0 by the sidetrack)"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -611,7 +615,11 @@ mod tests {
             run(|o| p.relinquish(ProcessId(7), o)),
             vec![Action::Grant(ProcessId(2))]
         );
-        assert!(p.check().is_err());
+        let e = p.check().expect_err("P1 and P2 hold the one permission");
+        assert!(
+            e.contains("arbiter granted 2 permissions with capacity 1 (0 by the sidetrack)"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -655,7 +663,11 @@ mod tests {
             run(|o| p.sidetrack(st(2, 2), o)),
             vec![Action::SidetrackGrant(ProcessId(2))]
         );
-        assert!(p.check().is_err());
+        let e = p.check().expect_err("three permissions, one reserve");
+        assert!(
+            e.contains("arbiter granted 3 permissions with capacity 1 (1 by the sidetrack)"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -682,7 +694,11 @@ mod tests {
         // a sidetrack permission beyond the capacity is a broken cap here
         let mut b = Arbiter::new(1, [st(1, 1)], ArbiterRules::PRINTED).without_reserve();
         run(|o| b.sidetrack(st(2, 2), o));
-        assert!(b.check().is_err());
+        let e = b.check().expect_err("two permissions, no reserve");
+        assert!(
+            e.contains("arbiter granted 2 permissions with capacity 1 (1 by the sidetrack)"),
+            "{e}"
+        );
     }
 
     #[test]

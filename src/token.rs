@@ -54,8 +54,9 @@ use std::str::FromStr;
 /// members[0].exit()?;
 /// members[1].enter()?;
 /// store.write(members[1].token().expect("active"), 2)?;
-/// // the first holder's token, replayed late, is refused
-/// assert!(store.write(old, 3).is_err());
+/// // the first holder's token, replayed late, is refused as stale
+/// let refused = store.write(old, 3).expect_err("a token below the greatest accepted");
+/// assert!(refused.starts_with(&format!("stale token {old}")), "{refused}");
 /// assert_eq!(store.value, 2);
 /// # members[1].exit()?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -567,7 +567,8 @@ mod tests {
         assert_eq!(err.problems.len(), 2);
         let err = Topology::from_edges("x", 4, &[(0, 1), (2, 3)]).unwrap_err();
         assert!(matches!(err.problems[0], Problem::Disconnected { .. }));
-        assert!(Topology::from_edges("x", 0, &[]).is_err());
+        let err = Topology::from_edges("x", 0, &[]).expect_err("no process");
+        assert_eq!(err.problems, [Problem::ZeroProcesses], "{err}");
         // duplicates in either direction are merged
         let t = Topology::from_edges("x", 2, &[(0, 1), (1, 0)]).unwrap();
         assert_eq!(t.degree(ProcessId(0)), 1);
@@ -587,17 +588,18 @@ mod tests {
             let t = Topology::parse(spec).unwrap();
             assert_eq!(t.name(), spec);
         }
-        for spec in [
-            "",
-            "hex:3",
-            "ring:2",
-            "complete:0",
-            "grid:3",
-            "complete:x",
-            "random:5:2:1",
-            "random:5:0.5",
+        for (spec, why) in [
+            ("", "unknown topology"),
+            ("hex:3", "unknown topology"),
+            ("ring:2", "a ring needs at least 3 processes"),
+            ("complete:0", "the system has zero processes"),
+            ("grid:3", "dimensions must look like RxC"),
+            ("complete:x", "`x` is not a non-negative integer"),
+            ("random:5:2:1", "the edge probability must lie in [0, 1]"),
+            ("random:5:0.5", "`random` takes 3 argument(s)"),
         ] {
-            assert!(Topology::parse(spec).is_err(), "{spec} should be rejected");
+            let err = Topology::parse(spec).expect_err(spec);
+            assert!(err.to_string().contains(why), "{spec}: {err}");
         }
     }
 
@@ -651,8 +653,26 @@ mod tests {
         }
         let big = Topology::complete(MAX_PROCESSES).unwrap();
         assert_eq!(big.degree(ProcessId(7)), MAX_PROCESSES - 1);
-        assert!(Topology::complete(MAX_PROCESSES + 1).is_err());
-        assert!(big.require_stored("lmutin").is_err());
+        let err = Topology::complete(MAX_PROCESSES + 1).expect_err("over the cap");
+        assert!(
+            matches!(
+                err.problems.as_slice(),
+                [Problem::BadTopology { reason, .. }]
+                    if *reason == format!("more than {MAX_PROCESSES} processes")
+            ),
+            "{err:?}"
+        );
+        let err = big
+            .require_stored("lmutin")
+            .expect_err("too many edges to store");
+        assert!(
+            matches!(
+                err.problems.as_slice(),
+                [Problem::BadTopology { reason, .. }]
+                    if reason.contains("lmutin keeps every closed neighbourhood")
+            ),
+            "{err:?}"
+        );
         assert!(Topology::torus(300, 300)
             .unwrap()
             .require_stored("lmutin")

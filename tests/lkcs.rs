@@ -549,9 +549,21 @@ fn the_leader_preconditions_are_reported() {
     assert_eq!(err.problems.len(), 6, "{err}");
     let err = Lkcs::build(&inst, &Leaders::One(0), None, LkcsRules::CORRECTED).unwrap_err();
     assert_eq!(err.problems.len(), 5, "{err}");
-    // the centre of a star of 6 with slack can lead; the start is tight within two hops
+    // without slack (k - l = 2 everywhere) not even the centre of the star can lead: all
+    // six processes, itself included, are within two hops of it
     let inst = Lkcs::instance(&star, &[0; 6], &[2, 2, 2, 2, 2, 2]).unwrap();
-    assert!(Lkcs::build(&inst, &Leaders::One(0), None, LkcsRules::CORRECTED).is_err());
+    let err = Lkcs::build(&inst, &Leaders::One(0), None, LkcsRules::CORRECTED)
+        .expect_err("k - l < 3 within two hops of the leader");
+    assert_eq!(err.problems.len(), 6, "{err}");
+    for p in &err.problems {
+        let p = p.to_string();
+        assert!(
+            p.contains("is within two hops of leader P0 and has k - l = 2 - 0 < 3"),
+            "{err}"
+        );
+    }
+    // with slack (complete:5, k - l = 3) a named leader leads; the start is tight within
+    // two hops
     let t = Topology::complete(5).unwrap();
     let inst = Lkcs::instance(&t, &[1; 5], &[4; 5]).unwrap();
     let sys = Lkcs::build(&inst, &Leaders::One(2), None, LkcsRules::CORRECTED).unwrap();

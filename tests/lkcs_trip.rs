@@ -270,7 +270,13 @@ fn build_refuses_a_leader_and_bounds_too_narrow_to_tighten() {
     // a given start must be within the tightened bounds: nobody in the CS breaks L = 2
     let inst = Lkcs::instance(&t, &[1; 6], &[5; 6]).unwrap();
     let out = vec![CsState::OutCs; 6];
-    assert!(Lkcs::build(&inst, &Leaders::Auto, Some(&out), LkcsRules::TRIP).is_err());
+    let e = Lkcs::build(&inst, &Leaders::Auto, Some(&out), LkcsRules::TRIP)
+        .expect_err("a start below the tightened L = 2");
+    assert!(
+        e.to_string()
+            .contains("where LKCS tightens its bounds it needs [2, 4]"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -11,8 +11,8 @@ use common::run_ok;
 use lkcs::{check, CheckConfig, Verdict};
 use lkcs::{
     simulate, Cdc, CdcTransfer, CsObject, CsState, Ddc, Delay, Instance, MigratingMsg,
-    MigratingRules, MigrationCondition, Outbox, ProcessId, Runtime, RuntimeConfig, Sequence,
-    SimConfig, SimReport, Topology, Workload,
+    MigratingRules, MigrationCondition, Outbox, Problem, ProcessId, Runtime, RuntimeConfig,
+    Sequence, SimConfig, SimReport, Topology, Workload,
 };
 use std::time::Duration;
 
@@ -133,12 +133,33 @@ fn two_processes_in_the_cs_are_refused_and_so_are_other_graphs() {
     init[0] = CsState::InCs;
     init[2] = CsState::InCs;
     let t = Topology::complete(4).unwrap();
-    assert!(Cdc::system(&t, &init, MigrationCondition::Never, OK).is_err());
+    let err =
+        Cdc::system(&t, &init, MigrationCondition::Never, OK).expect_err("two processes in the CS");
+    let unsafe_at = |i| Problem::UnsafeInitial {
+        process: ProcessId(i),
+        in_cs: 2,
+        l: 0,
+        k: 1,
+    };
+    assert_eq!(
+        err.problems,
+        (0..4).map(unsafe_at).collect::<Vec<_>>(),
+        "{err}"
+    );
     let ring = Topology::ring(4).unwrap();
     let err = Ddc::system(&ring, &all_out(4), MigrationCondition::Never, OK).unwrap_err();
     assert!(err.to_string().contains("complete"), "{err}");
-    assert!(MigrationCondition::from_options(Some(0), None).is_err());
-    assert!(MigrationCondition::from_options(Some(2), Some(3)).is_err());
+    let err = MigrationCondition::from_options(Some(0), None).expect_err("maxreq 0");
+    assert!(
+        err.to_string().contains("--maxreq must be at least 1"),
+        "{err}"
+    );
+    let err = MigrationCondition::from_options(Some(2), Some(3)).expect_err("both conditions");
+    assert!(
+        err.to_string()
+            .contains("--maxreq and --migrate-after are exclusive"),
+        "{err}"
+    );
     assert_eq!(
         MigrationCondition::from_options(None, None).unwrap(),
         MigrationCondition::Never

@@ -1291,7 +1291,12 @@ fn a_panicked_holder_is_reported_as_panicked() {
         panic!("the worker fails while active");
     })
     .join();
-    assert!(joined.is_err());
+    let payload = joined.expect_err("the worker panics");
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str));
+    assert_eq!(message, Some("the worker fails while active"));
     let waits = quota.waiting();
     assert_eq!(waits.dropped, [0]);
     assert_eq!(waits.panicked, [0]);

@@ -747,7 +747,12 @@ mod tests {
         let err = Maekawa::system(&c, &init).unwrap_err();
         assert_eq!(err.problems.len(), 1, "{err}");
         assert!(err.to_string().contains("2 (P0, P1)"), "{err}");
-        assert!(Maekawa::system(&c, &[CsState::OutCs; 3]).is_err());
+        let err = Maekawa::system(&c, &[CsState::OutCs; 3]).expect_err("3 states for 4");
+        assert!(
+            err.to_string()
+                .contains("initial configuration has 3 states for 4 processes"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -47,7 +47,8 @@ fn names_round_trip() {
     for a in Algorithm::ALL {
         assert_eq!(a.name().parse::<Algorithm>().unwrap(), a);
     }
-    assert!("paxos".parse::<Algorithm>().is_err());
+    let e = "paxos".parse::<Algorithm>().expect_err("no such algorithm");
+    assert!(e.to_string().contains("unknown algorithm `paxos`"), "{e}");
 }
 
 #[test]
@@ -110,12 +111,16 @@ fn a_bounds_file_refuses_null_lists() {
     let both = parse(r#"{"l": [1, 2], "k": [3, 3]}"#).unwrap();
     assert_eq!((both.l, both.k), (Some(vec![1, 2]), Some(vec![3, 3])));
     assert_eq!(parse(r#"{"k": [1]}"#).unwrap().l, None);
-    for text in [
-        r#"{"l": null, "k": null}"#,
-        r#"{"l": null}"#,
-        r#"{"m": [1]}"#,
+    for (text, why) in [
+        (
+            r#"{"l": null, "k": null}"#,
+            "invalid type: null, expected a sequence",
+        ),
+        (r#"{"l": null}"#, "invalid type: null, expected a sequence"),
+        (r#"{"m": [1]}"#, "unknown field `m`"),
     ] {
-        assert!(parse(text).is_err(), "{text}");
+        let e = parse(text).expect_err(text);
+        assert!(e.to_string().contains(why), "{text}: {e}");
     }
 }
 
@@ -127,16 +132,31 @@ fn bounds_come_from_one_place_only() {
         l: Some(vec![1; 5]),
         k: None,
     });
-    assert!(s.build(Count).is_err());
+    let e = s.build(Count).expect_err("--l and an l list");
+    assert!(
+        e.to_string()
+            .contains("--l and a `l` list in --bounds are exclusive"),
+        "{e}"
+    );
     s.l = None;
     s.bounds = Some(BoundsFile {
         l: Some(vec![1; 4]),
         k: None,
     });
-    assert!(s.build(Count).is_err());
+    let e = s.build(Count).expect_err("4 values for 5 processes");
+    assert!(
+        e.to_string()
+            .contains("--bounds lists 4 values of l for 5 processes"),
+        "{e}"
+    );
     let mut s = spec(Algorithm::Lmutin);
     s.k = Some(2);
-    assert!(s.build(Count).is_err());
+    let e = s.build(Count).expect_err("lmutin takes no upper bound");
+    assert!(
+        e.to_string()
+            .contains("lmutin fixes k_i = |N_i|+1; upper bounds apply to lmutex"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -155,9 +175,14 @@ fn printed_rules_are_validated_by_algorithm_and_variant() {
     }
     let mut p = spec(Algorithm::Lmutin);
     p.variant = Variant::Printed;
-    assert!(p
+    let e = p
         .build_with_rules(&rules(&["initial-grants"]), Count)
-        .is_err());
+        .expect_err("a printed rule over the printed variant");
+    assert!(
+        e.to_string()
+            .contains("does not combine with --variant printed"),
+        "{e}"
+    );
     assert_eq!(p.build_with_rules(&rules(&[]), Count).unwrap(), 5);
     let mut k = spec(Algorithm::Lkcs);
     k.topology = Topology::complete(5).unwrap();
@@ -166,7 +191,14 @@ fn printed_rules_are_validated_by_algorithm_and_variant() {
     let one = rules(&["single-leader", "no-parking"]);
     assert_eq!(k.build_with_rules(&one, Count).unwrap(), 5);
     k.leader = Some("all".into());
-    assert!(k.build_with_rules(&one, Count).is_err());
+    let e = k
+        .build_with_rules(&one, Count)
+        .expect_err("single-leader with --leader");
+    assert!(
+        e.to_string()
+            .contains("single-leader runs the automatic leader alone; with --leader, leave it out"),
+        "{e}"
+    );
 }
 
 #[test]

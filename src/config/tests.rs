@@ -45,7 +45,22 @@ fn bounds_are_validated_per_process() {
     let err = uniform(Topology::star(4).unwrap(), 1, 3).unwrap_err();
     // the three leaves have |N|+1 = 2 < 3
     assert_eq!(err.problems.len(), 3);
-    assert!(uniform(Topology::ring(4).unwrap(), 2, 2).is_err());
+    let err = uniform(Topology::ring(4).unwrap(), 2, 2).expect_err("l = k");
+    assert_eq!(err.problems.len(), 4, "{err}");
+    for p in &err.problems {
+        assert!(
+            matches!(
+                p,
+                Problem::Bound {
+                    l: 2,
+                    k: 2,
+                    closed: 3,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
     assert!(uniform(Topology::ring(4).unwrap(), 1, 2).is_ok());
 }
 
@@ -213,7 +228,8 @@ fn initial_specs_round_trip_and_reject_junk() {
     assert_eq!(format_initial(&s), "in:0,2");
     assert_eq!(parse_initial("in:", 2).unwrap(), vec![CsState::OutCs; 2]);
     assert_eq!(parse_initial("in:5,x", 3).unwrap_err().problems.len(), 2);
-    assert!(parse_initial("0,1", 3).is_err());
+    let e = parse_initial("0,1", 3).expect_err("no in: prefix");
+    assert!(e.to_string().contains("must look like in:I,J,..."), "{e}");
     // a repeated index and an empty entry are mistakes, not silently merged or skipped
     let twice = parse_initial("in:0,0", 3).unwrap_err().to_string();
     assert!(twice.contains("P0 twice"), "{twice}");

@@ -37,11 +37,23 @@ fn parses_delays_and_workloads() {
         Delay::parse("uniform:1:5").unwrap(),
         Delay::Uniform { min: 1, max: 5 }
     );
-    for bad in ["", "uniform:5:1", "uniform:1", "gauss:1:2", "uniform:a:2"] {
-        assert!(Delay::parse(bad).is_err(), "{bad}");
+    for (bad, why) in [
+        ("", "expected unit or uniform:A:B"),
+        ("uniform:5:1", "A must not exceed B"),
+        ("uniform:1", "`uniform:1`: expected uniform:A:B"),
+        ("gauss:1:2", "expected unit or uniform:A:B"),
+        ("uniform:a:2", "A is not a non-negative integer"),
+    ] {
+        let e = Delay::parse(bad).expect_err(bad);
+        assert!(e.to_string().contains(why), "{bad}: {e}");
     }
     assert_eq!(Workload::parse("sequential").unwrap(), Workload::Sequential);
-    assert!(Workload::parse("parallel").is_err());
+    let e = Workload::parse("parallel").expect_err("no such workload");
+    assert!(
+        e.to_string()
+            .contains("workload `parallel`: expected concurrent or sequential"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -10,7 +10,13 @@ fn terms_evaluate_in_n() {
     assert_eq!(t("3n/4"), Some(12));
     assert_eq!(t("n/2+1"), Some(9));
     assert_eq!(t("n-20"), None);
-    assert!(Term::parse("x").is_err() && Term::parse("n/0").is_err());
+    let e = Term::parse("x").expect_err("no n and no integer");
+    assert!(
+        e.contains("bound `x`: expected an integer or a term like n"),
+        "{e}"
+    );
+    let e = Term::parse("n/0").expect_err("a division by zero");
+    assert!(e.contains("bound `n/0`: division by zero"), "{e}");
 }
 
 #[test]
@@ -22,7 +28,8 @@ fn bound_items_parse() {
     let b = BoundSpec::parse("1:").unwrap();
     assert!(b.l.is_some() && b.k.is_none());
     assert!(BoundSpec::parse("default").unwrap().l.is_none());
-    assert!(BoundSpec::parse("3").is_err());
+    let e = BoundSpec::parse("3").expect_err("one side only");
+    assert!(e.contains("bounds `3`: expected L:K"), "{e}");
 }
 
 #[test]

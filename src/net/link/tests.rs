@@ -149,8 +149,9 @@ async fn an_operator_connection_may_only_ask_the_status() {
             .await
             .unwrap();
         let answer = handshake::recv::<u64>(&mut conn).await;
+        // the member closes the connection without a word (its reason is in its log, below)
         assert!(
-            answer.is_err(),
+            matches!(answer, Err(HandshakeError::Io(_))),
             "a heartbeat from the operator got {answer:?}"
         );
         loop {
