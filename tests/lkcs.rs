@@ -555,10 +555,11 @@ fn the_leader_preconditions_are_reported() {
     let err = Lkcs::build(&inst, &Leaders::One(0), None, LkcsRules::CORRECTED)
         .expect_err("k - l < 3 within two hops of the leader");
     assert_eq!(err.problems.len(), 6, "{err}");
-    for p in &err.problems {
-        let p = p.to_string();
-        assert!(
-            p.contains("is within two hops of leader P0 and has k - l = 2 - 0 < 3"),
+    for (i, p) in err.problems.iter().enumerate() {
+        // one problem per process, each named once ("P3", not "PP3")
+        assert_eq!(
+            p.to_string(),
+            format!("P{i} is within two hops of leader P0 and has k - l = 2 - 0 < 3"),
             "{err}"
         );
     }

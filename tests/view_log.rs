@@ -241,6 +241,24 @@ async fn pending(g: &ViewGroup<Link>, next: u64) {
 
 /// A proposal that was committed: opened or extended the change (or, if the write was
 /// retried after its first try committed, the duplicate's refusal).
+/// Member `g` reports `state` for view 1 once its own copy of the log shows the change
+/// evicting `evicts`: a report names the round of the change the member knows, and one made
+/// before the change grew is refused as outdated. Requires the report recorded (or the view
+/// installed by it).
+async fn report_for(g: &ViewGroup<Link>, evicts: &[u32], state: CsState) {
+    let want = ids(evicts);
+    until(g, "the change it reports for", |s| {
+        s.pending.as_ref().is_some_and(|x| x.change.evict == want)
+    })
+    .await;
+    let a = g.report(1, state, 0).await;
+    assert!(
+        matches!(a, Ok(Applied::Recorded { .. } | Applied::Installed(_))),
+        "{}: its report: {a:?}",
+        g.id()
+    );
+}
+
 fn took(a: &Result<Applied, ViewError>) -> bool {
     matches!(
         a,
@@ -314,9 +332,9 @@ async fn five_members_a_second_crash_extends_the_change() {
         .await;
         // the extension cleared 0's report: 0 reports again (its state is frozen)
         assert_eq!(s.awaiting(), ids(&[0, 1, 2]));
-        c.g(0).report(1, InCs, 0).await.expect("0 reports again");
-        c.g(1).report(1, OutCs, 0).await.expect("1 reports");
-        c.g(2).report(1, InCs, 0).await.expect("2 reports");
+        report_for(c.g(0), &[3, 4], InCs).await;
+        report_for(c.g(1), &[3, 4], OutCs).await;
+        report_for(c.g(2), &[3, 4], InCs).await;
         let expected = View {
             number: 1,
             members: [(p(0), inc(0)), (p(1), inc(1)), (p(2), inc(2))].into(),
@@ -460,7 +478,7 @@ async fn a_minority_commits_nothing_the_majority_evicts_it() {
         let a = c.g(1).propose(evict(4)).await;
         assert!(took(&a), "evict 4: {a:?}");
         for (i, s) in [(0, OutCs), (1, InCs), (2, OutCs)] {
-            c.g(i).report(1, s, 0).await.expect("reports");
+            report_for(c.g(i), &[3, 4], s).await;
         }
         let expected = View {
             number: 1,

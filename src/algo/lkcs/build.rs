@@ -133,7 +133,7 @@ impl Lkcs {
             let b = inst.bounds(q);
             if b.k < b.l + 3 {
                 problems.push(Problem::Invalid(format!(
-                    "P{q} is within two hops of leader {leader} and has k - l = {} - {} < 3",
+                    "{q} is within two hops of leader {leader} and has k - l = {} - {} < 3",
                     b.k, b.l
                 )));
             }
