@@ -239,12 +239,12 @@ async fn pending(g: &ViewGroup<Link>, next: u64) {
     .await;
 }
 
-/// A proposal that was committed: opened or extended the change (or, if the write was
-/// retried after its first try committed, the duplicate's refusal).
 /// Member `g` reports `state` for view 1 once its own copy of the log shows the change
 /// evicting `evicts`: a report names the round of the change the member knows, and one made
-/// before the change grew is refused as outdated. Requires the report recorded (or the view
-/// installed by it).
+/// before the change grew is refused as outdated. Requires the report recorded, or the view
+/// installed by it (a write retried after its first try committed is refused as a
+/// duplicate: already reported, or no change pending once that first try installed it; the
+/// callers check the installed view).
 async fn report_for(g: &ViewGroup<Link>, evicts: &[u32], state: CsState) {
     let want = ids(evicts);
     until(g, "the change it reports for", |s| {
@@ -253,12 +253,22 @@ async fn report_for(g: &ViewGroup<Link>, evicts: &[u32], state: CsState) {
     .await;
     let a = g.report(1, state, 0).await;
     assert!(
-        matches!(a, Ok(Applied::Recorded { .. } | Applied::Installed(_))),
+        matches!(
+            a,
+            Ok(Applied::Recorded { .. }
+                | Applied::Installed(_)
+                | Applied::Ignored(
+                    lkcs::net::view::Refusal::AlreadyReported(_)
+                        | lkcs::net::view::Refusal::NoChangePending
+                ))
+        ),
         "{}: its report: {a:?}",
         g.id()
     );
 }
 
+/// A proposal that was committed: opened or extended the change (or, if the write was
+/// retried after its first try committed, the duplicate's refusal).
 fn took(a: &Result<Applied, ViewError>) -> bool {
     matches!(
         a,

@@ -1,6 +1,7 @@
 //! The printed rules a spec switches on one by one ([`PrintedRules`], `--printed-rule`):
 //! their validation against the algorithm and the variant, and the rules structs they
-//! give each algorithm family.
+//! give LMUTIN, LKCS and the migrating controller (Maekawa's and MUTIN's are built in
+//! the catalog's parent module).
 
 use super::SystemSpec;
 use crate::algo::lkcs::LkcsRules;
