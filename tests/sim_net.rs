@@ -495,35 +495,16 @@ fn check(name: &str, quota: &str, seed: u64, span: Duration, pace: Pace, live: b
     let what = format!(
         "seed {seed} ({name}, {pace:?}; replay: LKCS_SIM_SEED={seed} cargo test --release --test sim_net -- --nocapture replay); faults: {faults:?}"
     );
+    let hold = Duration::from_millis(5);
     let settle = Duration::from_secs(15);
-    judge(
-        name,
-        quota,
-        seed,
-        &faults,
-        settle,
-        Setup::InMemory,
-        live,
-        &what,
-    );
+    let o = run(name, quota, seed, &faults, settle, hold, Setup::InMemory);
+    judge(&o, live, &what);
 }
 
-/// Runs `faults` on `quota` (`settle`: the quiet time after the last heal) and requires no
-/// violation and tokens checked; with `live`, every member entering after the last heal.
-/// `what` names the run in a failure.
-#[allow(clippy::too_many_arguments)]
-fn judge(
-    name: &str,
-    quota: &str,
-    seed: u64,
-    faults: &[(Duration, Duration, Fault)],
-    settle: Duration,
-    setup: Setup,
-    live: bool,
-    what: &str,
-) {
-    let hold = Duration::from_millis(5);
-    let o = run(name, quota, seed, faults, settle, hold, setup);
+/// Requires of a run's outcome no violation and tokens checked; with `live`, every member
+/// entering after the last heal. `what` names the run, in a failure and in the line that
+/// reports success.
+fn judge(o: &Outcome, live: bool, what: &str) {
     assert_eq!(o.violations, Vec::<String>::new(), "{what}");
     assert!(o.tokens_checked > 0, "no token checked: {what}");
     if live {
@@ -535,11 +516,8 @@ fn judge(
         );
     }
     eprintln!(
-        "{name} seed {seed} ({setup:?}): {} faults, {} entries, {} tokens checked, no violation; no entry after the last heal: {:?}",
-        faults.len(),
-        o.entries,
-        o.tokens_checked,
-        o.stuck
+        "{what}: {} entries, {} tokens checked, no violation; no entry after the last heal: {:?}",
+        o.entries, o.tokens_checked, o.stuck
     );
 }
 
@@ -672,16 +650,9 @@ fn a_majority_crashed_at_once_recovers_with_its_view_log_on_disk() {
     for (name, quota, seed) in [("sim-disk-maekawa", MAEKAWA, 11), ("sim-disk-gcs", GCS, 12)] {
         let faults = majority_crashes(seed);
         let what = format!("{name}, seed {seed}, faults {faults:?}");
+        let hold = Duration::from_millis(5);
         let settle = Duration::from_secs(20);
-        judge(
-            name,
-            quota,
-            seed,
-            &faults,
-            settle,
-            Setup::OnDisk,
-            true,
-            &what,
-        );
+        let o = run(name, quota, seed, &faults, settle, hold, Setup::OnDisk);
+        judge(&o, true, &what);
     }
 }
