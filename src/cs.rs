@@ -216,6 +216,17 @@ pub trait CsObject: Clone + Debug + Eq + Hash + Send + Sync + 'static {
         false
     }
 
+    /// Tells the object that its client is gone for good: the process stays idle in its
+    /// current state and starts no sequence again. A driver calls it once, when no sequence
+    /// is pending (the thread runtime, for a member whose handle was dropped, once its last
+    /// exit completed). The object lets go of what it keeps only for a later call of its own:
+    /// LKCS's round trip gives back the permissions set aside for the return of its last
+    /// move, which a retired process never makes. The default keeps nothing of that kind and
+    /// does nothing; wrappers forward it to the object they wrap.
+    fn retire(&mut self, out: &mut Outbox<Self::Msg>) {
+        let _ = out;
+    }
+
     /// Starts the sequence that leaves the current state.
     fn begin(&mut self, seq: Sequence, out: &mut Outbox<Self::Msg>) -> Result<(), CallError> {
         match seq {

@@ -555,7 +555,7 @@ impl QuotaBuilder {
     /// it (l_i+1 where l_i > 0, k_i−1 where k_i < |N_i|+1) in normal operation, the
     /// reserve going to one blocked member at a time; the start must meet those tightened
     /// bounds, and bounds that leave l_i+1 ≥ k_i−1 are refused. A member that stays put
-    /// after a move that took the reserve keeps it until it moves back.
+    /// after a move that took the reserve keeps it until it moves back or is dropped.
     pub fn round_trip(mut self) -> Self {
         self.round_trip = true;
         self

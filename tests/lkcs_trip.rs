@@ -541,3 +541,106 @@ fn withdrawals_never_change_the_state_and_leave_no_permission_behind() {
     assert!(systems >= 60, "only {systems} systems built");
     assert!(withdrawals > 300, "only {withdrawals} withdrawals drawn");
 }
+
+/// Delivers every message in flight (the lowest busy link first, FIFO on each link) until the
+/// network is quiet, checking the bounds and every object's invariants after each delivery.
+fn drain_fifo(
+    inst: &lkcs::Instance,
+    procs: &mut [Lkcs],
+    links: &mut [std::collections::VecDeque<lkcs::LkcsMsg>],
+) {
+    use lkcs::{CsObject, Outbox, ProcessId};
+    let n = procs.len();
+    let mut budget = 100_000;
+    while let Some(i) = (0..n * n).find(|&i| !links[i].is_empty()) {
+        let m = links[i].pop_front().expect("a busy link");
+        let (from, to) = (i / n, i % n);
+        let mut out = Outbox::new();
+        procs[to].on_message(ProcessId::from(from), m, &mut out);
+        for (dest, m) in out.drain() {
+            links[to * n + dest.index()].push_back(m);
+        }
+        let states: Vec<CsState> = procs.iter().map(|p| p.state()).collect();
+        assert_eq!(inst.violations(&states), Vec::new(), "{states:?}");
+        for p in procs.iter() {
+            p.check_invariants().expect("invariant T");
+        }
+        budget -= 1;
+        assert!(budget > 0, "the network never went quiet");
+    }
+}
+
+/// A retired process gives back what it set aside for a return it never makes
+/// (`CsObject::retire`). On complete:8 with (2, 6) (operating bounds (3, 5)) and P0–P2 in the
+/// CS, three times an active process exits (at the tightened lower bound: by round trip) and
+/// retires, and an inactive one enters. Without `retire`, the three set-asides fill MUTEX
+/// (capacity 5): the third entry needs a round trip, whose lock is freed only once MUTIN is
+/// back within capacity, which needs an entry, and it never completes. With it, every entry
+/// completes by normal grants.
+#[test]
+fn a_retired_process_gives_back_its_set_aside() {
+    use lkcs::{CsObject, Outbox};
+    use std::collections::VecDeque;
+    let t = Topology::complete(8).expect("complete");
+    let initial: Vec<CsState> = (0..8)
+        .map(|i| if i < 3 { CsState::InCs } else { CsState::OutCs })
+        .collect();
+    let inst = Lkcs::instance(&t, &[2; 8], &[6; 8]).expect("valid bounds");
+    for retire in [false, true] {
+        let sys = Lkcs::build(&inst, &Leaders::Auto, Some(&initial), LkcsRules::TRIP)
+            .expect("a start within the operating bounds");
+        let mut procs = sys.procs;
+        let mut links: Vec<VecDeque<lkcs::LkcsMsg>> = (0..64).map(|_| VecDeque::new()).collect();
+        let call = |procs: &mut [Lkcs], links: &mut [VecDeque<_>], p: usize| {
+            let mut out = Outbox::new();
+            let seq = lkcs::Sequence::leaving(procs[p].state());
+            procs[p].begin(seq, &mut out).expect("calling convention");
+            for (dest, m) in out.drain() {
+                links[p * 8 + dest.index()].push_back(m);
+            }
+            drain_fifo(&inst, procs, links);
+        };
+        for (leaving, entering) in [(0, 3), (1, 4), (2, 5)] {
+            call(&mut procs, &mut links, leaving);
+            let trip = procs[leaving].round_trip().expect("round trip");
+            assert_eq!(procs[leaving].state(), CsState::OutCs, "P{leaving} exited");
+            assert!(
+                trip.away(),
+                "P{leaving}'s exit at the lower bound went by round trip"
+            );
+            if retire {
+                let mut out = Outbox::new();
+                procs[leaving].retire(&mut out);
+                assert_eq!(
+                    out.sends().len(),
+                    8,
+                    "one Release per member of N_{leaving}"
+                );
+                for (dest, m) in out.drain() {
+                    links[leaving * 8 + dest.index()].push_back(m);
+                }
+                drain_fifo(&inst, &mut procs, &mut links);
+                assert!(!procs[leaving].round_trip().expect("trip").away());
+            }
+            call(&mut procs, &mut links, entering);
+            let done = procs[entering].state() == CsState::InCs;
+            if retire || entering < 5 {
+                assert!(done, "P{entering}'s entry (retire: {retire}) completed");
+            } else {
+                // the known stall: the set-asides of P0–P2 fill MUTEX
+                assert!(!done, "without retire the third entry waits for good");
+                assert_eq!(procs[entering].pending(), Some(lkcs::Sequence::Entry));
+            }
+        }
+        if retire {
+            // around every member, MUTIN and MUTEX count the states exactly again
+            for j in t.processes() {
+                let arb = procs[j.index()].round_trip().expect("round trip");
+                assert_eq!(
+                    (arb.granted(lkcs::At::Mutin), arb.granted(lkcs::At::Mutex)),
+                    (5, 3)
+                );
+            }
+        }
+    }
+}

@@ -1108,6 +1108,39 @@ fn racing_lkcs_try_moves_keep_every_bound() {
     race_try_moves("lkcs complete 7", quota.expect("lkcs"));
 }
 
+/// LKCS: a member dropped while active leaves (its exit at the tightened lower bound goes by
+/// round trip) and gives back what it set aside for the return it never makes. On complete:8
+/// with (2, 6) and members 0–2 active, three times an active member is dropped and an
+/// inactive one enters: before, the three set-asides filled the neighbourhood's MUTEX and the
+/// third entry waited for good; now every entry completes and no bound breaks.
+#[test]
+fn dropped_lkcs_members_leave_room_for_later_entries() {
+    let quota = Quota::local(Topology::complete(8).expect("complete"))
+        .between(2, 6)
+        .initially_active([0, 1, 2])
+        .round_trip()
+        .monitor(true)
+        .build()
+        .expect("lkcs");
+    let mut members: Vec<Option<lkcs::Member>> = quota.members().into_iter().map(Some).collect();
+    for (leaving, entering) in [(0, 3), (1, 4), (2, 5)] {
+        drop(members[leaving].take());
+        let deadline = std::time::Instant::now() + PATIENCE;
+        while quota.waiting().active.contains(&leaving) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the dropped member {leaving} never left"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let m = members[entering].as_mut().expect("not dropped");
+        m.enter_timeout(PATIENCE)
+            .unwrap_or_else(|e| panic!("member {entering} could not enter: {e}"));
+    }
+    quota.shutdown();
+    assert_eq!(quota.report().violations, 0);
+}
+
 /// enter_guard keeps the member active; dropping the guard starts the exit.
 #[test]
 fn an_enter_guard_starts_the_exit_when_dropped() {

@@ -232,4 +232,8 @@ impl CsObject for Lkcs {
     fn can_withdraw(&self) -> bool {
         on_flavor!(&self.flavor, p => p.can_withdraw())
     }
+
+    fn retire(&mut self, out: &mut Outbox<LkcsMsg>) {
+        on_flavor!(&mut self.flavor, p => p.retire(out))
+    }
 }

@@ -62,6 +62,10 @@ impl<A: CsObject> CsObject for Complement<A> {
     fn lent_to(&self) -> Vec<ProcessId> {
         self.0.lent_to()
     }
+
+    fn retire(&mut self, out: &mut Outbox<A::Msg>) {
+        self.0.retire(out)
+    }
 }
 
 fn flip_error(e: CallError) -> CallError {

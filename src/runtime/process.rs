@@ -115,6 +115,8 @@ pub(crate) fn run<A: CsObject, M: Mailbox>(
     let mut last = obj.state();
     // the client is gone: the process leaves the CS once it can and never moves again
     let mut retired = false;
+    // the retired process told its object it stays where it is (`CsObject::retire`)
+    let mut let_go = false;
     // a withdrawn sequence: the state to come back to
     let mut undo: Option<CsState> = None;
     while let Some(env) = rx.recv() {
@@ -186,6 +188,16 @@ pub(crate) fn run<A: CsObject, M: Mailbox>(
             let pending = obj.pending();
             slot.mark(|st| st.pending = pending);
             publish(&obj, &mut out, &mut last, slot, counters, guard.shared);
+        }
+        if retired
+            && !let_go
+            && obj.state() == CsState::OutCs
+            && obj.pending().is_none()
+            && undo.is_none()
+        {
+            // out of the CS for good: what the object keeps for a later call is given back
+            obj.retire(&mut out);
+            let_go = true;
         }
         let sends = out.sends().len() as u64;
         if sends > 0 {

@@ -66,6 +66,9 @@
 //! move within them and no helper moves lead to a configuration where one can) is a round
 //! trip and its return.
 //!
+//! **Retiring** ([`CsObject::retire`]): a process whose client is gone for good gives back
+//! its set-aside permissions with a `Release`, since it never makes the return.
+//!
 //! **Limits.** A process that stops calling after a trip keeps the locks of the arbiters whose
 //! reserve it still uses; the liveness argument (in steps of a centralised scheduler) needs
 //! every process to keep calling, and Maekawa's stamp-order argument for the lock. Like the
@@ -308,9 +311,11 @@ impl TripProc {
                 if a.preempting == Some(from) {
                     a.preempting = None;
                 }
+                // the sender's permission of the other type is now held for its state: one
+                // granted to its sequence, or (from a retired process, `retire`) its trip's
                 let b = &mut self.arbiters[at.other().index()];
                 if let Some(h) = b.granted.get_mut(&from) {
-                    if matches!(h, Hold::Progress(_)) {
+                    if matches!(h, Hold::Progress(_) | Hold::Trip) {
                         *h = Hold::State;
                     }
                 }
@@ -633,8 +638,11 @@ impl TripProc {
                     a.hard
                 ));
             }
+            // the reserve is the trip permission of the lock's committed holder: still
+            // `Hold::Trip`, or held for its state once it retired (`retire`)
             let trips = a.granted.values().filter(|h| **h == Hold::Trip).count();
-            if a.granted.len() > a.cap + trips.min(1) {
+            let reserve_lent = self.lock.holder.is_some_and(|h| h.committed && h.at == at);
+            if a.granted.len() > a.cap + usize::from(trips > 0 || reserve_lent) {
                 return Err(format!(
                     "{name}: {} granted over capacity {} with {trips} trip permissions",
                     a.granted.len(),
@@ -715,5 +723,54 @@ impl CsObject for TripProc {
 
     fn can_withdraw(&self) -> bool {
         true
+    }
+
+    /// A retired process never makes the return of its last move, if that was a round trip:
+    /// it gives back the set-aside permissions (those of the type its trip did not take) with
+    /// a `Release`, as a normal sequence's end does, and its trip's permission becomes the one
+    /// held for its state. Without this, the set-asides of retired processes stay counted for
+    /// good: on `complete:8` with (2, 6), three exits by round trip whose processes retire
+    /// fill MUTEX (capacity 5), and every later entry needs a round trip whose lock is freed
+    /// only by an entry (`tests/lkcs_trip.rs::a_retired_process_gives_back_its_set_aside`).
+    /// Invariant T holds: a Release only gives permissions back.
+    fn retire(&mut self, out: &mut Outbox<LkcsMsg>) {
+        if self.pending.is_some() {
+            return;
+        }
+        if let Some(at) = self.away.take() {
+            for &q in &self.closed {
+                out.send(q, LkcsMsg::Release { at: at.other() });
+            }
+        }
+    }
+
+    /// The members whose grant the pending sequence still waits for (those whose `Withdrawn`
+    /// has not come back, while it is withdrawn).
+    fn awaiting(&self) -> Vec<ProcessId> {
+        if let Some(left) = &self.withdrawing {
+            return left.iter().copied().collect();
+        }
+        if self.pending.is_none() {
+            return Vec::new();
+        }
+        self.closed
+            .iter()
+            .filter(|q| !self.granters.contains(q))
+            .copied()
+            .collect()
+    }
+
+    /// The holders of this process's arbiters of a type with no free slot (those a request
+    /// waiting here waits on), and the holder of its trip lock.
+    fn lent_to(&self) -> Vec<ProcessId> {
+        let mut held: BTreeSet<ProcessId> = self
+            .arbiters
+            .iter()
+            .filter(|a| a.full())
+            .flat_map(|a| a.granted.keys().copied())
+            .collect();
+        held.extend(self.lock.holder.map(|h| h.trip.id));
+        held.remove(&self.id);
+        held.into_iter().collect()
     }
 }
