@@ -243,6 +243,56 @@ fn a_killed_member_started_again_rejoins_and_completes_its_pairs() {
     }
 }
 
+/// Two processes of one member on one state folder would both write its view log: the
+/// second `lkcs node --id I` exits 2 naming the folder's lock, before anything listens, and
+/// the first keeps running. Once the first is killed the kernel drops its lock, and a new
+/// process takes the folder.
+#[test]
+fn a_second_process_of_a_member_is_refused_its_state_folder() {
+    let (name, quota, n) = QUOTAS[0];
+    let dir = scratch(&format!("folder-lock-{name}"));
+    let _ = std::fs::remove_dir_all(dir.join("state"));
+    let text = cluster_text(SECRET, quota, &free_ports(n), PEER_TIMEOUT_MS)
+        + VIEWS
+        + "[storage]\ndir = \"state\"\n";
+    let file = write(&dir, "cluster.toml", &text);
+    let args = [
+        "--workload",
+        "cycle",
+        "--start-timeout",
+        "60",
+        "--log-level",
+        "info",
+    ];
+    let started = Instant::now();
+    let first_log = dir.join("first.log");
+    let mut first = spawn_node_logged(&file, 0, &args, &first_log);
+    wait_for_log(&first_log, "taken by this process", started);
+    let second = finish(spawn_node(&file, 0, &args), started);
+    assert_eq!(second.code, Some(2), "{}", second.stderr);
+    let lock = dir.join("state").join("member-0").join("lock");
+    assert!(
+        second.stderr.contains(&format!(
+            "{}: another process of member 0 holds its state folder",
+            lock.display()
+        )),
+        "the refusal names the lock: {}",
+        second.stderr
+    );
+    assert_eq!(
+        first.child.try_wait().unwrap(),
+        None,
+        "the first process is unharmed"
+    );
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    let third_log = dir.join("third.log");
+    let mut third = spawn_node_logged(&file, 0, &args, &third_log);
+    wait_for_log(&third_log, "taken by this process", started);
+    third.child.kill().unwrap();
+    third.child.wait().unwrap();
+}
+
 /// SIGKILL three members of five at once (a majority), mid-run, then start them again with the
 /// same command, on a cluster whose members keep their view log on disk (`[storage]`): each
 /// new process resumes its member's Raft node from its folder, so the log has its majority

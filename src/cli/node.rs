@@ -174,6 +174,14 @@ pub fn run(args: &NodeArgs) -> ExitCode {
         }
         return ExitCode::from(2);
     }
+    // one process per member on its state folder, until this process ends
+    let _folder_lock = match lock_state_folder(&cluster, ProcessId(args.id as u32)) {
+        Ok(lock) => lock,
+        Err(e) => {
+            warn!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     if cluster.views().is_some() && cluster.storage_dir(ProcessId(0)).is_none() {
         // docs/fault-tolerance.md, "The view log on disk"
         tracing::warn!(
@@ -197,6 +205,62 @@ pub fn run(args: &NodeArgs) -> ExitCode {
     // the links' tasks end with the runtime; nothing waits for them
     rt.shutdown_timeout(Duration::from_millis(100));
     code
+}
+
+/// The name of the lock file in a member's state folder.
+const FOLDER_LOCK: &str = "lock";
+
+/// Takes the lock of member `me`'s state folder (`[storage] dir`/member-`me`/`lock`, an
+/// advisory lock on the file, which the kernel drops with the process however it ends): two
+/// processes of one member on one folder would both write its view log, so the second is
+/// refused, naming the folder. `None` when the cluster keeps no state on disk.
+fn lock_state_folder(cluster: &Cluster, me: ProcessId) -> Result<Option<std::fs::File>, String> {
+    let Some(member_dir) = cluster.storage_dir(me) else {
+        return Ok(None);
+    };
+    // the lock covers every epoch of the member: storage_dir is member-I/epoch-E
+    let member_dir = member_dir.parent().unwrap_or(&member_dir).to_path_buf();
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(&member_dir).map_err(|e| {
+        format!(
+            "{}: cannot create the state folder: {e}",
+            member_dir.display()
+        )
+    })?;
+    let path = member_dir.join(FOLDER_LOCK);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| {
+            format!(
+                "{}: cannot open the state folder's lock: {e}",
+                path.display()
+            )
+        })?;
+    match file.try_lock() {
+        Ok(()) => {
+            tracing::info!("{}: taken by this process", path.display());
+            Ok(Some(file))
+        }
+        Err(std::fs::TryLockError::WouldBlock) => Err(format!(
+            "{}: another process of member {} holds its state folder (two would write one \
+             view log): stop that process first",
+            path.display(),
+            me.index()
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(format!(
+            "{}: cannot lock the state folder: {e}",
+            path.display()
+        )),
+    }
 }
 
 /// Sends the `tracing` events (the links' log) to stderr: a timestamp, a level, the member

@@ -5,7 +5,9 @@
 //! # On disk
 //! A folder holds two files, each replaced whole and atomically (written to `NAME.tmp`,
 //! synced, renamed over `NAME`, the folder synced), so a crash leaves the old file or the new
-//! one, never a torn one:
+//! one, never a torn one. Each starts with `lkcsview` and its format's version byte
+//! ([`FORMAT_VERSION`]), then its postcard body; a file of another version is refused with
+//! both versions named:
 //! - `raft-log`: the vote, the committed log id, the last purged log id and the log's entries
 //!   (postcard), rewritten on every change, and on disk before the change returns (an append
 //!   is acknowledged to Raft only then). The view log changes only at view changes and
@@ -39,6 +41,44 @@ pub enum Storage {
 pub(crate) const LOG_FILE: &str = "raft-log";
 /// The snapshot's file in a [`Storage::Dir`] folder.
 pub(crate) const SNAPSHOT_FILE: &str = "raft-snapshot";
+
+/// The first bytes of each file this store writes, before its format's version byte: a file
+/// from another program, or in a format this build does not read, is refused naming its
+/// cause instead of decoding as garbage.
+pub(crate) const MAGIC: &[u8; 8] = b"lkcsview";
+/// The format of the files this build writes (the byte after [`MAGIC`]). Version 0 is the
+/// body alone, with no header, as builds before the header wrote it: the same postcard
+/// body, read as is (its first byte, an `Option`'s tag, is never `l`).
+pub(crate) const FORMAT_VERSION: u8 = 1;
+
+/// `body` behind the header.
+fn framed(body: &[u8]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(MAGIC.len() + 1 + body.len());
+    bytes.extend_from_slice(MAGIC);
+    bytes.push(FORMAT_VERSION);
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+/// The body of `bytes`, read from `path`: behind a header of this format, or with no header
+/// (version 0). A header of another version is refused, naming both versions.
+fn unframed<'a>(path: &Path, bytes: &'a [u8]) -> std::io::Result<&'a [u8]> {
+    let Some(rest) = bytes.strip_prefix(MAGIC.as_slice()) else {
+        return Ok(bytes);
+    };
+    match rest.split_first() {
+        Some((&FORMAT_VERSION, body)) => Ok(body),
+        Some((&v, _)) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{} is in format version {v}; this build reads version {FORMAT_VERSION} \
+                 and files with no header (was it written by another lkcs?)",
+                path.display()
+            ),
+        )),
+        None => Err(corrupt(path, "the header ends before its version")),
+    }
+}
 
 /// Replaces `dir/name` with `bytes`, atomically and durably.
 fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
@@ -111,7 +151,8 @@ impl LogStore {
         make_dir(dir)?;
         let inner = match read_file(dir, LOG_FILE)? {
             Some(bytes) => {
-                postcard::from_bytes(&bytes).map_err(|e| corrupt(&dir.join(LOG_FILE), e))?
+                let path = dir.join(LOG_FILE);
+                postcard::from_bytes(unframed(&path, &bytes)?).map_err(|e| corrupt(&path, e))?
             }
             None => LogInner::default(),
         };
@@ -146,7 +187,7 @@ impl LogStore {
         };
         let bytes = postcard::to_allocvec(inner)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
-        write_atomic(dir, LOG_FILE, &bytes)
+        write_atomic(dir, LOG_FILE, &framed(&bytes))
     }
 }
 
@@ -334,8 +375,8 @@ impl Machine {
                 snapshots: 0,
             },
             Some(bytes) => {
-                let file: SnapshotFile =
-                    postcard::from_bytes(&bytes).map_err(|e| corrupt(&path, e))?;
+                let file: SnapshotFile = postcard::from_bytes(unframed(&path, &bytes)?)
+                    .map_err(|e| corrupt(&path, e))?;
                 let state: ViewState =
                     postcard::from_bytes(&file.data).map_err(|e| corrupt(&path, e))?;
                 MachineInner {
@@ -361,7 +402,7 @@ impl Machine {
         };
         postcard::to_allocvec(&file)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))
-            .and_then(|bytes| write_atomic(dir, SNAPSHOT_FILE, &bytes))
+            .and_then(|bytes| write_atomic(dir, SNAPSHOT_FILE, &framed(&bytes)))
     }
 }
 

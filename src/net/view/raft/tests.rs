@@ -208,3 +208,55 @@ fn node_ids_out_of_range_are_typed_errors() {
     assert_eq!(member(7), Ok(ProcessId(7)));
     assert_eq!(member(u64::MAX), Err(ViewError::BadNodeId(u64::MAX)));
 }
+
+/// Every file on disk starts with the header and this build's format version; a file of
+/// another version is refused naming both versions and the file; a file with no header (as
+/// builds before the header wrote them) still opens.
+#[test]
+fn the_files_on_disk_carry_their_format_version() {
+    let scratch = Scratch::new("version");
+    let storage = scratch.storage();
+    let vote = Vote::new_committed(2, 1);
+    runtime().block_on(async {
+        let mut log = LogStore::open(&storage).expect("opens");
+        log.save_vote(&vote).await.expect("vote");
+        let mut machine = Machine::open(initial_state(), &storage).expect("opens");
+        machine.build_snapshot().await.expect("snapshot");
+    });
+    let log_path = scratch.0.join(store::LOG_FILE);
+    for name in [store::LOG_FILE, store::SNAPSHOT_FILE] {
+        let bytes = std::fs::read(scratch.0.join(name)).expect("written");
+        assert_eq!(&bytes[..8], store::MAGIC, "{name} starts with the header");
+        assert_eq!(bytes[8], store::FORMAT_VERSION, "{name}'s version");
+    }
+    // the same body with no header: read as version 0
+    let bytes = std::fs::read(&log_path).expect("written");
+    std::fs::write(&log_path, &bytes[9..]).expect("rewritten");
+    runtime().block_on(async {
+        let mut log = LogStore::open(&storage).expect("a file with no header opens");
+        assert_eq!(log.read_vote().await.expect("vote"), Some(vote));
+    });
+    // a newer version: refused, naming the file and both versions
+    let mut newer = bytes.clone();
+    newer[8] = store::FORMAT_VERSION + 1;
+    std::fs::write(&log_path, &newer).expect("rewritten");
+    let e = LogStore::open(&storage).expect_err("another version");
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{} is in format version {}; this build reads version {} and files with no \
+             header (was it written by another lkcs?)",
+            log_path.display(),
+            store::FORMAT_VERSION + 1,
+            store::FORMAT_VERSION
+        )
+    );
+    // a header cut before its version byte
+    std::fs::write(&log_path, store::MAGIC).expect("rewritten");
+    let e = LogStore::open(&storage).expect_err("a cut header");
+    assert!(
+        e.to_string().contains("the header ends before its version"),
+        "{e}"
+    );
+}
