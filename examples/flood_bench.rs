@@ -326,7 +326,7 @@ mod bench {
                         return;
                     }
                     moves += 1;
-                    if moves % 2 == 0 {
+                    if moves.is_multiple_of(2) {
                         pairs.fetch_add(1, Ordering::SeqCst);
                     }
                 }

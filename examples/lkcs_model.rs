@@ -60,7 +60,7 @@ fn tight_start(
             members[q].push(j);
         }
     }
-    let mut inside: Vec<bool> = (0..n).map(|i| i % 2 == 0).collect();
+    let mut inside: Vec<bool> = (0..n).map(|i| i.is_multiple_of(2)).collect();
     let mut count: Vec<usize> = closed
         .iter()
         .map(|c| c.iter().filter(|&&q| inside[q]).count())
@@ -99,7 +99,7 @@ fn tight_start(
                 })
                 .sum()
         };
-        let q = if next() % 10 == 0 {
+        let q = if next().is_multiple_of(10) {
             closed[j][(next() % closed[j].len() as u64) as usize]
         } else {
             let best = closed[j]

@@ -249,8 +249,8 @@ mod tests {
             assert_eq!(format!("{s:?}"), format!("{b:?}"));
         }
         assert!(matches!(s, SmallSet::Heap(_)), "past 3 items it moved");
-        s.retain(|p| p.0 % 2 == 0);
-        b.retain(|p| p.0 % 2 == 0);
+        s.retain(|p| p.0.is_multiple_of(2));
+        b.retain(|p| p.0.is_multiple_of(2));
         assert!(s.as_slice().iter().eq(b.iter()));
         assert_eq!(s.pop_first(), b.pop_first());
         assert!(s.as_slice().iter().eq(b.iter()));

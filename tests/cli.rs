@@ -1562,8 +1562,8 @@ fn the_helper_search_is_not_charged_as_events() {
     let dir = std::env::temp_dir().join(format!("lkcs-cli-{}-helper", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bounds = dir.join("k.json");
-    let k: Vec<String> = (0..40)
-        .map(|i| if i % 2 == 0 { "2" } else { "1" }.to_string())
+    let k: Vec<String> = (0..40usize)
+        .map(|i| if i.is_multiple_of(2) { "2" } else { "1" }.to_string())
         .collect();
     std::fs::write(&bounds, format!("{{\"k\": [{}]}}", k.join(","))).unwrap();
     let r = passed(&[

@@ -381,7 +381,7 @@ fn gcs_withdrawals_never_change_the_state_and_keep_both_bounds() {
         let l = rng.random_range(0..n);
         let k = rng.random_range(l + 1..=n);
         let initial = random_initial(n, l, k, seed);
-        let coterie = if seed % 2 == 0 {
+        let coterie = if seed.is_multiple_of(2) {
             Coterie::grid(n)
         } else {
             Coterie::majority(n)

@@ -447,7 +447,7 @@ fn global_initial(n: usize, lo: usize, hi: usize, seed: u64) -> Vec<CsState> {
 }
 
 fn coterie(kind: u8, n: usize) -> Coterie {
-    if kind % 2 == 0 {
+    if kind.is_multiple_of(2) {
         Coterie::majority(n).unwrap()
     } else {
         Coterie::grid(n).unwrap()

@@ -388,7 +388,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
             };
             self.stack_heap -= msgs_heap(&next);
             stats.generated += 1;
-            if stats.generated % (1 << 16) == 0 && self.progress.is_some() {
+            if stats.generated.is_multiple_of(1 << 16) && self.progress.is_some() {
                 let memory = self.bytes(&w, &visited, &on_stack, &stack);
                 if let Some(report) = self.progress.as_mut() {
                     report(&Progress {
@@ -399,7 +399,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
                     });
                 }
             }
-            if stats.generated % (1 << 10) == 0 && self.out_of_time() {
+            if stats.generated.is_multiple_of(1 << 10) && self.out_of_time() {
                 return (Outcome::Bounded(Limit::Time), stats);
             }
             let Some(top) = stack.last_mut() else {

@@ -764,7 +764,7 @@ async fn drive(h: &NodeHandle, pairs: usize, rejoin_within: Option<Duration>) ->
                 Sequence::Exit => run.exit_ms.push(ms),
             }
             moves += 1;
-            if moves % 2 == 0 {
+            if moves.is_multiple_of(2) {
                 run.pairs_completed += 1;
                 let s = h.status();
                 run.sent_at_pair.push(s.sent - base.0);

@@ -55,7 +55,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
         if self.returning == Some(pick) {
             return;
         }
-        if owes && self.track[pick].started % 2 == 0 {
+        if owes && self.track[pick].started.is_multiple_of(2) {
             self.returning = Some(pick);
         } else {
             self.helped.push(pick);
@@ -135,7 +135,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
         }
         let q = rotation.iter().copied().find(|&q| {
             self.required(q)
-                && self.track[q].started % 2 == 0
+                && self.track[q].started.is_multiple_of(2)
                 && self.inst.move_keeps_bounds(states, ProcessId::from(q))
         })?;
         self.returning = Some(q);

@@ -780,7 +780,7 @@ fn aim(s: &ViewState, c: &Command) -> Command {
             state,
             token,
             round,
-        } if view % 2 == 0 => Command::Report {
+        } if view.is_multiple_of(2) => Command::Report {
             view: s.pending.as_ref().map_or(view, |x| x.next),
             member,
             incarnation: s.view.members.get(&member).copied().unwrap_or(incarnation),
