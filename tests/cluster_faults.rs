@@ -64,6 +64,18 @@ fn cluster(name: &str, quota: &str, n: usize) -> (PathBuf, Cluster, Monitor) {
     (file, cluster, monitor)
 }
 
+/// A cluster file with views for `quota` over `n` fresh ports whose members keep their view
+/// log on disk (`[storage]`, in `state/` beside it, emptied first): its folder and the file.
+fn disk_cluster(name: &str, quota: &str, n: usize) -> (PathBuf, PathBuf) {
+    let dir = scratch(name);
+    let _ = std::fs::remove_dir_all(dir.join("state"));
+    let text = cluster_text(SECRET, quota, &free_ports(n), PEER_TIMEOUT_MS)
+        + VIEWS
+        + "[storage]\ndir = \"state\"\n";
+    let file = write(&dir, "cluster.toml", &text);
+    (dir, file)
+}
+
 fn cycle_args(pairs: usize, monitor: &Monitor) -> Vec<String> {
     [
         "--workload",
@@ -250,12 +262,7 @@ fn a_killed_member_started_again_rejoins_and_completes_its_pairs() {
 #[test]
 fn a_second_process_of_a_member_is_refused_its_state_folder() {
     let (name, quota, n) = QUOTAS[0];
-    let dir = scratch(&format!("folder-lock-{name}"));
-    let _ = std::fs::remove_dir_all(dir.join("state"));
-    let text = cluster_text(SECRET, quota, &free_ports(n), PEER_TIMEOUT_MS)
-        + VIEWS
-        + "[storage]\ndir = \"state\"\n";
-    let file = write(&dir, "cluster.toml", &text);
+    let (dir, file) = disk_cluster(&format!("folder-lock-{name}"), quota, n);
     let args = [
         "--workload",
         "cycle",
@@ -305,12 +312,7 @@ fn a_second_process_of_a_member_is_refused_its_state_folder() {
 fn a_majority_killed_at_once_comes_back_with_its_view_log_on_disk() {
     let pairs = 2000;
     for (name, quota, n) in QUOTAS.into_iter().filter(|q| q.2 == 5) {
-        let dir = scratch(&format!("disk-{name}"));
-        let _ = std::fs::remove_dir_all(dir.join("state"));
-        let text = cluster_text(SECRET, quota, &free_ports(n), PEER_TIMEOUT_MS)
-            + VIEWS
-            + "[storage]\ndir = \"state\"\n";
-        let file = write(&dir, "cluster.toml", &text);
+        let (dir, file) = disk_cluster(&format!("disk-{name}"), quota, n);
         let cluster = Cluster::load(&file).unwrap();
         assert!(cluster.storage_dir(lkcs::ProcessId(0)).is_some());
         let monitor = Monitor::for_faults(&cluster);
