@@ -22,8 +22,8 @@
 //! rules (`LkcsRules::CORRECTED`, with the drawn leader mode); with them `LKCS_LEADER`
 //! (`auto`, `all` or `single`) runs every configuration with that leader mode instead.
 //! `LKCS_RULES=default` runs what `lkcs simulate --algorithm lkcs` runs
-//! ([`Lkcs::build_default`]: the round trip, and the leader rules where it refuses, which
-//! the leader column reads as `default-leader`).
+//! ([`Lkcs::build_default`]: the round trip, refusing what it cannot take; the leader rules
+//! are no longer a fallback, so these are the `trip` runs through the default's path).
 //! `LKCS_WORKLOAD=sequential` runs the sequential workload instead of the concurrent one.
 //!
 //! A run is `passed` (safe, every pair completed), `failed` (a broken bound, a deadlock, or
@@ -217,16 +217,9 @@ fn run(i: u64, c: &Config, max_events: u64) -> (String, &'static str, u64, Optio
         _ => Lkcs::build(&inst, &Leaders::Auto, None, rules),
     };
     let closed_mean = t.processes().map(|p| t.degree(p) + 1).sum::<usize>() as f64 / t.len() as f64;
-    // the default's fallback to the leader rules shows as `default-leader`
-    let fell_back = c.leader == "default" && built.as_ref().is_ok_and(|s| !s.leaders.is_empty());
-    let leader = if fell_back {
-        "default-leader"
-    } else {
-        c.leader
-    };
     let head = format!(
-        "{i},{},{},{},{},{leader},",
-        c.family, c.topology, c.bounds_kind, c.delay
+        "{i},{},{},{},{},{},",
+        c.family, c.topology, c.bounds_kind, c.delay, c.leader
     );
     let sys = match built {
         Ok(sys) => sys,

@@ -92,14 +92,15 @@ struct SystemArgs {
     initial: Option<String>,
     /// corrected (default) or printed: the pseudo-code as published; lkcs also takes trip
     /// (the round trip of docs/lkcs-liveness.md: no leader). lkcs's corrected variant runs
-    /// the round trip where it runs and otherwise the leader rules, unless --leader or
-    /// --printed-rule names the leader rules; --json's `variant` says which ran.
+    /// the round trip, and refuses (exit 2, with its reasons) an instance the round trip
+    /// cannot take, unless --leader or --printed-rule names the leader rules (which can
+    /// stall); --json's `variant` says which ran.
     #[arg(long, default_value = "corrected")]
     variant: String,
     /// lkcs's leader rules: the leader's index (that leader alone), `all` (every process that
     /// can lead does) or `auto` (one chosen automatically, as in the paper, with watchers
     /// around it). Without it (and with the corrected variant and no --printed-rule), lkcs
-    /// runs the round trip where it can (no leader).
+    /// runs the round trip (no leader), and refuses what the round trip cannot take.
     #[arg(long)]
     leader: Option<String>,
     /// majority (default) or grid: the coterie of maekawa (and the global algorithms).

@@ -540,8 +540,9 @@ impl QuotaBuilder {
     }
 
     /// LKCS: run the leader rules (the paper's leader, corrected) with this member as the
-    /// leader. By default a local quota with both bounds runs the round trip (no leader)
-    /// where it can, and the leader rules with an automatic leader otherwise.
+    /// leader. By default a local quota with both bounds runs the round trip (no leader) and
+    /// refuses bounds it cannot take; the leader rules may take some of those, but they are
+    /// not live on every graph (`docs/lkcs-liveness.md`), so they run only when named here.
     pub fn leader(mut self, member: usize) -> Self {
         self.leader = Some(member);
         self
@@ -549,8 +550,8 @@ impl QuotaBuilder {
 
     /// LKCS: run the round trip (`--variant trip`, [`crate::LkcsRules::TRIP`]) and nothing
     /// else: no leader, and live on every instance its sweeps could start
-    /// (`docs/lkcs-liveness.md`). The default runs it too, but falls back to the leader
-    /// rules on an instance it refuses; with `round_trip()` such an instance is refused. It
+    /// (`docs/lkcs-liveness.md`). The default runs it too (and refuses what it refuses);
+    /// `round_trip()` says so explicitly, and refuses a leader named with it. It
     /// keeps every bound one tighter where a move can break
     /// it (l_i+1 where l_i > 0, k_i−1 where k_i < |N_i|+1) in normal operation, the
     /// reserve going to one blocked member at a time; the start must meet those tightened

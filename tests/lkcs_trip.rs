@@ -406,7 +406,7 @@ fn simulate_refused(args: &str) -> (Option<i32>, String) {
 }
 
 #[test]
-fn lkcs_runs_the_round_trip_by_default_and_the_leader_rules_where_it_cannot() {
+fn lkcs_runs_the_round_trip_by_default_and_the_leader_rules_only_when_named() {
     // the default is the round trip: the done-when command, 30 messages a pair
     let v = simulate_json(
         "--algorithm lkcs --topology torus:5x5 --l 1 --k 4 --workload sequential --pairs 1 \
@@ -435,7 +435,9 @@ fn lkcs_runs_the_round_trip_by_default_and_the_leader_rules_where_it_cannot() {
     assert_eq!(code, Some(2));
     assert!(err.contains("|N_LDR| >= 4"), "{err}");
     // grid:3x7 with one interior process at l = 1, k = 3: the round trip would leave it
-    // L = K = 2 and refuses; it is four hops from the automatic leader, so the leader rules run
+    // L = K = 2 and refuses. The leader rules could run it (P12 is four hops from the
+    // automatic leader) but they can stall, so the default refuses, naming P12 and the way
+    // to run them; named, they run
     let t = Topology::parse("grid:3x7").unwrap();
     let mut l = vec![0; t.len()];
     let mut k: Vec<usize> = t.processes().map(|p| t.degree(p) + 1).collect();
@@ -446,7 +448,23 @@ fn lkcs_runs_the_round_trip_by_default_and_the_leader_rules_where_it_cannot() {
         "--algorithm lkcs --topology grid:3x7 --bounds {} --pairs 2",
         file.display()
     );
-    let v = simulate_json(&args);
+    let (code, err) = simulate_refused(&args);
+    assert_eq!(
+        code,
+        Some(2),
+        "no silent fallback to the leader rules: {err}"
+    );
+    assert!(
+        err.lines()
+            .any(|l| l.contains("the round trip: ") && l.contains("P12")),
+        "the round trip's reason names P12: {err}"
+    );
+    assert!(
+        err.lines()
+            .any(|l| l.contains("the leader rules: not run") && l.contains("--leader auto")),
+        "the refusal says how to run the leader rules: {err}"
+    );
+    let v = simulate_json(&format!("{args} --leader auto"));
     assert_eq!(v["variant"], "corrected", "{v}");
     assert!(v["pairs_completed"].as_u64().unwrap() >= 42, "{v}");
     assert_eq!(v["safety_violations"], 0, "{v}");
@@ -454,11 +472,18 @@ fn lkcs_runs_the_round_trip_by_default_and_the_leader_rules_where_it_cannot() {
     assert_eq!(code, Some(2));
     assert!(err.contains("P12"), "{err}");
     std::fs::remove_file(&file).ok();
-    // neither runs complete:5 with (1, 3): both reasons, exit 2
+    // complete:5 with (1, 3): the round trip refuses it, and so do the leader rules when
+    // named (k − l = 2 < 3 within two hops of the leader)
     let (code, err) = simulate_refused("--algorithm lkcs --topology complete:5 --l 1 --k 3");
     assert_eq!(code, Some(2));
     assert!(err.contains("the round trip: "), "{err}");
-    assert!(err.contains("the leader rules: "), "{err}");
+    let (code, err) =
+        simulate_refused("--algorithm lkcs --topology complete:5 --l 1 --k 3 --leader auto");
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("no process can lead LKCS"),
+        "the leader rules' own refusal: {err}"
+    );
 }
 
 /// Withdrawals (`CsObject::withdraw`) mixed into seeded random schedules over FIFO links, on

@@ -37,11 +37,13 @@
 //! rule of `docs/lkcs-liveness.md`: no leader, every breakable side of a bound tightened, and
 //! a blocked request moves by a round trip (trip locks, the reserve, and a return that the
 //! other moves keep room for). [`Lkcs::build_default`] (the CLI's `--algorithm lkcs` and a
-//! local quota with both bounds, when no leader is named) runs it, and the leader rules only
-//! on an instance it refuses (bounds it cannot tighten, no start within the tightened
-//! bounds). The leader rules and `--variant printed` are unchanged by it; each flavour ignores
-//! the other's messages. The leader rules stay, with their deviations, as that fallback and
-//! for the errata.
+//! local quota with both bounds, when no leader is named) runs it, and refuses, with the
+//! round trip's reasons, an instance it cannot take (bounds it cannot tighten, no start
+//! within the tightened bounds): the leader rules may take some of those, but they can
+//! stall, so they run only when a leader (or a printed rule) is named, never as a silent
+//! fallback. The leader rules and `--variant printed` are unchanged by the round trip; each
+//! flavour ignores the other's messages. The leader rules stay, with their deviations, for
+//! the instances the round trip refuses (named explicitly) and for the errata.
 //!
 //! **Liveness is not guaranteed** by the leader rules (corrected or printed), and for the
 //! round trip it is argued in a centralised model and measured (0 failed of 39,331 sweep

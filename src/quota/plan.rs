@@ -285,8 +285,8 @@ impl QuotaBuilder {
         };
         let option_problems = self.option_problems(algorithm, global, &topology);
         problems.extend(option_problems);
-        // the round trip needs no leader: without one named, the leader rules'
-        // preconditions only explain a refusal of both (`in_quota_terms`)
+        // the round trip needs no leader: the leader rules' preconditions apply only to a
+        // leader named
         let default_lkcs = algorithm == Algorithm::Lkcs && !self.round_trip;
         if default_lkcs && self.leader.is_some() {
             problems.extend(lkcs_problems(&inst, self.leader));
@@ -472,8 +472,7 @@ fn member_words(text: &str) -> String {
 }
 
 impl QuotaBuilder {
-    /// A refusal of LKCS with no leader named (the round trip, and by default the leader
-    /// rules after it), in quota terms: one line per cause, naming the members it concerns,
+    /// A refusal of LKCS with no leader named (the round trip), in quota terms: one line per cause, naming the members it concerns,
     /// and a line with the nearest bounds that are accepted.
     pub(super) fn lkcs_refusal(&self, e: ConfigError, inst: &Instance) -> ConfigError {
         let t = inst.topology();

@@ -1,7 +1,7 @@
 //! Building an LKCS system: the instance, the leader's preconditions and the search for a
 //! leader and a tight start (the leader rules), the round trip's tightened bounds, and
-//! [`Lkcs::build_default`], which runs the round trip where it can and the leader rules
-//! elsewhere.
+//! [`Lkcs::build_default`], which runs the round trip and refuses, with its reasons, an
+//! instance the round trip cannot take (the leader rules run only when a leader is named).
 
 use super::leader::{tightened_region, within_two_hops, LeaderProc, LkcsRules};
 use super::trip::TripProc;
@@ -17,9 +17,10 @@ use std::collections::BTreeSet;
 /// that can never move ([`Instance::immovable`]).
 const IMMOVABLE_BUDGET: usize = 20_000;
 
-/// How [`Lkcs::build_default`] prefixes the round trip's reasons when both rule sets refuse.
+/// How [`Lkcs::build_default`] prefixes the round trip's reasons when it refuses.
 const ROUND_TRIP_TAG: &str = "the round trip: ";
-/// How [`Lkcs::build_default`] prefixes the leader rules' reasons when both rule sets refuse.
+/// How [`Lkcs::build_default`] prefixes its line on the leader rules (not run) when the
+/// round trip refuses.
 pub(crate) const LEADER_RULES_TAG: &str = "the leader rules: ";
 
 /// How many candidate leaders' start searches may give up (budget spent, nothing found)
@@ -322,33 +323,29 @@ impl Lkcs {
     }
 
     /// The default LKCS: the round trip ([`LkcsRules::TRIP`]), live on every instance of
-    /// the liveness sweeps, where it runs; where it refuses the instance (bounds it cannot
-    /// tighten, no start within its tightened bounds), the leader rules
-    /// ([`LkcsRules::CORRECTED`], the automatic leader and its watchers), which need those
-    /// only within two hops of the leader. Refused when both refuse, with both reasons.
+    /// the liveness sweeps. An instance it refuses (bounds it cannot tighten, no start
+    /// within its tightened bounds) is refused: each of the round trip's reasons prefixed
+    /// `the round trip: `, then one line prefixed `the leader rules: ` saying they were not
+    /// run and how to name them. The leader rules ([`LkcsRules::CORRECTED`]) may take such
+    /// an instance but are not live on every graph (`docs/lkcs-liveness.md`), so they run
+    /// only when a leader is named ([`Lkcs::build`]; `--leader`), never as a silent
+    /// fallback.
     pub fn build_default(
         inst: &Instance,
         initial: Option<&[CsState]>,
     ) -> Result<LkcsSystem, ConfigError> {
-        // what both rule sets refuse is checked (and reported) once
         Lkcs::check_instance(inst, initial)?;
-        let trip = match Lkcs::build_checked(inst, &Leaders::Auto, initial, LkcsRules::TRIP) {
-            Ok(sys) => return Ok(sys),
-            Err(e) => e,
-        };
-        let corrected = LkcsRules::CORRECTED;
-        Lkcs::build_checked(inst, &Leaders::Auto, initial, corrected).map_err(|leader| {
-            if leader.problems == trip.problems {
-                return leader;
-            }
-            let tagged = |tag: &str, e: ConfigError| {
-                e.problems
-                    .into_iter()
-                    .map(move |p| Problem::Invalid(format!("{tag}{p}")))
-                    .collect::<Vec<_>>()
-            };
-            let mut problems = tagged(ROUND_TRIP_TAG, trip);
-            problems.extend(tagged(LEADER_RULES_TAG, leader));
+        Lkcs::build_checked(inst, &Leaders::Auto, initial, LkcsRules::TRIP).map_err(|trip| {
+            let mut problems: Vec<Problem> = trip
+                .problems
+                .into_iter()
+                .map(|p| Problem::Invalid(format!("{ROUND_TRIP_TAG}{p}")))
+                .collect();
+            problems.push(Problem::Invalid(format!(
+                "{LEADER_RULES_TAG}not run: they may take this instance but can stall \
+                 (docs/lkcs-liveness.md); name a leader to run them anyway (--leader auto, \
+                 an index or all)"
+            )));
             ConfigError::new(problems)
         })
     }
