@@ -411,7 +411,7 @@ async fn links_deliver_once_in_order_through_resets() {
     let l0_addr = n0.local_addr();
     let mut n1: Net<u64> =
         Net::start(config(identity(1, spec, 1), &[(0, l0_addr)], &logs), l1).unwrap();
-    let count = 3000u64;
+    let count = 1000u64;
     let run = async {
         let mut got0 = Vec::new();
         let mut got1 = Vec::new();
