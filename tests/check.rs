@@ -1,51 +1,15 @@
-//! The exhaustive checker on LMUTIN and LMUTEX: every interleaving of FIFO deliveries and
-//! client steps, for every valid uniform bound and every safe initial configuration of the
-//! small topologies; and proof that the checker can fail.
-//!
-//! Two tiers. `cargo test --release` runs the fast one: every instance on three processes,
-//! path:4 and star:4 with l = 1, the counterexamples, and the migrating controller on three
-//! processes. The proof tier adds the four-process sweeps below (the `proofs` feature):
-//! `cargo test --release --features proofs --test check`, which `.ci/run` runs too.
-//!
-//! Budget (2 cores, the default reduced search, instances spread over both cores): every
-//! instance on three processes is explored completely (38 + 24 instances), and so is every
-//! bound and safe start of path:4 and star:4 (85 instances, 23.5 M and 12.9 M states), and
-//! of ring:4 LMUTIN with l = 0 and l = 2 and LMUTEX with k = 1 (16 + 5 + 5 instances, 178.0 M
-//! and 29.8 M states). The other ring:4 instances (LMUTIN l = 1, LMUTEX k = 2 and 3: 38) and
-//! every complete:4 instance (94) are explored up to `BOUND` generated states each
-//! (depth-first). Their complete proofs do not fit in CI: ring:4 with l = 1 from in:0,2
-//! alone takes 68.6 M reduced states (about 2.5 CPU minutes), LMUTEX k = 3 (the complement
-//! of l = 0: the very same state graphs) another 178 M states, and complete:4 with l = 3
-//! from in:0,1,2 more than 40 M states; see docs/checker.md. All of `tests/check.rs` takes about
-//! 515 s of CPU, about 4.5 minutes of both cores when the machine is idle.
+//! The exhaustive checker on LMUTIN, LMUTEX, Maekawa, CDC and DDC, fast tier: every instance
+//! on three processes, path:4 and star:4 with l = 1, the counterexamples (proof that the
+//! checker can fail), and the migrating controller on three processes; `cargo test
+//! --release` runs it. The proof tier, `tests/proofs.rs`, adds the four-process sweeps:
+//! `cargo test --release --test proofs` (a target `cargo test` leaves out, so the proof tier
+//! builds one test binary over the library the fast tier built; `.ci/run` runs it too).
 
-use lkcs::{
-    check, lmutex_instance, lmutex_system, parse_initial, CheckConfig, CheckReport, CsState,
-    Lmutin, LmutinRules, Topology, Verdict,
-};
-use std::sync::Mutex;
+#[path = "check/support.rs"]
+mod support;
 
-#[cfg(feature = "proofs")]
-const BOUND: usize = 400_000;
-
-fn cfg(pairs: usize, max_states: Option<usize>) -> CheckConfig {
-    CheckConfig {
-        pairs,
-        max_states,
-        ..CheckConfig::default()
-    }
-}
-
-/// LMUTIN's and LMUTEX's rules as the errata correct the paper's (deviations 1–4), without
-/// deviation 5 (an exit held by a bound sets its permissions aside): the exhaustive sweeps
-/// below prove these. Deviation 5's messages multiply the states (complete:3, l = 1 from
-/// in:0: 0.9 M states with hold-and-wait, more than 14 M without a verdict in 60 s with
-/// deviation 5), so it is proved on the triangle from its all-in start
-/// ([`proves_the_set_aside_rule_on_the_triangle`]) and swept by the simulator.
-const PAPER: LmutinRules = LmutinRules {
-    hold_and_wait: true,
-    ..LmutinRules::CORRECTED
-};
+use lkcs::{check, parse_initial, CheckConfig, CsState, Lmutin, LmutinRules, Topology, Verdict};
+use support::{cfg, maekawa_check, sweep, MAEKAWA_BOUND, PAPER};
 
 /// Deviation 5 as built (`LmutinRules::CORRECTED`): safety, invariants and no deadlock on
 /// the triangle, l = 1, every member in the CS at the start, one pair each (9.4 M states).
@@ -66,82 +30,6 @@ fn proves_the_set_aside_rule_on_the_triangle() {
         "{} states: the rule's messages were explored",
         r.states
     );
-}
-
-fn min_degree(t: &Topology) -> usize {
-    t.processes().map(|p| t.degree(p)).min().unwrap_or(0)
-}
-
-/// Checks LMUTIN (every l) and LMUTEX (every k) from every safe configuration, the instances
-/// spread over the available cores; returns the number of instances and the states explored.
-fn sweep(spec: &str, pairs: usize, max_states: Option<usize>) -> (usize, usize) {
-    sweep_bounds(spec, pairs, max_states, |_, _| true)
-}
-
-/// [`sweep`] over the bounds `keep(lmutex, bound)` accepts (`bound` is l for LMUTIN, k for
-/// LMUTEX).
-fn sweep_bounds(
-    spec: &str,
-    pairs: usize,
-    max_states: Option<usize>,
-    keep: impl Fn(bool, usize) -> bool,
-) -> (usize, usize) {
-    let t = Topology::parse(spec).unwrap();
-    let n = t.len();
-    // (lmutex?, bound, initial configuration)
-    let mut jobs = Vec::new();
-    for l in (0..=min_degree(&t)).filter(|&l| keep(false, l)) {
-        let inst = Lmutin::instance(&t, &vec![l; n]).unwrap();
-        for init in inst.safe_configurations().expect("small instance") {
-            jobs.push((false, l, init));
-        }
-    }
-    for k in (1..=min_degree(&t) + 1).filter(|&k| keep(true, k)) {
-        let inst = lmutex_instance(&t, &vec![k; n]).unwrap();
-        for init in inst.safe_configurations().expect("small instance") {
-            jobs.push((true, k, init));
-        }
-    }
-    let instances = jobs.len();
-    let jobs = Mutex::new(jobs.into_iter());
-    let states = Mutex::new(0);
-    let run = || loop {
-        let Some((lmutex, b, init)) = jobs.lock().unwrap().next() else {
-            break;
-        };
-        let (what, r): (String, CheckReport) = if lmutex {
-            let (inst, procs) = lmutex_system(&t, &vec![b; n], &init, PAPER).unwrap();
-            (
-                format!("lmutex {spec} k={b} {init:?}"),
-                check(&inst, procs, &cfg(pairs, max_states)),
-            )
-        } else {
-            let (inst, procs) = Lmutin::system(&t, &vec![b; n], &init, PAPER).unwrap();
-            (
-                format!("lmutin {spec} l={b} {init:?}"),
-                check(&inst, procs, &cfg(pairs, max_states)),
-            )
-        };
-        assert!(
-            r.ok(),
-            "{what}: {:?}\n{}",
-            r.verdict,
-            r.counterexample.join("\n")
-        );
-        if max_states.is_none() {
-            assert_eq!(r.verdict, Verdict::Proved, "{what}");
-        }
-        *states.lock().unwrap() += r.states;
-    };
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    std::thread::scope(|s| {
-        for _ in 0..cores {
-            s.spawn(run);
-        }
-    });
-    let states = states.into_inner().unwrap();
-    eprintln!("{spec}, {pairs} pair(s): {instances} instances, {states} states");
-    (instances, states)
 }
 
 #[test]
@@ -179,53 +67,6 @@ fn proves_path_and_star_of_four() {
         assert_eq!(r.verdict, Verdict::Proved, "{spec}");
         eprintln!("{spec} l=1 1 pair: {} states in {:?}", r.states, r.elapsed);
     }
-}
-
-#[cfg(feature = "proofs")]
-#[test]
-fn proves_every_bound_and_start_on_path_and_star_of_four() {
-    let (path, _) = sweep("path:4", 1, None);
-    let (star, _) = sweep("star:4", 1, None);
-    assert_eq!(path + star, 44 + 41, "every uniform bound and safe start");
-}
-
-/// ring:4 with the tightest bounds: LMUTIN with l = 2 (each arbiter grants one permission at
-/// a time) and LMUTEX with k = 1 (local mutual exclusion), from every safe start.
-#[cfg(feature = "proofs")]
-#[test]
-fn proves_the_tightest_bounds_on_a_ring_of_four() {
-    let tightest = |lmutex: bool, b: usize| if lmutex { b == 1 } else { b == 2 };
-    let (instances, _) = sweep_bounds("ring:4", 1, None, tightest);
-    assert_eq!(instances, 5 + 5, "every safe start of both algorithms");
-}
-
-/// ring:4 with l = 0: no bound can break, every move is harmless, and the reduction needs no
-/// visibility condition; the invariants and the absence of deadlock are still checked.
-#[cfg(feature = "proofs")]
-#[test]
-fn proves_lmutin_without_a_lower_bound_on_a_ring_of_four() {
-    let (instances, _) = sweep_bounds("ring:4", 1, None, |lmutex, l| !lmutex && l == 0);
-    assert_eq!(instances, 16, "every configuration is safe");
-}
-
-/// Whether the sweep of `ring:4` proves `bound` (l for LMUTIN, k for LMUTEX) in CI.
-#[cfg(feature = "proofs")]
-fn ring_four_proved(lmutex: bool, bound: usize) -> bool {
-    if lmutex {
-        bound == 1
-    } else {
-        bound == 0 || bound == 2
-    }
-}
-
-#[cfg(feature = "proofs")]
-#[test]
-fn bounded_sweep_of_four_process_topologies() {
-    // the rest of ring:4 is proved above
-    sweep_bounds("ring:4", 1, Some(BOUND), |lmutex, b| {
-        !ring_four_proved(lmutex, b)
-    });
-    sweep("complete:4", 1, Some(BOUND));
 }
 
 #[test]
@@ -300,33 +141,6 @@ fn a_deadlock_is_reported() {
 // counts are the full search's; the default reduced search visits about half as many.
 // =====================================================================================
 
-const MAEKAWA_BOUND: usize = 400_000;
-
-fn maekawa_check(coterie: &str, n: usize, initial: &str, max_states: Option<usize>) -> CheckReport {
-    let c = lkcs::Coterie::parse(coterie, n).unwrap();
-    let init = parse_initial(initial, n).unwrap();
-    let (inst, procs) = lkcs::Maekawa::system(&c, &init).unwrap();
-    let r = check(&inst, procs, &cfg(1, max_states));
-    assert!(
-        r.ok(),
-        "maekawa {coterie} n={n} {initial}: {:?}\n{}",
-        r.verdict,
-        r.counterexample.join("\n")
-    );
-    if max_states.is_none() {
-        assert_eq!(
-            r.verdict,
-            Verdict::Proved,
-            "maekawa {coterie} n={n} {initial}"
-        );
-    }
-    eprintln!(
-        "maekawa {coterie} complete:{n} {initial}: {:?}, {} states",
-        r.verdict, r.states
-    );
-    r
-}
-
 #[test]
 fn maekawa_proved_on_three_processes() {
     for initial in ["in:", "in:0", "in:1", "in:2"] {
@@ -335,16 +149,6 @@ fn maekawa_proved_on_three_processes() {
     maekawa_check("grid", 3, "in:", None);
     for initial in ["in:0", "in:1", "in:2"] {
         maekawa_check("grid", 3, initial, Some(MAEKAWA_BOUND));
-    }
-}
-
-#[cfg(feature = "proofs")]
-#[test]
-fn maekawa_bounded_on_four_processes() {
-    for coterie in ["majority", "grid"] {
-        for initial in ["in:", "in:0"] {
-            maekawa_check(coterie, 4, initial, Some(MAEKAWA_BOUND));
-        }
     }
 }
 
@@ -394,37 +198,8 @@ fn maekawa_failed_on_arrival_only_deadlocks_in_the_checker() {
 // ===================================================================================
 
 mod migrating {
-    use lkcs::{check, Cdc, CheckConfig, CsState, Ddc, MigratingRules, MigrationCondition};
-    use lkcs::{Topology, Verdict};
-
-    fn conditions() -> [MigrationCondition; 4] {
-        [
-            MigrationCondition::Never,
-            MigrationCondition::Always,
-            MigrationCondition::Counter { maxreq: 2 },
-            // the checker's time stays 0: a zero timer fires at every exit
-            MigrationCondition::timer_units(0),
-        ]
-    }
-
-    fn prove(n: usize, init: &[CsState], c: MigrationCondition, pairs: usize) -> usize {
-        let t = Topology::complete(n).unwrap();
-        let cfg = CheckConfig {
-            pairs,
-            ..CheckConfig::default()
-        };
-        let rules = MigratingRules::CORRECTED;
-        let (inst, procs) = Cdc::system(&t, init, c, rules).unwrap();
-        let r = check(&inst, procs, &cfg);
-        assert_eq!(r.verdict, Verdict::Proved, "cdc n={n} {c:?} {init:?}");
-        let mut states = r.states;
-        let (inst, procs) = Ddc::system(&t, init, c, rules).unwrap();
-        let r = check(&inst, procs, &cfg);
-        assert_eq!(r.verdict, Verdict::Proved, "ddc n={n} {c:?} {init:?}");
-        states += r.states;
-        eprintln!("cdc+ddc complete:{n} {c:?} {pairs} pair(s): {states} states");
-        states
-    }
+    use crate::support::{conditions, prove};
+    use lkcs::{CsState, MigrationCondition};
 
     #[test]
     fn proves_cdc_and_ddc_on_three_processes_from_every_start() {
@@ -445,14 +220,6 @@ mod migrating {
             MigrationCondition::Counter { maxreq: 2 },
             2,
         );
-    }
-
-    #[cfg(feature = "proofs")]
-    #[test]
-    fn proves_cdc_and_ddc_on_four_processes() {
-        for c in conditions().into_iter().take(3) {
-            prove(4, &[CsState::OutCs; 4], c, 1);
-        }
     }
 }
 // ======================= end of the migrating-controller section =======================
