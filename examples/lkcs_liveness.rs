@@ -188,7 +188,7 @@ fn command(i: u64, c: &Config, max_events: u64) -> String {
         "all" => " --leader all".to_string(),
         "single" => " --printed-rule single-leader".to_string(),
         "trip" => " --variant trip".to_string(),
-        "default" | "default-leader" => String::new(),
+        "default" => String::new(),
         _ => " --leader auto".to_string(),
     };
     format!(

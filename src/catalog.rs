@@ -238,9 +238,9 @@ impl SystemSpec {
     /// LKCS: per-process bounds (`--l` / `--k` uniform, or lists in `--bounds`; by default
     /// l_i = 0 and k_i = |N_i|+1) and its rules: with the corrected variant, no leader named
     /// and no printed rule, the round trip, which refuses an instance it cannot take
-    /// ([`Lkcs::build_default`]: the leader rules are not a silent fallback); with a leader named (`--leader ID`, `all` or `auto`) or a
-    /// printed rule, the leader rules, the leader given or chosen and a start that is tight
-    /// within two hops of it.
+    /// ([`Lkcs::build_default`]: the leader rules are not a silent fallback); with a leader
+    /// named (`--leader ID`, `all` or `auto`) or a printed rule, the leader rules, the leader
+    /// given or chosen and a start that is tight within two hops of it.
     pub fn lkcs_system(&self) -> Result<crate::algo::lkcs::LkcsSystem, ConfigError> {
         self.lkcs_system_with(&PrintedRules::default())
     }

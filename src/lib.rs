@@ -33,7 +33,7 @@
 //! | mutual exclusion | ≤ 1 in CS | LMUTEX with k_i = 1 | [`Maekawa`] on a [`Coterie`]; [`Cdc`] / [`Ddc`] (migrating controller) |
 //! | k-mutual exclusion | ≤ k | k_i-LMUTEX = Co(l_i-LMUTIN) ([`Lmutex`]) | kmex = Co(MUTIN(n−k)) ([`Kmex`], [`kmex_system`]) |
 //! | l-mutual inclusion | ≥ l | l_i-LMUTIN ([`Lmutin`]) | MUTIN(l) ([`Mutin`]) over quorums and a mutual-exclusion object |
-//! | (l,k)-CS | l ≤ · ≤ k | [`Lkcs`]: the round trip (no leader) by default; the paper's leader rules (leader, sidetrack, Trigger) where it refuses | (l,k)-GCS = [`Gcs`]`<MUTIN(l), kmex>` ([`gcs_system`]) |
+//! | (l,k)-CS | l ≤ · ≤ k | [`Lkcs`]: the round trip (no leader) by default; the paper's leader rules (leader, sidetrack, Trigger) when a leader is named | (l,k)-GCS = [`Gcs`]`<MUTIN(l), kmex>` ([`gcs_system`]) |
 //!
 //! "Local" bounds count the closed neighbourhood N_i ∪ {P_i} of each process on a graph, with
 //! per-process (l_i, k_i); on a complete graph they are global bounds.

@@ -58,10 +58,12 @@
 //! [`QuotaBuilder::algorithm`]). A local quota with both bounds runs LKCS's round trip
 //! (no leader; `docs/lkcs-liveness.md`): it tightens by one every bound a move can break
 //! (l_i+1 where l_i > 0, k_i−1 where k_i < |N_i|+1), needs those to stay apart and a start
-//! within them, and completed every one of the 39,331 runs of its sweeps. On an instance it
-//! refuses, the quota runs the paper's leader rules instead (a member with at least 4
-//! neighbours and k_i − l_i ≥ 3 within two hops of it), which are not live on every graph
-//! (a stall is reported, never silent).
+//! within them, and completed every one of the 39,331 runs of its sweeps. Bounds it refuses
+//! are refused, naming the members concerned and offering the nearest accepted bounds. The
+//! paper's leader rules (a member with at least 4 neighbours and k_i − l_i ≥ 3 within two
+//! hops of it) may take some of those, but they are not live on every graph, so they run
+//! only when a leader is named ([`QuotaBuilder::leader`]); a stall is reported, never
+//! silent.
 //!
 //! # Failure semantics
 //! - **Timeouts and cancellation** never move a member silently: a call that returns

@@ -472,8 +472,9 @@ fn member_words(text: &str) -> String {
 }
 
 impl QuotaBuilder {
-    /// A refusal of LKCS with no leader named (the round trip), in quota terms: one line per cause, naming the members it concerns,
-    /// and a line with the nearest bounds that are accepted.
+    /// A refusal of LKCS with no leader named (the round trip), in quota terms: one line per
+    /// cause, naming the members it concerns, and a line with the nearest bounds that are
+    /// accepted.
     pub(super) fn lkcs_refusal(&self, e: ConfigError, inst: &Instance) -> ConfigError {
         let t = inst.topology();
         // the room the round trip needs: its tightened bounds apart at every member
