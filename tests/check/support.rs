@@ -8,6 +8,20 @@ use lkcs::{
 };
 use std::sync::Mutex;
 
+/// Asserts that `r` (the check of `what`) found no violation, with the counterexample in the
+/// message, and that it proved its instance when no budget (`max_states`) was set.
+pub fn assert_sound(what: &str, r: &CheckReport, max_states: Option<usize>) {
+    assert!(
+        r.ok(),
+        "{what}: {:?}\n{}",
+        r.verdict,
+        r.counterexample.join("\n")
+    );
+    if max_states.is_none() {
+        assert_eq!(r.verdict, Verdict::Proved, "{what}");
+    }
+}
+
 /// A check of `pairs` pairs per process, within `max_states` generated states when given.
 pub fn cfg(pairs: usize, max_states: Option<usize>) -> CheckConfig {
     CheckConfig {
@@ -82,15 +96,7 @@ pub fn sweep_bounds(
                 check(&inst, procs, &cfg(pairs, max_states)),
             )
         };
-        assert!(
-            r.ok(),
-            "{what}: {:?}\n{}",
-            r.verdict,
-            r.counterexample.join("\n")
-        );
-        if max_states.is_none() {
-            assert_eq!(r.verdict, Verdict::Proved, "{what}");
-        }
+        assert_sound(&what, &r, max_states);
         *states.lock().unwrap() += r.states;
     };
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
@@ -119,19 +125,11 @@ pub fn maekawa_check(
     let init = parse_initial(initial, n).unwrap();
     let (inst, procs) = lkcs::Maekawa::system(&c, &init).unwrap();
     let r = check(&inst, procs, &cfg(1, max_states));
-    assert!(
-        r.ok(),
-        "maekawa {coterie} n={n} {initial}: {:?}\n{}",
-        r.verdict,
-        r.counterexample.join("\n")
+    assert_sound(
+        &format!("maekawa {coterie} n={n} {initial}"),
+        &r,
+        max_states,
     );
-    if max_states.is_none() {
-        assert_eq!(
-            r.verdict,
-            Verdict::Proved,
-            "maekawa {coterie} n={n} {initial}"
-        );
-    }
     eprintln!(
         "maekawa {coterie} complete:{n} {initial}: {:?}, {} states",
         r.verdict, r.states
