@@ -257,8 +257,8 @@ fn raw_spec() -> SystemSpec {
         ),
         variant: Variant::Corrected,
         leader: None,
-        coterie: Some("grid".into()),
-        mx: Some("cdc".into()),
+        coterie: Some(lkcs::quota::QuorumSystem::Grid),
+        mx: Some(lkcs::quota::InnerMutex::Cdc),
         maxreq: None,
         migrate_after: None,
     }

@@ -39,8 +39,8 @@ fn spec(algorithm: Algorithm, topology: &str, l: usize, k: Option<usize>) -> Sys
         initial: None,
         variant: Variant::Corrected,
         // LKCS: the leader rules, which docs/measurements/scale.md measured
-        leader: (algorithm == Algorithm::Lkcs).then(|| "auto".to_string()),
-        coterie: (algorithm == Algorithm::Gcs).then(|| "grid".to_string()),
+        leader: (algorithm == Algorithm::Lkcs).then_some(lkcs::Leaders::Auto),
+        coterie: (algorithm == Algorithm::Gcs).then_some(lkcs::quota::QuorumSystem::Grid),
         mx: None,
         maxreq: None,
         migrate_after: None,

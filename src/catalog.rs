@@ -4,9 +4,9 @@
 
 use crate::algo::lkcs::{Leaders, Lkcs};
 use crate::algo::lmutin::{lmutex_instance, lmutex_system, Lmutin, LmutinRules};
-use crate::algo::maekawa::{Maekawa, MaekawaRules};
+use crate::algo::maekawa::Maekawa;
 use crate::algo::migrating::{Cdc, Ddc, MigratingRules, MigrationCondition};
-use crate::algo::mutin::{gcs_system, global_instance, kmex_system, quorums_of, Mutin, MutinRules};
+use crate::algo::mutin::{gcs_system, global_instance, kmex_system, quorums_of, Mutin};
 use crate::config::Instance;
 use crate::cs::{CsObject, CsState, Variant};
 use crate::error::{ConfigError, Problem};
@@ -17,12 +17,12 @@ use crate::topology::Topology;
 mod algorithm;
 mod mx;
 mod printed;
+mod quorums;
 
 pub use algorithm::{Algorithm, PrintedRule};
-pub use mx::{check_mx, DEFAULT_MX};
+pub use mx::{check_mx, InnerMutex, DEFAULT_MX};
 pub use printed::PrintedRules;
-
-use mx::Mx;
+pub use quorums::{QuorumSystem, DEFAULT_COTERIE};
 
 /// Per-process bounds as given in a `--bounds` JSON file: `{"l": [...], "k": [...]}`, each
 /// list (when present) with one entry per process.
@@ -59,20 +59,20 @@ pub struct SystemSpec {
     pub initial: Option<Vec<CsState>>,
     /// Corrected or printed rules.
     pub variant: Variant,
-    /// LKCS: the leader (`ID` or `all`; see [`crate::Leaders`]; automatic when `None`).
-    pub leader: Option<String>,
-    /// Global algorithms: the coterie (`majority` or `grid`).
-    pub coterie: Option<String>,
-    /// MUTIN(l), kmex and GCS: the mutual-exclusion object inside (`maekawa`, `cdc`, `ddc`).
-    pub mx: Option<String>,
+    /// LKCS: the leader rules with these leaders; `None` runs the round trip (no leader)
+    /// with the corrected variant, and the automatic leader with the printed one.
+    pub leader: Option<Leaders>,
+    /// Maekawa and the global algorithms: the quorum system ([`DEFAULT_COTERIE`] when
+    /// `None`).
+    pub coterie: Option<QuorumSystem>,
+    /// MUTIN(l), kmex and GCS: the mutual-exclusion object inside ([`DEFAULT_MX`] when
+    /// `None`).
+    pub mx: Option<InnerMutex>,
     /// Migrating controller: migrate after this many requests.
     pub maxreq: Option<usize>,
     /// Migrating controller: migrate after this much time as controller (simulator time units).
     pub migrate_after: Option<u64>,
 }
-
-/// The coterie the global algorithms use when `--coterie` is not given.
-pub const DEFAULT_COTERIE: &str = "majority";
 
 /// What a global algorithm needs beyond the spec, validated.
 struct GlobalSetup {
@@ -80,7 +80,7 @@ struct GlobalSetup {
     k: usize,
     coterie: Coterie,
     quorums: Vec<Vec<ProcessId>>,
-    mx: Mx,
+    mx: InnerMutex,
     /// The migration condition of a migrating-controller `mx`.
     condition: MigrationCondition,
 }
@@ -180,14 +180,13 @@ impl SystemSpec {
                 problems.extend(self.require_fixed_bounds(0, 1));
                 ConfigError::check(problems)?;
                 let n = self.topology.len();
-                let coterie = Coterie::parse(self.coterie.as_deref().unwrap_or("majority"), n)?;
+                let coterie = self.coterie.unwrap_or(DEFAULT_COTERIE).coterie(n)?;
                 // mutual exclusion starts with nobody in the CS unless told otherwise
                 let initial = self
                     .initial
                     .clone()
                     .unwrap_or_else(|| vec![CsState::OutCs; n]);
-                let mut rules = MaekawaRules::from(self.variant);
-                rules.failed_on_arrival_only |= printed.has("failed-on-arrival");
+                let rules = self.maekawa_rules(printed);
                 let (inst, procs) = Maekawa::system_with(&coterie, &initial, rules)?;
                 Ok(visitor.visit(&inst, &initial, procs))
             }
@@ -213,20 +212,20 @@ impl SystemSpec {
                     ..LmutinRules::CORRECTED
                 };
                 match g.mx {
-                    Mx::Maekawa => self.build_global(&g, printed, visitor, || {
+                    InnerMutex::Maekawa => self.build_global(&g, printed, visitor, || {
                         let idle = vec![CsState::OutCs; self.topology.len()];
                         Ok(Maekawa::system(&g.coterie, &idle)?.1)
                     }),
-                    Mx::Lmutex => self.build_global(&g, printed, visitor, || {
+                    InnerMutex::Lmutex => self.build_global(&g, printed, visitor, || {
                         let n = self.topology.len();
                         let idle = vec![CsState::OutCs; n];
                         Ok(lmutex_system(&self.topology, &vec![1; n], &idle, mx_rules)?.1)
                     }),
-                    Mx::Cdc => self.build_global(&g, printed, visitor, || {
+                    InnerMutex::Cdc => self.build_global(&g, printed, visitor, || {
                         let n = self.topology.len();
                         Ok(Cdc::processes(n, g.condition, MigratingRules::CORRECTED))
                     }),
-                    Mx::Ddc => self.build_global(&g, printed, visitor, || {
+                    InnerMutex::Ddc => self.build_global(&g, printed, visitor, || {
                         let n = self.topology.len();
                         Ok(Ddc::processes(n, g.condition, MigratingRules::CORRECTED))
                     }),
@@ -258,10 +257,7 @@ impl SystemSpec {
         if self.k.is_none() && self.bounds.as_ref().is_none_or(|b| b.k.is_none()) {
             k = t.processes().map(|p| t.degree(p) + 1).collect();
         }
-        let leaders = match &self.leader {
-            Some(s) => s.parse::<Leaders>().map_err(ConfigError::one)?,
-            None => Leaders::Auto,
-        };
+        let leaders = self.leader.unwrap_or_default();
         if self.variant == Variant::Trip && self.leader.is_some() {
             return Err(ConfigError::one(Problem::Invalid(
                 "the round trip has no leader (leave --leader out)".into(),
@@ -356,32 +352,29 @@ impl SystemSpec {
         if let Err(e) = global_instance(&self.topology, l, k, rule) {
             problems.extend(e.problems);
         }
-        let coterie = self.coterie.as_deref().unwrap_or(DEFAULT_COTERIE);
-        let coterie = Coterie::parse(coterie, n)
+        let coterie = self
+            .coterie
+            .unwrap_or(DEFAULT_COTERIE)
+            .coterie(n)
             .map_err(|e| problems.extend(e.problems))
             .ok();
-        let mx = Mx::parse(self.mx.as_deref().unwrap_or(DEFAULT_MX))
-            .map_err(|p| problems.push(p))
-            .ok();
-        if let Some(mx) = mx {
-            for (flag, given) in [
-                ("--maxreq", self.maxreq.is_some()),
-                ("--migrate-after", self.migrate_after.is_some()),
-            ] {
-                if given && !mx.options().contains(&flag) {
-                    problems.push(Problem::Invalid(format!(
-                        "{flag} does not apply to --mx {}",
-                        mx.name()
-                    )));
-                }
+        let mx = self.mx.unwrap_or(DEFAULT_MX);
+        for (flag, given) in [
+            ("--maxreq", self.maxreq.is_some()),
+            ("--migrate-after", self.migrate_after.is_some()),
+        ] {
+            if given && !mx.options().contains(&flag) {
+                problems.push(Problem::Invalid(format!(
+                    "{flag} does not apply to --mx {mx}"
+                )));
             }
         }
         let condition = MigrationCondition::from_options(self.maxreq, self.migrate_after)
             .map_err(|e| problems.extend(e.problems))
             .ok();
         ConfigError::check(problems)?;
-        match (coterie, mx, condition) {
-            (Some(coterie), Some(mx), Some(condition)) => Ok(GlobalSetup {
+        match (coterie, condition) {
+            (Some(coterie), Some(condition)) => Ok(GlobalSetup {
                 l,
                 k,
                 quorums: quorums_of(&coterie),
@@ -403,8 +396,7 @@ impl SystemSpec {
         visitor: V,
         make_mx: impl Fn() -> Result<Vec<M>, ConfigError>,
     ) -> Result<V::Output, ConfigError> {
-        let mut rules = MutinRules::from(self.variant);
-        rules.one_shot_response2 |= printed.has("one-shot-response2");
+        let rules = self.mutin_rules(printed);
         let t = &self.topology;
         let inst = global_instance(t, g.l, g.k, "0 <= l < k <= n")?;
         let initial = self.initial_for(&inst)?;

@@ -99,6 +99,19 @@ pub enum Problem {
     },
     /// A view lists a member twice.
     MemberTwice(ProcessId),
+    /// LKCS's round trip cannot tighten the bounds of these processes: it keeps
+    /// L_i = l_i + 1 where l_i > 0 and K_i = k_i − 1 where k_i < |N_i| + 1, and needs
+    /// L_i < K_i (so k_i − l_i ≥ 3 where both bounds can break).
+    NoRoomToTighten {
+        /// The processes left with L_i ≥ K_i, by id.
+        processes: Vec<ProcessId>,
+    },
+    /// Why LKCS's round trip refused the instance ([`crate::Lkcs::build_default`]); the
+    /// reason itself is the inner problem.
+    RoundTrip(Box<Problem>),
+    /// LKCS's leader rules were not run on an instance the round trip refused: they may take
+    /// it but can stall (`docs/lkcs-liveness.md`), so they run only when a leader is named.
+    LeaderRulesNotRun,
     /// Any other invalid input, described in one line.
     Invalid(String),
     /// The thread runtime would need more threads (one per process, and a watchdog) than a
@@ -270,6 +283,22 @@ impl fmt::Display for Problem {
                 f,
                 "unknown or not yet supported --mx `{given}` (expected one of: {})",
                 accepted.join(", ")
+            ),
+            Problem::NoRoomToTighten { processes } => write!(
+                f,
+                "the round trip tightens every side of a bound a move can break; {} would \
+                 be left with L_i >= K_i",
+                processes
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Problem::RoundTrip(why) => write!(f, "the round trip: {why}"),
+            Problem::LeaderRulesNotRun => f.write_str(
+                "the leader rules: not run: they may take this instance but can stall \
+                 (docs/lkcs-liveness.md); name a leader to run them anyway (--leader auto, \
+                 an index or all; leader = ... in a cluster file or a sweep grid)",
             ),
             Problem::Invalid(s) => f.write_str(s),
             Problem::TooManyThreads {

@@ -15,6 +15,7 @@ use lkcs::{
     Variant, Verdict, Workload, MAX_CHECK_PROCESSES, MAX_DELAY,
 };
 use std::process::ExitCode;
+use std::str::FromStr;
 
 /// `println!` that never panics: a closed stdout (e.g. `lkcs simulate ... | head`) drops the
 /// rest of the output, and the exit code still tells the verdict.
@@ -366,6 +367,10 @@ fn system_spec(a: &SystemArgs) -> Result<SystemSpec, ConfigError> {
             "",
         ));
     }
+    // the names, parsed here, at the edge: the spec holds them typed
+    let leader = named(&a.leader, &mut problems);
+    let coterie = named(&a.coterie, &mut problems);
+    let mx = named(&a.mx, &mut problems);
     ConfigError::check(problems)?;
     match (algorithm, topology, variant) {
         (Some(algorithm), Some(topology), Some(variant)) => Ok(SystemSpec {
@@ -376,14 +381,23 @@ fn system_spec(a: &SystemArgs) -> Result<SystemSpec, ConfigError> {
             bounds,
             initial,
             variant,
-            leader: a.leader.clone(),
-            coterie: a.coterie.clone(),
-            mx: a.mx.clone(),
+            leader,
+            coterie,
+            mx,
             maxreq: a.maxreq,
             migrate_after: a.migrate_after,
         }),
         _ => Err(ConfigError::one(Problem::Invalid("invalid options".into()))),
     }
+}
+
+/// A name given on the command line (`--leader`, `--coterie`, `--mx`), parsed; a name that
+/// does not parse is one more problem.
+fn named<T: FromStr<Err = Problem>>(
+    name: &Option<String>,
+    problems: &mut Vec<Problem>,
+) -> Option<T> {
+    name.as_deref()?.parse().map_err(|p| problems.push(p)).ok()
 }
 
 /// The `--printed-rule` names, trimmed, each once, in the order first given.

@@ -97,13 +97,14 @@ mod error;
 pub(crate) mod member;
 mod plan;
 
-pub use crate::catalog::Algorithm;
+pub use crate::catalog::{Algorithm, InnerMutex, QuorumSystem};
 pub use error::{Blocked, Limit, QuotaError, Stall, Waits};
 pub use member::{Active, Member, MemberState, Move};
 
 /// The error type of [`Member`] calls ([`QuotaError`]).
 pub type Error = QuotaError;
 
+use crate::algo::lkcs::Leaders;
 use crate::catalog::{BoundsFile, SystemSpec, SystemVisitor};
 use crate::config::{Bounds, Instance};
 use crate::cs::{CsObject, CsState, Sequence, Variant};
@@ -212,41 +213,6 @@ impl Shared {
             instance: &self.instance,
             operating: &self.operating,
             global: self.global,
-        }
-    }
-}
-
-/// The quorum system of the global algorithms ([`QuotaBuilder::coterie`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum QuorumSystem {
-    /// Every majority of the members: |Q| = ⌊n/2⌋ + 1.
-    Majority,
-    /// A row and a column of a √n × √n grid: |Q| ≈ 2√n − 1 (the default).
-    Grid,
-}
-
-/// The mutual-exclusion object inside MUTIN(l), kmex and GCS ([`QuotaBuilder::mx`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum InnerMutex {
-    /// The migrating controller with a central queue (the default): about 3 messages.
-    Cdc,
-    /// The migrating controller with a distributed queue.
-    Ddc,
-    /// Maekawa's quorum mutual exclusion on the same quorums.
-    Maekawa,
-    /// LMUTEX with k = 1 on all members: O(n) messages.
-    Lmutex,
-}
-
-impl InnerMutex {
-    fn name(self) -> &'static str {
-        match self {
-            InnerMutex::Cdc => "cdc",
-            InnerMutex::Ddc => "ddc",
-            InnerMutex::Maekawa => "maekawa",
-            InnerMutex::Lmutex => "lmutex",
         }
     }
 }
@@ -591,7 +557,7 @@ impl QuotaBuilder {
         let started = plan
             .spec
             .build(start)
-            .map_err(|e| match &plan.default_lkcs {
+            .map_err(|e| match &plan.round_trip {
                 Some(inst) => self.lkcs_refusal(e, inst),
                 None => e,
             })?

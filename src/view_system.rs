@@ -31,6 +31,7 @@
 //! its links, and every member of the view agrees on the numbering, since it depends only on
 //! the member set.
 
+use crate::algo::lkcs::Leaders;
 use crate::catalog::{Algorithm, BoundsFile, SystemSpec};
 use crate::config::{Bounds, Instance};
 use crate::cs::CsState;
@@ -196,17 +197,14 @@ fn restricted_spec(
         }
         Algorithm::Maekawa | Algorithm::Cdc | Algorithm::Ddc => {}
     }
-    out.leader = spec
-        .leader
-        .as_ref()
-        .and_then(|leader| match leader.parse::<usize>() {
-            Ok(id) => members
-                .binary_search(&ProcessId::from(id))
-                .ok()
-                .map(|d| d.to_string()),
-            // `all`, `auto`: not a member's id
-            Err(_) => Some(leader.clone()),
-        });
+    // a leader named by id is renumbered; one that left is chosen again among the view's
+    // members (the leader rules with the automatic leader, not the round trip)
+    out.leader = spec.leader.map(|leader| match leader {
+        Leaders::One(id) => members
+            .binary_search(&ProcessId::from(id))
+            .map_or(Leaders::Auto, Leaders::One),
+        other => other,
+    });
     out
 }
 
@@ -253,17 +251,21 @@ mod tests {
                     .collect::<Vec<_>>(),
             )
         };
-        s.leader = Some("5".into());
+        s.leader = Some(Leaders::One(5));
         let v = ViewSystem::new(&s, &inst, &all_but(2)).expect("a view");
         assert_eq!(
-            v.spec().leader.as_deref(),
-            Some("4"),
+            v.spec().leader,
+            Some(Leaders::One(4)),
             "P5 is the view's fifth member"
         );
         let v = ViewSystem::new(&s, &inst, &all_but(5)).expect("a view");
-        assert_eq!(v.spec().leader, None, "the leader left: chosen again");
-        s.leader = Some("all".into());
+        assert_eq!(
+            v.spec().leader,
+            Some(Leaders::Auto),
+            "the leader left: the leader rules choose one again"
+        );
+        s.leader = Some(Leaders::All);
         let v = ViewSystem::new(&s, &inst, &all_but(5)).expect("a view");
-        assert_eq!(v.spec().leader.as_deref(), Some("all"));
+        assert_eq!(v.spec().leader, Some(Leaders::All));
     }
 }

@@ -1073,7 +1073,12 @@ fn lkcs_with_every_able_process_leading_runs_the_least_slack_to_the_end() {
     assert!(json(&out)["triggers"].as_u64().unwrap() > 0);
     let out = lkcs(&args("everyone"));
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr_lines(&out)[0].contains("--leader `everyone`"));
+    assert!(
+        stderr_lines(&out)[0]
+            .contains("leader `everyone`: expected a process index, `all` or `auto`"),
+        "the name refused where it is parsed: {:?}",
+        stderr_lines(&out)
+    );
 }
 
 #[test]

@@ -266,7 +266,28 @@ fn build_refuses_a_leader_and_bounds_too_narrow_to_tighten() {
     // (2, 4) on |N_i|+1 = 6: L = 3, K = 3
     let inst = Lkcs::instance(&t, &[2; 6], &[4; 6]).unwrap();
     let e = Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::TRIP).unwrap_err();
+    let every: Vec<lkcs::ProcessId> = t.processes().collect();
+    assert_eq!(
+        e.problems,
+        vec![lkcs::Problem::NoRoomToTighten {
+            processes: every.clone()
+        }],
+        "every process is left with L = K = 3"
+    );
     assert!(e.to_string().contains("L_i >= K_i"), "{e}");
+    // the default LKCS says the same as the round trip's reason, then that the leader rules
+    // were not run, each a variant to match
+    let e = Lkcs::build_default(&inst, None).unwrap_err();
+    assert_eq!(
+        e.problems,
+        vec![
+            lkcs::Problem::RoundTrip(Box::new(lkcs::Problem::NoRoomToTighten {
+                processes: every
+            })),
+            lkcs::Problem::LeaderRulesNotRun,
+        ],
+        "the default refuses with the round trip's reason, typed"
+    );
     // a given start must be within the tightened bounds: nobody in the CS breaks L = 2
     let inst = Lkcs::instance(&t, &[1; 6], &[5; 6]).unwrap();
     let out = vec![CsState::OutCs; 6];

@@ -7,6 +7,7 @@
 mod common;
 
 use common::run_ok;
+use lkcs::quota::QuorumSystem;
 #[cfg(feature = "check")]
 use lkcs::{check, CheckConfig, Verdict};
 use lkcs::{
@@ -787,7 +788,7 @@ fn global_spec(alg: lkcs::Algorithm, n: usize, mx: &str) -> lkcs::SystemSpec {
         variant: lkcs::Variant::Corrected,
         leader: None,
         coterie: None,
-        mx: Some(mx.into()),
+        mx: Some(mx.parse().expect("a known mx")),
         maxreq: None,
         migrate_after: None,
     }
@@ -811,14 +812,14 @@ fn gcs_mutin_and_kmex_are_safe_and_live_with_cdc_and_ddc_inside() {
                     (Mutin, Some(n / 2), None),
                     (Kmex, None, Some(2)),
                 ] {
-                    for coterie in ["majority", "grid"] {
+                    for coterie in [QuorumSystem::Majority, QuorumSystem::Grid] {
                         for seed in 0..3 {
                             let mut spec = global_spec(alg, n, mx);
                             spec.l = l;
                             spec.k = k;
                             spec.maxreq = maxreq;
                             spec.migrate_after = after;
-                            spec.coterie = Some(coterie.into());
+                            spec.coterie = Some(coterie);
                             let cfg = concurrent(seed * 31 + n as u64, 2, 12);
                             let r = spec.build(Sim(cfg)).unwrap();
                             assert!(

@@ -53,9 +53,9 @@ fn spec(algorithm: Algorithm, topology: &str, l: Option<usize>, k: Option<usize>
 /// Clusters the views are cut from: every algorithm, global and local.
 fn clusters() -> Vec<SystemSpec> {
     let mut grid = spec(Algorithm::Gcs, "complete:7", Some(2), Some(4));
-    grid.coterie = Some("grid".into());
+    grid.coterie = Some(lkcs::quota::QuorumSystem::Grid);
     let mut cdc_inside = spec(Algorithm::Mutin, "complete:6", Some(2), None);
-    cdc_inside.mx = Some("cdc".into());
+    cdc_inside.mx = Some(lkcs::quota::InnerMutex::Cdc);
     vec![
         spec(Algorithm::Maekawa, "complete:5", None, None),
         spec(Algorithm::Cdc, "complete:5", None, None),

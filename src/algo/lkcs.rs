@@ -72,7 +72,6 @@ pub mod leader;
 mod messages;
 pub mod trip;
 
-pub(crate) use build::LEADER_RULES_TAG;
 pub use build::{Leaders, LkcsSystem, MIN_LEADER_DEGREE};
 pub use leader::LkcsRules;
 pub use messages::{At, LkcsMsg};

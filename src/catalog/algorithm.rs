@@ -2,6 +2,11 @@
 //! and the printed rules each can switch on alone ([`PrintedRule`], one table per rules
 //! struct).
 
+use crate::algo::lkcs::LkcsRules;
+use crate::algo::lmutin::LmutinRules;
+use crate::algo::maekawa::MaekawaRules;
+use crate::algo::migrating::MigratingRules;
+use crate::algo::mutin::MutinRules;
 use crate::error::Problem;
 use std::fmt;
 use std::str::FromStr;
@@ -19,154 +24,212 @@ pub struct PrintedRule {
     pub summary: &'static str,
 }
 
-const fn rule(name: &'static str, deviation: &'static str, summary: &'static str) -> PrintedRule {
-    PrintedRule {
-        name,
-        deviation,
-        summary,
+/// One printed rule with the switch it turns in its rules struct `R`. The tables of these
+/// are the one registry `--printed-rule` reads: a name cannot be listed without its switch.
+pub(super) struct Switch<R: 'static> {
+    /// The rule as `--help` and the errors describe it.
+    pub(super) rule: PrintedRule,
+    /// Turns it on in `R`, over the corrected variant's rules.
+    pub(super) set: fn(&mut R),
+}
+
+const fn rule<R>(
+    name: &'static str,
+    deviation: &'static str,
+    summary: &'static str,
+    set: fn(&mut R),
+) -> Switch<R> {
+    Switch {
+        rule: PrintedRule {
+            name,
+            deviation,
+            summary,
+        },
+        set,
     }
 }
 
+/// The descriptions of a table's rules.
+fn described<R>(table: &[Switch<R>]) -> Vec<PrintedRule> {
+    table.iter().map(|s| s.rule).collect()
+}
+
 /// l_i-LMUTIN and k_i-LMUTEX (`LmutinRules`).
-const LMUTIN_RULES: &[PrintedRule] = &[
-    rule("initial-grants", "1", "initial grants to the InCS members"),
+pub(super) const LMUTIN_RULES: &[Switch<LmutinRules>] = &[
+    rule(
+        "initial-grants",
+        "1",
+        "initial grants to the InCS members",
+        |r| r.printed_initial_grants = true,
+    ),
     rule(
         "counted-grants",
         "2",
         "count grants instead of collecting granters",
+        |r| r.counted_grants = true,
     ),
     rule(
         "unguarded-preempt",
         "3, requester side",
         "relinquish on every Preempt received while InCS",
+        |r| r.unguarded_preempt = true,
     ),
     rule(
         "unmatched-relinquish",
         "3, arbiter side",
         "grant on a Relinquish from a process holding no permission",
+        |r| r.arbiter.grant_on_unmatched_relinquish = true,
     ),
     rule(
         "uncapped-release",
         "4",
         "re-grant on Release (and Relinquish) whatever the capacity",
+        |r| r.arbiter.uncapped_release = true,
     ),
     rule(
         "hold-and-wait",
         "5, an addition turned off",
         "a blocked exit keeps its permissions (no Kept, Blocked, Park, Unpark)",
+        |r| r.hold_and_wait = true,
     ),
 ];
 
 /// LKCS (`LkcsRules` and the leader choice).
-const LKCS_RULES: &[PrintedRule] = &[
+pub(super) const LKCS_RULES: &[Switch<LkcsRules>] = &[
     rule(
         "initial-grants",
         "1",
         "both types' initial grants to the InCS members",
+        |r| r.printed_initial_grants = true,
     ),
     rule(
         "trigger-stamp",
         "2",
         "Trigger(MUTIN, ts_j) for a nominee waiting with ts_j+1",
+        |r| r.printed_trigger_stamp = true,
     ),
     rule(
         "dequeue-nominee",
         "3",
         "the nomination dequeues the nominee's request",
+        |r| r.dequeue_nominee = true,
     ),
     rule(
         "repeated-triggers",
         "4, leader side",
         "nominate again whenever the suspicion comes back",
+        |r| r.repeated_triggers = true,
     ),
     rule(
         "unreserved-sidetrack",
         "4, arbiter side",
         "grant a sidetrack request at once whatever the count",
+        |r| r.arbiter.unreserved_sidetrack = true,
     ),
-    rule("saturation", "5", "\"saturated\" is one below the capacity"),
+    rule(
+        "saturation",
+        "5",
+        "\"saturated\" is one below the capacity",
+        |r| r.printed_saturation = true,
+    ),
     rule(
         "leader-wait",
         "6",
         "the leader waits until Waiting_LDR < |N_LDR|+1",
+        |r| r.printed_leader_wait = true,
     ),
     rule(
         "untagged-sidetrack",
         "7",
         "sidetrack grants are plain Grants; a Trigger is accepted by state",
+        |r| r.untagged_sidetrack = true,
     ),
     rule(
         "unguarded-preempt",
         "8, requester side",
         "relinquish on every Preempt of the type being kept",
+        |r| r.unguarded_preempt = true,
     ),
     rule(
         "unmatched-relinquish",
         "8, arbiter side",
         "grant on a Relinquish from a process holding no permission",
+        |r| r.arbiter.grant_on_unmatched_relinquish = true,
     ),
     rule(
         "uncapped-release",
         "8, arbiter side",
         "re-grant on Release (and Relinquish) whatever the capacity",
+        |r| r.arbiter.uncapped_release = true,
     ),
     rule(
         "no-parking",
         "9, an addition turned off",
         "blocked requests keep their permissions (no Blocked, Park, Unpark)",
+        |r| r.park_blocked = false,
     ),
     rule(
         "no-fallback-nominee",
         "11, an addition turned off",
         "no nominee when every candidate of the freeing type is on the sidetrack",
+        |r| r.fallback_nominee = false,
     ),
     rule(
         "single-leader",
         "10, an addition turned off",
         "the automatically chosen leader alone, without watchers (as --leader ID)",
+        // the leader choice, not a rule: `SystemSpec::lkcs_system_with` reads the name
+        |_| {},
     ),
 ];
 
 /// Maekawa (`MaekawaRules`; its errata entry is `maekawa-printed`).
-const MAEKAWA_RULES: &[PrintedRule] = &[rule(
+pub(super) const MAEKAWA_RULES: &[Switch<MaekawaRules>] = &[rule(
     "failed-on-arrival",
     "printed",
     "send Failed only to a request outranked on arrival",
+    |r| r.failed_on_arrival_only = true,
 )];
 
 /// MUTIN(l), kmex and GCS (`MutinRules`).
-const MUTIN_RULES: &[PrintedRule] = &[rule(
+pub(super) const MUTIN_RULES: &[Switch<MutinRules>] = &[rule(
     "one-shot-response2",
     "1",
     "one Response2 per Query, then disarm",
+    |r| r.one_shot_response2 = true,
 )];
 
 /// DDC (`MigratingRules`); CDC takes all but the last.
-const MIGRATING_RULES: &[PrintedRule] = &[
+pub(super) const MIGRATING_RULES: &[Switch<MigratingRules>] = &[
     rule(
         "controller-one",
         "1",
         "current-controller := 1 (P0) after a migration",
+        |r| r.literal_controller_one = true,
     ),
     rule(
         "migrate-and-grant",
         "2",
         "migrate and grant; become-controller carries nothing",
+        |r| r.migrate_and_grant = true,
     ),
     rule(
         "unguarded-wake-up",
         "3",
         "a wake-up grants whatever cs-status says",
+        |r| r.unguarded_wake_up = true,
     ),
     rule(
         "unstamped-controller",
         "4",
         "controller pointers without epochs; a retired server drops exit-cs",
+        |r| r.unstamped_controller = true,
     ),
     rule(
         "unguarded-next-requestor",
         "6",
         "next-requestor applied unconditionally (DDC)",
+        |r| r.unguarded_next_requestor = true,
     ),
 ];
 
@@ -264,14 +327,14 @@ impl Algorithm {
     /// field of its rules struct (`LmutinRules`, `LkcsRules`, `MaekawaRules`, `MutinRules`,
     /// `MigratingRules`, and `ArbiterRules` inside the first two), plus LKCS's additions
     /// that the library can turn off.
-    pub fn printed_rules(self) -> &'static [PrintedRule] {
+    pub fn printed_rules(self) -> Vec<PrintedRule> {
         match self {
-            Algorithm::Lmutin | Algorithm::Lmutex => LMUTIN_RULES,
-            Algorithm::Lkcs => LKCS_RULES,
-            Algorithm::Maekawa => MAEKAWA_RULES,
-            Algorithm::Mutin | Algorithm::Kmex | Algorithm::Gcs => MUTIN_RULES,
-            Algorithm::Cdc => &MIGRATING_RULES[..4],
-            Algorithm::Ddc => MIGRATING_RULES,
+            Algorithm::Lmutin | Algorithm::Lmutex => described(LMUTIN_RULES),
+            Algorithm::Lkcs => described(LKCS_RULES),
+            Algorithm::Maekawa => described(MAEKAWA_RULES),
+            Algorithm::Mutin | Algorithm::Kmex | Algorithm::Gcs => described(MUTIN_RULES),
+            Algorithm::Cdc => described(&MIGRATING_RULES[..4]),
+            Algorithm::Ddc => described(MIGRATING_RULES),
         }
     }
 
@@ -320,7 +383,6 @@ impl Algorithm {
                 text.push_str(&format!("\n  {} ({dev}{only}): {}", r.name, r.summary));
             }
         }
-        text.push_str("\n\nlkcs deviation 11 (the fallback nominee) has no switch in the library.");
         text
     }
 

@@ -1,12 +1,16 @@
 //! The printed rules a spec switches on one by one ([`PrintedRules`], `--printed-rule`):
-//! their validation against the algorithm and the variant, and the rules structs they
-//! give LMUTIN, LKCS and the migrating controller (Maekawa's and MUTIN's are built in
-//! the catalog's parent module).
+//! their validation against the algorithm and the variant, and the rules structs they give
+//! each algorithm, through the one registry of switches in `algorithm.rs`.
 
+use super::algorithm::{
+    Switch, LKCS_RULES, LMUTIN_RULES, MAEKAWA_RULES, MIGRATING_RULES, MUTIN_RULES,
+};
 use super::SystemSpec;
 use crate::algo::lkcs::LkcsRules;
 use crate::algo::lmutin::LmutinRules;
+use crate::algo::maekawa::MaekawaRules;
 use crate::algo::migrating::MigratingRules;
+use crate::algo::mutin::MutinRules;
 use crate::cs::Variant;
 use crate::error::{ConfigError, Problem};
 
@@ -28,6 +32,14 @@ impl PrintedRules {
     /// Whether no rule is named (the variant's own rules apply).
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
+    }
+
+    /// `rules` with the switch of every rule of `table` named here turned.
+    fn switched<R>(&self, table: &[Switch<R>], mut rules: R) -> R {
+        for s in table.iter().filter(|s| self.has(s.rule.name)) {
+            (s.set)(&mut rules);
+        }
+        rules
     }
 
     pub(super) fn has(&self, name: &str) -> bool {
@@ -94,48 +106,55 @@ impl SystemSpec {
 
     /// LMUTIN's and LMUTEX's rules: the variant's, with the named printed rules on.
     pub(super) fn lmutin_rules(&self, printed: &PrintedRules) -> LmutinRules {
-        let mut r = LmutinRules::from(self.variant);
-        r.printed_initial_grants |= printed.has("initial-grants");
-        r.counted_grants |= printed.has("counted-grants");
-        r.unguarded_preempt |= printed.has("unguarded-preempt");
-        r.arbiter.grant_on_unmatched_relinquish |= printed.has("unmatched-relinquish");
-        r.arbiter.uncapped_release |= printed.has("uncapped-release");
-        r.hold_and_wait |= printed.has("hold-and-wait");
-        r
+        printed.switched(LMUTIN_RULES, LmutinRules::from(self.variant))
     }
 
-    /// LKCS's rules: the variant's, with the named printed rules on (`no-parking` turns the
-    /// addition of deviation 9 off; `single-leader` is the leader choice, not a rule).
+    /// LKCS's rules: the variant's, with the named printed rules on (`no-parking` and
+    /// `no-fallback-nominee` turn additions off; `single-leader` is the leader choice, not a
+    /// rule).
     pub(super) fn lkcs_rules(&self, printed: &PrintedRules) -> LkcsRules {
-        let mut r = LkcsRules::from(self.variant);
-        r.printed_initial_grants |= printed.has("initial-grants");
-        r.printed_trigger_stamp |= printed.has("trigger-stamp");
-        r.dequeue_nominee |= printed.has("dequeue-nominee");
-        r.repeated_triggers |= printed.has("repeated-triggers");
-        r.arbiter.unreserved_sidetrack |= printed.has("unreserved-sidetrack");
-        r.printed_saturation |= printed.has("saturation");
-        r.printed_leader_wait |= printed.has("leader-wait");
-        r.untagged_sidetrack |= printed.has("untagged-sidetrack");
-        r.unguarded_preempt |= printed.has("unguarded-preempt");
-        r.arbiter.grant_on_unmatched_relinquish |= printed.has("unmatched-relinquish");
-        r.arbiter.uncapped_release |= printed.has("uncapped-release");
-        if printed.has("no-parking") {
-            r.park_blocked = false;
-        }
-        if printed.has("no-fallback-nominee") {
-            r.fallback_nominee = false;
-        }
-        r
+        printed.switched(LKCS_RULES, LkcsRules::from(self.variant))
     }
 
     /// CDC's and DDC's rules: the variant's, with the named printed rules on.
     pub(super) fn migrating_rules(&self, printed: &PrintedRules) -> MigratingRules {
-        let mut r = MigratingRules::from(self.variant);
-        r.literal_controller_one |= printed.has("controller-one");
-        r.migrate_and_grant |= printed.has("migrate-and-grant");
-        r.unguarded_wake_up |= printed.has("unguarded-wake-up");
-        r.unstamped_controller |= printed.has("unstamped-controller");
-        r.unguarded_next_requestor |= printed.has("unguarded-next-requestor");
-        r
+        printed.switched(MIGRATING_RULES, MigratingRules::from(self.variant))
+    }
+
+    /// Maekawa's rules: the variant's, with the named printed rule on.
+    pub(super) fn maekawa_rules(&self, printed: &PrintedRules) -> MaekawaRules {
+        printed.switched(MAEKAWA_RULES, MaekawaRules::from(self.variant))
+    }
+
+    /// MUTIN(l)'s, kmex's and GCS's rules: the variant's, with the named printed rule on.
+    pub(super) fn mutin_rules(&self, printed: &PrintedRules) -> MutinRules {
+        printed.switched(MUTIN_RULES, MutinRules::from(self.variant))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every printed rule of every table turns something in its rules struct, so no name is
+    /// accepted and then ignored (`single-leader` is the leader choice, checked by the
+    /// catalog's tests).
+    #[test]
+    fn every_printed_rule_turns_a_switch() {
+        fn turns<R: PartialEq + Copy + std::fmt::Debug>(table: &[Switch<R>], corrected: R) {
+            for s in table.iter().filter(|s| s.rule.name != "single-leader") {
+                let mut r = corrected;
+                (s.set)(&mut r);
+                assert_ne!(r, corrected, "{} turns nothing", s.rule.name);
+                let named: PrintedRules = [s.rule.name].into_iter().collect();
+                assert_eq!(named.switched(table, corrected), r, "{}", s.rule.name);
+            }
+        }
+        let v = Variant::Corrected;
+        turns(LMUTIN_RULES, LmutinRules::from(v));
+        turns(LKCS_RULES, LkcsRules::from(v));
+        turns(MAEKAWA_RULES, MaekawaRules::from(v));
+        turns(MUTIN_RULES, MutinRules::from(v));
+        turns(MIGRATING_RULES, MigratingRules::from(v));
     }
 }

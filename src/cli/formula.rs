@@ -18,7 +18,8 @@
 //! points only.
 
 use crate::SimRun;
-use lkcs::{Algorithm, Coterie, ProcessId, DEFAULT_COTERIE, DEFAULT_MX};
+use lkcs::quota::InnerMutex;
+use lkcs::{Algorithm, ProcessId, DEFAULT_COTERIE, DEFAULT_MX};
 
 /// What a formula counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,7 +75,7 @@ pub(crate) fn of(run: &SimRun) -> Formula {
     let spec = &run.spec;
     let t = &spec.topology;
     let n = t.len();
-    let mx = spec.mx.as_deref().unwrap_or(DEFAULT_MX);
+    let mx = spec.mx.unwrap_or(DEFAULT_MX);
     // the migration term (n-1)/maxreq, when the migrations do not depend on time
     let migration = match (spec.maxreq, spec.migrate_after) {
         (Some(m), _) if m > 0 => Some((n as f64 - 1.0) / m as f64),
@@ -99,14 +100,16 @@ pub(crate) fn of(run: &SimRun) -> Formula {
             Algorithm::Maekawa => (Metric::Messages, "3|Q_i|", "5|Q_i|", |_, q, _, _| {
                 (Some(3.0 * q), Some(5.0 * q))
             }),
-            Algorithm::Mutin | Algorithm::Kmex if mx == "maekawa" => {
+            Algorithm::Mutin | Algorithm::Kmex if mx == InnerMutex::Maekawa => {
                 (Metric::Messages, "8|Q_i|", "", |_, q, _, _| {
                     (Some(8.0 * q), None)
                 })
             }
-            Algorithm::Gcs if mx == "maekawa" => (Metric::Messages, "16|Q_i|", "", |_, q, _, _| {
-                (Some(16.0 * q), None)
-            }),
+            Algorithm::Gcs if mx == InnerMutex::Maekawa => {
+                (Metric::Messages, "16|Q_i|", "", |_, q, _, _| {
+                    (Some(16.0 * q), None)
+                })
+            }
             Algorithm::Mutin | Algorithm::Kmex | Algorithm::Gcs => {
                 (Metric::Messages, "", "", |_, _, _, _| (None, None))
             }
@@ -127,7 +130,7 @@ pub(crate) fn of(run: &SimRun) -> Formula {
         .algorithm
         .options()
         .contains(&"--coterie")
-        .then(|| Coterie::parse(spec.coterie.as_deref().unwrap_or(DEFAULT_COTERIE), n).ok())
+        .then(|| spec.coterie.unwrap_or(DEFAULT_COTERIE).coterie(n).ok())
         .flatten();
     let per = |p: ProcessId| {
         let c = (t.degree(p) + 1) as f64;

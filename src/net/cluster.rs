@@ -325,6 +325,16 @@ impl Cluster {
                 .ok(),
             _ => None,
         };
+        // the names, parsed here, at the edge: the spec holds them typed
+        fn named<T: std::str::FromStr<Err = Problem>>(
+            name: &Option<String>,
+            problems: &mut Vec<Problem>,
+        ) -> Option<T> {
+            name.as_deref()?.parse().map_err(|p| problems.push(p)).ok()
+        }
+        let leader = named(&q.leader, &mut problems);
+        let coterie = named(&q.coterie, &mut problems);
+        let mx = named(&q.mx, &mut problems);
         ConfigError::check(problems)?;
         let (Some(algorithm), Some(topology), Some(variant)) = (algorithm, topology, variant)
         else {
@@ -338,9 +348,9 @@ impl Cluster {
             bounds: q.bounds.clone(),
             initial,
             variant,
-            leader: q.leader.clone(),
-            coterie: q.coterie.clone(),
-            mx: q.mx.clone(),
+            leader,
+            coterie,
+            mx,
             maxreq: q.maxreq,
             migrate_after: q.migrate_after,
         };
@@ -883,9 +893,9 @@ fn canonical(
         format!("bounds.k={}", opt(bounds.and_then(|b| list(&b.k)))),
         format!("initial={}", format_initial(initial)),
         format!("variant={}", spec.variant.name()),
-        format!("leader={}", opt(spec.leader.clone())),
-        format!("coterie={}", opt(spec.coterie.clone())),
-        format!("mx={}", opt(spec.mx.clone())),
+        format!("leader={}", opt(spec.leader.map(|v| v.to_string()))),
+        format!("coterie={}", opt(spec.coterie.map(|v| v.to_string()))),
+        format!("mx={}", opt(spec.mx.map(|v| v.to_string()))),
         format!("maxreq={}", opt(spec.maxreq.map(|v| v.to_string()))),
         format!(
             "migrate_after={}",

@@ -8,9 +8,9 @@ use super::*;
 pub(super) struct Plan {
     pub(super) spec: SystemSpec,
     pub(super) global: bool,
-    /// LKCS with no leader named: the instance, to explain a refusal in quota terms
+    /// LKCS's round trip (no leader named): the instance, to word a refusal in quota terms
     /// ([`QuotaBuilder::lkcs_refusal`]).
-    pub(super) default_lkcs: Option<Instance>,
+    pub(super) round_trip: Option<Instance>,
 }
 
 /// Global (l, k) and the algorithm it selects: (0, 1) mutual exclusion, (0, k) kmex,
@@ -287,8 +287,7 @@ impl QuotaBuilder {
         problems.extend(option_problems);
         // the round trip needs no leader: the leader rules' preconditions apply only to a
         // leader named
-        let default_lkcs = algorithm == Algorithm::Lkcs && !self.round_trip;
-        if default_lkcs && self.leader.is_some() {
+        if algorithm == Algorithm::Lkcs && !self.round_trip && self.leader.is_some() {
             problems.extend(lkcs_problems(&inst, self.leader));
         }
         ConfigError::check(problems)?;
@@ -307,11 +306,9 @@ impl QuotaBuilder {
             Algorithm::Lmutex => (None, None, lists(false, true)),
             Algorithm::Lkcs => (None, None, lists(true, true)),
         };
+        // the quota's defaults (each type's docs say why they differ from the CLI's)
         let mx = self.mx.unwrap_or(InnerMutex::Cdc);
-        let coterie = match self.coterie.unwrap_or(QuorumSystem::Grid) {
-            QuorumSystem::Grid => "grid",
-            QuorumSystem::Majority => "majority",
-        };
+        let coterie = self.coterie.unwrap_or(QuorumSystem::Grid);
         let uses_quorums = matches!(
             algorithm,
             Algorithm::Maekawa | Algorithm::Mutin | Algorithm::Kmex | Algorithm::Gcs
@@ -328,20 +325,20 @@ impl QuotaBuilder {
             } else {
                 Variant::Corrected
             },
-            leader: self.leader.map(|p| p.to_string()),
-            coterie: uses_quorums.then(|| coterie.to_string()),
+            leader: self.leader.map(Leaders::One),
+            coterie: uses_quorums.then_some(coterie),
             mx: matches!(
                 algorithm,
                 Algorithm::Mutin | Algorithm::Kmex | Algorithm::Gcs
             )
-            .then(|| mx.name().to_string()),
+            .then_some(mx),
             maxreq: None,
             migrate_after: None,
         };
         Ok(Plan {
             spec,
             global,
-            default_lkcs: (algorithm == Algorithm::Lkcs && self.leader.is_none()).then_some(inst),
+            round_trip: (algorithm == Algorithm::Lkcs && self.leader.is_none()).then_some(inst),
         })
     }
 
@@ -477,45 +474,39 @@ impl QuotaBuilder {
     /// accepted.
     pub(super) fn lkcs_refusal(&self, e: ConfigError, inst: &Instance) -> ConfigError {
         let t = inst.topology();
-        // the room the round trip needs: its tightened bounds apart at every member
-        let mut narrow: std::collections::BTreeMap<(usize, usize), Vec<usize>> = Default::default();
-        for p in t.processes() {
-            let (b, size) = (inst.bounds(p), t.degree(p) + 1);
-            let low = b.l + usize::from(b.l > 0);
-            let high = b.k - usize::from(b.k < size);
-            if low >= high {
-                narrow.entry((b.l, b.k)).or_default().push(p.index());
+        let mut problems = Vec::new();
+        for problem in &e.problems {
+            match problem {
+                Problem::RoundTrip(why) => match why.as_ref() {
+                    // too little room: one line per pair of bounds, naming its members
+                    Problem::NoRoomToTighten { processes } => {
+                        let mut narrow: std::collections::BTreeMap<(usize, usize), Vec<usize>> =
+                            Default::default();
+                        for &p in processes {
+                            let b = inst.bounds(p);
+                            narrow.entry((b.l, b.k)).or_default().push(p.index());
+                        }
+                        problems.extend(narrow.into_iter().map(|((l, k), who)| {
+                            let who = if who.len() == t.len() {
+                                "every member".to_string()
+                            } else {
+                                member_list(&who)
+                            };
+                            Problem::Invalid(format!(
+                                "{who}: at least {l} and at most {k} active around each leaves too little room: with both kinds of bound, lkcs keeps each one tighter where a move can break it (at least l+1 where l > 0, at most k−1 where k is below the neighbourhood's size) and needs the two apart, so at most − at least ≥ 3 where both can break",
+                            ))
+                        }));
+                    }
+                    // room enough: the refusal is of the start; say it without the layers' names
+                    other => problems.push(Problem::Invalid(member_words(&other.to_string()))),
+                },
+                // the algorithms' names stay out of a quota's words
+                Problem::LeaderRulesNotRun => {}
+                other => problems.push(Problem::Invalid(member_words(&other.to_string()))),
             }
         }
-        let mut problems: Vec<Problem> = narrow
-            .into_iter()
-            .map(|((l, k), who)| {
-                let who = if who.len() == t.len() {
-                    "every member".to_string()
-                } else {
-                    member_list(&who)
-                };
-                Problem::Invalid(format!(
-                    "{who}: at least {l} and at most {k} active around each leaves too little room: with both kinds of bound, lkcs keeps each one tighter where a move can break it (at least l+1 where l > 0, at most k−1 where k is below the neighbourhood's size) and needs the two apart, so at most − at least ≥ 3 where both can break",
-                ))
-            })
-            .collect();
         if problems.is_empty() {
-            // room enough: the refusal is of the start; say it without the layers' names
-            let leader_rules = crate::algo::lkcs::LEADER_RULES_TAG;
-            problems.extend(
-                e.problems
-                    .iter()
-                    .map(|p| p.to_string())
-                    .filter(|p| !p.starts_with(leader_rules))
-                    .map(|p| {
-                        let p = p.strip_prefix("the round trip: ").unwrap_or(&p).to_string();
-                        Problem::Invalid(member_words(&p))
-                    }),
-            );
-            if problems.is_empty() {
-                return e;
-            }
+            return e;
         }
         if let Some(better) = self.nearest_accepted(t) {
             problems.push(Problem::Invalid(format!("accepted instead: {better}")));

@@ -17,12 +17,6 @@ use std::collections::BTreeSet;
 /// that can never move ([`Instance::immovable`]).
 const IMMOVABLE_BUDGET: usize = 20_000;
 
-/// How [`Lkcs::build_default`] prefixes the round trip's reasons when it refuses.
-const ROUND_TRIP_TAG: &str = "the round trip: ";
-/// How [`Lkcs::build_default`] prefixes its line on the leader rules (not run) when the
-/// round trip refuses.
-pub(crate) const LEADER_RULES_TAG: &str = "the leader rules: ";
-
 /// How many candidate leaders' start searches may give up (budget spent, nothing found)
 /// before [`Lkcs::build`] refuses without trying the others.
 const MAX_SEARCHES_GIVEN_UP: usize = 3;
@@ -63,9 +57,20 @@ impl std::str::FromStr for Leaders {
             "auto" => Ok(Leaders::Auto),
             _ => s.parse::<usize>().map(Leaders::One).map_err(|_| {
                 Problem::Invalid(format!(
-                    "--leader `{s}`: expected a process index, `all` or `auto`"
+                    "leader `{s}`: expected a process index, `all` or `auto`"
                 ))
             }),
+        }
+    }
+}
+
+impl std::fmt::Display for Leaders {
+    /// As parsed: `auto`, `all` or the leader's index.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Leaders::Auto => f.write_str("auto"),
+            Leaders::All => f.write_str("all"),
+            Leaders::One(i) => write!(f, "{i}"),
         }
     }
 }
@@ -324,9 +329,8 @@ impl Lkcs {
 
     /// The default LKCS: the round trip ([`LkcsRules::TRIP`]), live on every instance of
     /// the liveness sweeps. An instance it refuses (bounds it cannot tighten, no start
-    /// within its tightened bounds) is refused: each of the round trip's reasons prefixed
-    /// `the round trip: `, then one line prefixed `the leader rules: ` saying they were not
-    /// run and how to name them. The leader rules ([`LkcsRules::CORRECTED`]) may take such
+    /// within its tightened bounds) is refused: each of the round trip's reasons as a
+    /// [`Problem::RoundTrip`], then [`Problem::LeaderRulesNotRun`] saying how to name them. The leader rules ([`LkcsRules::CORRECTED`]) may take such
     /// an instance but are not live on every graph (`docs/lkcs-liveness.md`), so they run
     /// only when a leader is named ([`Lkcs::build`]; `--leader`), never as a silent
     /// fallback.
@@ -339,13 +343,9 @@ impl Lkcs {
             let mut problems: Vec<Problem> = trip
                 .problems
                 .into_iter()
-                .map(|p| Problem::Invalid(format!("{ROUND_TRIP_TAG}{p}")))
+                .map(|p| Problem::RoundTrip(Box::new(p)))
                 .collect();
-            problems.push(Problem::Invalid(format!(
-                "{LEADER_RULES_TAG}not run: they may take this instance but can stall \
-                 (docs/lkcs-liveness.md); name a leader to run them anyway (--leader auto, \
-                 an index or all)"
-            )));
+            problems.push(Problem::LeaderRulesNotRun);
             ConfigError::new(problems)
         })
     }
@@ -375,17 +375,12 @@ impl Lkcs {
                 }
             })
             .collect();
-        let narrow: Vec<String> = t
+        let processes: Vec<ProcessId> = t
             .processes()
             .filter(|p| bounds[p.index()].l >= bounds[p.index()].k)
-            .map(|p| p.to_string())
             .collect();
-        if !narrow.is_empty() {
-            return Err(ConfigError::one(Problem::Invalid(format!(
-                "the round trip tightens every side of a bound a move can break; {} would \
-                 be left with L_i >= K_i",
-                narrow.join(", ")
-            ))));
+        if !processes.is_empty() {
+            return Err(ConfigError::one(Problem::NoRoomToTighten { processes }));
         }
         let operating = Instance::new(t.clone(), bounds)?;
         // when none is given, a start from which every process can move within the tightened
