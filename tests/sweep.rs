@@ -399,3 +399,36 @@ fn an_unknown_mx_in_a_grid_file_exits_2_naming_it_and_the_accepted_ones() {
     assert_eq!(lkcs::check_mx("cdc"), Ok(()));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn an_unknown_coterie_or_leader_in_a_grid_exits_2_before_any_run() {
+    let dir = scratch("names");
+    let file = dir.join("grid.toml");
+    std::fs::write(
+        &file,
+        "algorithms = [\"gcs\", \"lkcs\"]\ntopologies = [\"complete:5\"]\n\
+         coterie = [\"grid\", \"tree\"]\nleader = \"first\"\n",
+    )
+    .unwrap();
+    let out = lkcs(&["sweep", "--file", file.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("coterie `tree`: unknown (expected majority or grid)"),
+        "the coterie named: {err}"
+    );
+    assert!(
+        err.contains("leader `first`: expected a process index, `all` or `auto`"),
+        "the leader named: {err}"
+    );
+    assert!(out.stdout.is_empty(), "no run: {}", text(&out.stdout));
+    // the same names, typed, in the library
+    assert_eq!(
+        "tree".parse::<lkcs::quota::QuorumSystem>(),
+        Err(lkcs::Problem::Coterie(lkcs::CoterieProblem::UnknownName(
+            "tree".into()
+        )))
+    );
+    assert_eq!("3".parse::<lkcs::Leaders>(), Ok(lkcs::Leaders::One(3)));
+    std::fs::remove_dir_all(&dir).ok();
+}

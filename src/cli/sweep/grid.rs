@@ -467,6 +467,16 @@ pub(super) fn grid(args: &SweepArgs) -> Result<Grid, Vec<String>> {
             problems.push(format!("mx: {p}"));
         }
     }
+    // the other names are refused here too, before any run, as every run would refuse them
+    for c in &coteries {
+        if let Err(p) = c.parse::<lkcs::quota::QuorumSystem>() {
+            problems.push(p.to_string());
+        }
+    }
+    let leader = args.leader.clone().or(file.leader);
+    if let Some(Err(p)) = leader.as_deref().map(str::parse::<lkcs::Leaders>) {
+        problems.push(p.to_string());
+    }
     let think = args.think.or(file.think).unwrap_or(4);
     if think > MAX_DELAY {
         problems.push(format!("think must not exceed {MAX_DELAY}"));
@@ -503,7 +513,7 @@ pub(super) fn grid(args: &SweepArgs) -> Result<Grid, Vec<String>> {
             think,
             maxreq: args.maxreq.or(file.maxreq),
             migrate_after: args.migrate_after.or(file.migrate_after),
-            leader: args.leader.clone().or(file.leader),
+            leader,
             max_events,
         })
     } else {
