@@ -121,6 +121,17 @@ impl SystemSpec {
         }
     }
 
+    /// Whether the spec builds: every problem [`SystemSpec::build`] would report, with the
+    /// system built and dropped.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        struct Nothing;
+        impl SystemVisitor for Nothing {
+            type Output = ();
+            fn visit<A: CsObject>(self, _: &Instance, _: &[CsState], _: Vec<A>) {}
+        }
+        self.build(Nothing)
+    }
+
     /// Validates the spec, builds the system and hands it to `visitor`. Every problem found
     /// is reported, one per line.
     pub fn build<V: SystemVisitor>(&self, visitor: V) -> Result<V::Output, ConfigError> {

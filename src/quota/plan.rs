@@ -476,32 +476,34 @@ impl QuotaBuilder {
         let t = inst.topology();
         let mut problems = Vec::new();
         for problem in &e.problems {
-            match problem {
-                Problem::RoundTrip(why) => match why.as_ref() {
-                    // too little room: one line per pair of bounds, naming its members
-                    Problem::NoRoomToTighten { processes } => {
-                        let mut narrow: std::collections::BTreeMap<(usize, usize), Vec<usize>> =
-                            Default::default();
-                        for &p in processes {
-                            let b = inst.bounds(p);
-                            narrow.entry((b.l, b.k)).or_default().push(p.index());
-                        }
-                        problems.extend(narrow.into_iter().map(|((l, k), who)| {
-                            let who = if who.len() == t.len() {
-                                "every member".to_string()
-                            } else {
-                                member_list(&who)
-                            };
-                            Problem::Invalid(format!(
-                                "{who}: at least {l} and at most {k} active around each leaves too little room: with both kinds of bound, lkcs keeps each one tighter where a move can break it (at least l+1 where l > 0, at most k−1 where k is below the neighbourhood's size) and needs the two apart, so at most − at least ≥ 3 where both can break",
-                            ))
-                        }));
-                    }
-                    // room enough: the refusal is of the start; say it without the layers' names
-                    other => problems.push(Problem::Invalid(member_words(&other.to_string()))),
-                },
+            // the round trip's reasons: wrapped by the default, bare with `round_trip()`
+            let why = match problem {
+                Problem::RoundTrip(why) => why.as_ref(),
                 // the algorithms' names stay out of a quota's words
-                Problem::LeaderRulesNotRun => {}
+                Problem::LeaderRulesNotRun => continue,
+                other => other,
+            };
+            match why {
+                // too little room: one line per pair of bounds, naming its members
+                Problem::NoRoomToTighten { processes } => {
+                    let mut narrow: std::collections::BTreeMap<(usize, usize), Vec<usize>> =
+                        Default::default();
+                    for &p in processes {
+                        let b = inst.bounds(p);
+                        narrow.entry((b.l, b.k)).or_default().push(p.index());
+                    }
+                    problems.extend(narrow.into_iter().map(|((l, k), who)| {
+                        let who = if who.len() == t.len() {
+                            "every member".to_string()
+                        } else {
+                            member_list(&who)
+                        };
+                        Problem::Invalid(format!(
+                            "{who}: at least {l} and at most {k} active around each leaves too little room: with both kinds of bound, lkcs keeps each one tighter where a move can break it (at least l+1 where l > 0, at most k−1 where k is below the neighbourhood's size) and needs the two apart, so at most − at least ≥ 3 where both can break",
+                        ))
+                    }));
+                }
+                // room enough: the refusal is of the start; say it without the layers' names
                 other => problems.push(Problem::Invalid(member_words(&other.to_string()))),
             }
         }
@@ -524,7 +526,7 @@ impl QuotaBuilder {
             );
         };
         let largest = t.processes().map(|p| t.degree(p) + 1).max().unwrap_or(1);
-        let accepted = |b: QuotaBuilder| b.plan().is_ok_and(|plan| plan.spec.build(Probe).is_ok());
+        let accepted = |b: QuotaBuilder| b.plan().is_ok_and(|plan| plan.spec.validate().is_ok());
         let bare = |b: &QuotaBuilder| QuotaBuilder {
             l: None,
             k: None,
@@ -565,14 +567,6 @@ impl QuotaBuilder {
         }
         (!offers.is_empty()).then(|| offers.join(", or "))
     }
-}
-
-/// A visitor that builds a system and starts nothing: whether the catalog accepts a spec.
-struct Probe;
-
-impl SystemVisitor for Probe {
-    type Output = ();
-    fn visit<A: CsObject>(self, _: &Instance, _: &[CsState], _: Vec<A>) {}
 }
 
 /// LKCS's preconditions in quota terms: a leader with at least 4 neighbours, and
