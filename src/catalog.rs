@@ -141,8 +141,9 @@ impl SystemSpec {
     /// [`SystemSpec::build`] with the printed rules named in `rules` switched on, one by one,
     /// over the corrected variant (`--printed-rule NAME`; an empty set is `build`). Each name
     /// must be one of `self.algorithm.printed_rules()`, and names need `variant` to be
-    /// `Corrected` (the printed variant has every rule on already): otherwise one
-    /// `Problem::Invalid` line that lists the valid names.
+    /// `Corrected` (the printed variant has every rule on already): otherwise one problem
+    /// ([`Problem::UnknownPrintedRules`], [`Problem::PrintedRulesWithPrinted`],
+    /// [`Problem::PrintedRulesWithTrip`]) that lists the valid names.
     pub fn build_with_rules<V: SystemVisitor>(
         &self,
         printed: &PrintedRules,
@@ -150,18 +151,19 @@ impl SystemSpec {
     ) -> Result<V::Output, ConfigError> {
         self.check_printed_rules(printed)?;
         if self.variant == Variant::Trip && self.algorithm != Algorithm::Lkcs {
-            return Err(ConfigError::one(Problem::Invalid(format!(
-                "--variant trip is LKCS's round trip; it does not apply to {}",
-                self.algorithm
-            ))));
+            return Err(ConfigError::one(Problem::TripNotLkcs {
+                algorithm: self.algorithm.to_string(),
+            }));
         }
         let rules = self.lmutin_rules(printed);
         match self.algorithm {
             Algorithm::Lmutin => {
                 if self.k.is_some() || self.bounds.as_ref().is_some_and(|b| b.k.is_some()) {
-                    return Err(ConfigError::one(Problem::Invalid(
-                        "lmutin fixes k_i = |N_i|+1; upper bounds apply to lmutex".into(),
-                    )));
+                    return Err(ConfigError::one(Problem::FixedBound {
+                        algorithm: "lmutin".into(),
+                        fixed: "k_i = |N_i|+1".into(),
+                        detail: "upper bounds apply to lmutex".into(),
+                    }));
                 }
                 let l = self.per_process(self.l, |b| b.l.clone(), "l", 1)?;
                 let inst = Lmutin::instance(&self.topology, &l)?;
@@ -171,9 +173,11 @@ impl SystemSpec {
             }
             Algorithm::Lmutex => {
                 if self.l.is_some() || self.bounds.as_ref().is_some_and(|b| b.l.is_some()) {
-                    return Err(ConfigError::one(Problem::Invalid(
-                        "lmutex fixes l_i = 0; lower bounds apply to lmutin".into(),
-                    )));
+                    return Err(ConfigError::one(Problem::FixedBound {
+                        algorithm: "lmutex".into(),
+                        fixed: "l_i = 0".into(),
+                        detail: "lower bounds apply to lmutin".into(),
+                    }));
                 }
                 let k = self.per_process(self.k, |b| b.k.clone(), "k", 1)?;
                 let inst = lmutex_instance(&self.topology, &k)?;
@@ -270,19 +274,13 @@ impl SystemSpec {
         }
         let leaders = self.leader.unwrap_or_default();
         if self.variant == Variant::Trip && self.leader.is_some() {
-            return Err(ConfigError::one(Problem::Invalid(
-                "the round trip has no leader (leave --leader out)".into(),
-            )));
+            return Err(ConfigError::one(Problem::RoundTripWithLeader));
         }
         let inst = Lkcs::instance(t, &l, &k)?;
         let rules = self.lkcs_rules(printed);
         if printed.has("single-leader") {
             if self.leader.is_some() {
-                return Err(ConfigError::one(Problem::Invalid(
-                    "--printed-rule single-leader runs the automatic leader alone; with \
-                     --leader, leave it out (--leader ID is already a single leader)"
-                        .into(),
-                )));
+                return Err(ConfigError::one(Problem::SingleLeaderWithLeader));
             }
             let auto = Lkcs::build(&inst, &Leaders::Auto, self.initial.as_deref(), rules)?;
             if let Some(&leader) = auto.tightening.first() {
@@ -302,10 +300,9 @@ impl SystemSpec {
     fn mutex_parts(&self) -> Result<(Vec<CsState>, MigrationCondition), ConfigError> {
         let mut problems = Vec::new();
         if self.l.is_some() || self.k.is_some() || self.bounds.is_some() {
-            problems.push(Problem::Invalid(format!(
-                "{} is mutual exclusion (l = 0, k = 1): bounds do not apply",
-                self.algorithm
-            )));
+            problems.push(Problem::BoundsNotTaken {
+                algorithm: self.algorithm.to_string(),
+            });
         }
         let inst = crate::algo::migrating::mutex_instance(&self.topology)
             .map_err(|e| problems.extend(e.problems))
@@ -332,24 +329,28 @@ impl SystemSpec {
         let alg = self.algorithm;
         let mut problems = Vec::new();
         if self.bounds.is_some() {
-            problems.push(Problem::Invalid(format!(
-                "{alg} takes uniform bounds (--l / --k), not --bounds"
-            )));
+            problems.push(Problem::UniformBoundsOnly {
+                algorithm: alg.to_string(),
+            });
         }
         let (l, k) = match alg {
             Algorithm::Mutin => {
                 if self.k.is_some() {
-                    problems.push(Problem::Invalid(
-                        "mutin fixes k = n; upper bounds apply to kmex and gcs".into(),
-                    ));
+                    problems.push(Problem::FixedBound {
+                        algorithm: "mutin".into(),
+                        fixed: "k = n".into(),
+                        detail: "upper bounds apply to kmex and gcs".into(),
+                    });
                 }
                 (self.l.unwrap_or(1), n)
             }
             Algorithm::Kmex => {
                 if self.l.is_some() {
-                    problems.push(Problem::Invalid(
-                        "kmex fixes l = 0; lower bounds apply to mutin and gcs".into(),
-                    ));
+                    problems.push(Problem::FixedBound {
+                        algorithm: "kmex".into(),
+                        fixed: "l = 0".into(),
+                        detail: "lower bounds apply to mutin and gcs".into(),
+                    });
                 }
                 (0, self.k.unwrap_or(1))
             }
@@ -375,9 +376,10 @@ impl SystemSpec {
             ("--migrate-after", self.migrate_after.is_some()),
         ] {
             if given && !mx.options().contains(&flag) {
-                problems.push(Problem::Invalid(format!(
-                    "{flag} does not apply to --mx {mx}"
-                )));
+                problems.push(Problem::MxOption {
+                    option: flag.into(),
+                    mx: mx.to_string(),
+                });
             }
         }
         let condition = MigrationCondition::from_options(self.maxreq, self.migrate_after)
@@ -436,12 +438,11 @@ impl SystemSpec {
         if self.topology.is_complete() {
             Ok(())
         } else {
-            Err(Problem::Invalid(format!(
-                "{} is a global algorithm: it needs the complete graph, not {} (use complete:{})",
-                self.algorithm,
-                self.topology.name(),
-                self.topology.len()
-            )))
+            Err(Problem::NeedsCompleteGraph {
+                algorithm: self.algorithm.to_string(),
+                topology: self.topology.name().to_string(),
+                n: self.topology.len(),
+            })
         }
     }
 
@@ -453,14 +454,18 @@ impl SystemSpec {
         let mut check =
             |name: &str, fixed: usize, uniform: Option<usize>, list: Option<&Vec<usize>>| {
                 if let Some(v) = uniform.filter(|&v| v != fixed) {
-                    problems.push(Problem::Invalid(format!(
-                        "{alg} fixes {name} = {fixed}; --{name} {v} does not apply"
-                    )));
+                    problems.push(Problem::FixedBound {
+                        algorithm: alg.to_string(),
+                        fixed: format!("{name} = {fixed}"),
+                        detail: format!("--{name} {v} does not apply"),
+                    });
                 }
                 if let Some(list) = list.filter(|list| list.iter().any(|&v| v != fixed)) {
-                    problems.push(Problem::Invalid(format!(
-                    "{alg} fixes {name} = {fixed}; the `{name}` list in --bounds asks for {list:?}"
-                )));
+                    problems.push(Problem::FixedBound {
+                        algorithm: alg.to_string(),
+                        fixed: format!("{name} = {fixed}"),
+                        detail: format!("the `{name}` list in --bounds asks for {list:?}"),
+                    });
                 }
             };
         let file = self.bounds.as_ref();
@@ -478,13 +483,14 @@ impl SystemSpec {
     ) -> Result<Vec<usize>, ConfigError> {
         let n = self.topology.len();
         match (uniform, self.bounds.as_ref().and_then(from_file)) {
-            (Some(_), Some(_)) => Err(ConfigError::one(Problem::Invalid(format!(
-                "--{name} and a `{name}` list in --bounds are exclusive"
-            )))),
-            (None, Some(v)) if v.len() != n => Err(ConfigError::one(Problem::Invalid(format!(
-                "--bounds lists {} values of {name} for {n} processes",
-                v.len()
-            )))),
+            (Some(_), Some(_)) => Err(ConfigError::one(Problem::BoundGivenTwice {
+                bound: name.into(),
+            })),
+            (None, Some(v)) if v.len() != n => Err(ConfigError::one(Problem::BoundsListLength {
+                bound: name.into(),
+                given: v.len(),
+                n,
+            })),
             (None, Some(v)) => Ok(v),
             (u, None) => Ok(vec![u.unwrap_or(default); n]),
         }

@@ -112,6 +112,100 @@ pub enum Problem {
     /// LKCS's leader rules were not run on an instance the round trip refused: they may take
     /// it but can stall (`docs/lkcs-liveness.md`), so they run only when a leader is named.
     LeaderRulesNotRun,
+    /// An option given that the algorithm does not take.
+    NotApplicable {
+        /// What starts the line (`"quota: "` for a cluster file's quota table), or nothing.
+        context: String,
+        /// The option as its caller's users write it (`--mx`, `mx`, `coterie`).
+        option: String,
+        /// The algorithm.
+        algorithm: String,
+        /// The algorithms that take it.
+        takers: Vec<String>,
+    },
+    /// An algorithm name that names none of the algorithms.
+    UnknownAlgorithm {
+        /// The name as given.
+        given: String,
+        /// The names accepted.
+        accepted: Vec<String>,
+    },
+    /// A global algorithm asked to run on a graph that is not complete.
+    NeedsCompleteGraph {
+        /// The algorithm.
+        algorithm: String,
+        /// The topology given.
+        topology: String,
+        /// Its number of processes.
+        n: usize,
+    },
+    /// A bound the algorithm fixes, asked for otherwise.
+    FixedBound {
+        /// The algorithm.
+        algorithm: String,
+        /// The bound it fixes, as an equation (`k_i = |N_i|+1`, `l = 0`).
+        fixed: String,
+        /// What was asked, or where the other bound applies, in words.
+        detail: String,
+    },
+    /// Bounds given to a mutual exclusion, whose (l, k) = (0, 1) is fixed.
+    BoundsNotTaken {
+        /// The algorithm.
+        algorithm: String,
+    },
+    /// Per-process bounds given to an algorithm that takes uniform ones only.
+    UniformBoundsOnly {
+        /// The algorithm.
+        algorithm: String,
+    },
+    /// A bound given both uniformly and as a per-process list.
+    BoundGivenTwice {
+        /// `l` or `k`.
+        bound: String,
+    },
+    /// A per-process list of bounds whose length is not the number of processes.
+    BoundsListLength {
+        /// `l` or `k`.
+        bound: String,
+        /// The values listed.
+        given: usize,
+        /// The number of processes.
+        n: usize,
+    },
+    /// The round-trip variant asked of an algorithm other than LKCS.
+    TripNotLkcs {
+        /// The algorithm.
+        algorithm: String,
+    },
+    /// A leader named for LKCS's round trip, which has none.
+    RoundTripWithLeader,
+    /// The printed rule `single-leader` (the automatic leader alone) with a leader named.
+    SingleLeaderWithLeader,
+    /// Printed rules named with the round-trip variant, which has none.
+    PrintedRulesWithTrip,
+    /// Printed rules named with the printed variant, which has them all on.
+    PrintedRulesWithPrinted {
+        /// The algorithm.
+        algorithm: String,
+        /// Its printed rules with their deviations, on one line.
+        rules: String,
+    },
+    /// Printed rules the algorithm does not have.
+    UnknownPrintedRules {
+        /// The names given that it does not have.
+        names: Vec<String>,
+        /// The algorithm.
+        algorithm: String,
+        /// Its printed rules with their deviations, on one line.
+        rules: String,
+    },
+    /// A migration option given for a mutual-exclusion object that does not migrate.
+    MxOption {
+        /// The option (`--maxreq`, `--migrate-after`).
+        option: String,
+        /// The mutual-exclusion object.
+        mx: String,
+    },
     /// Any other invalid input, described in one line.
     Invalid(String),
     /// The thread runtime would need more threads (one per process, and a watchdog) than a
@@ -300,6 +394,87 @@ impl fmt::Display for Problem {
                  (docs/lkcs-liveness.md); name a leader to run them anyway (--leader auto, \
                  an index or all; leader = ... in a cluster file or a sweep grid)",
             ),
+            Problem::NotApplicable {
+                context,
+                option,
+                algorithm,
+                takers,
+            } => write!(
+                f,
+                "{context}{option} does not apply to {algorithm}; it applies to {}",
+                takers.join(", ")
+            ),
+            Problem::UnknownAlgorithm { given, accepted } => write!(
+                f,
+                "unknown algorithm `{given}` (expected one of: {})",
+                accepted.join(", ")
+            ),
+            Problem::NeedsCompleteGraph {
+                algorithm,
+                topology,
+                n,
+            } => write!(
+                f,
+                "{algorithm} is a global algorithm: it needs the complete graph, not {topology} (use complete:{n})"
+            ),
+            Problem::FixedBound {
+                algorithm,
+                fixed,
+                detail,
+            } => write!(f, "{algorithm} fixes {fixed}; {detail}"),
+            Problem::BoundsNotTaken { algorithm } => write!(
+                f,
+                "{algorithm} is mutual exclusion (l = 0, k = 1): bounds do not apply"
+            ),
+            Problem::UniformBoundsOnly { algorithm } => write!(
+                f,
+                "{algorithm} takes uniform bounds (--l / --k), not --bounds"
+            ),
+            Problem::BoundGivenTwice { bound } => write!(
+                f,
+                "--{bound} and a `{bound}` list in --bounds are exclusive"
+            ),
+            Problem::BoundsListLength { bound, given, n } => write!(
+                f,
+                "--bounds lists {given} values of {bound} for {n} processes"
+            ),
+            Problem::TripNotLkcs { algorithm } => write!(
+                f,
+                "--variant trip is LKCS's round trip; it does not apply to {algorithm}"
+            ),
+            Problem::RoundTripWithLeader => {
+                f.write_str("the round trip has no leader (leave --leader out)")
+            }
+            Problem::SingleLeaderWithLeader => f.write_str(
+                "--printed-rule single-leader runs the automatic leader alone; with \
+                 --leader, leave it out (--leader ID is already a single leader)",
+            ),
+            Problem::PrintedRulesWithTrip => f.write_str(
+                "--printed-rule does not combine with --variant trip (the round trip has no \
+                 printed rules)",
+            ),
+            Problem::PrintedRulesWithPrinted { algorithm, rules } => write!(
+                f,
+                "--printed-rule switches one printed rule on over the corrected variant and \
+                 does not combine with --variant printed (which has them all); {algorithm}'s \
+                 rules: {rules}"
+            ),
+            Problem::UnknownPrintedRules {
+                names,
+                algorithm,
+                rules,
+            } => {
+                let (s, are) = if names.len() == 1 { ("", "is") } else { ("s", "are") };
+                let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+                write!(
+                    f,
+                    "--printed-rule{s} {} {are} not among {algorithm}'s printed rules: {rules}",
+                    names.join(", ")
+                )
+            }
+            Problem::MxOption { option, mx } => {
+                write!(f, "{option} does not apply to --mx {mx}")
+            }
             Problem::Invalid(s) => f.write_str(s),
             Problem::TooManyThreads {
                 asked,

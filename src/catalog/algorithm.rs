@@ -315,10 +315,12 @@ impl Algorithm {
                     .filter(|a| a.options().contains(&&*flag(name)))
                     .map(|a| a.name())
                     .collect();
-                Problem::Invalid(format!(
-                    "{prefix}{name} does not apply to {self}; it applies to {}",
-                    takers.join(", ")
-                ))
+                Problem::NotApplicable {
+                    context: prefix.into(),
+                    option: name.into(),
+                    algorithm: self.to_string(),
+                    takers: takers.iter().map(|t| t.to_string()).collect(),
+                }
             })
             .collect()
     }
@@ -419,12 +421,12 @@ impl FromStr for Algorithm {
         Algorithm::ALL
             .into_iter()
             .find(|a| a.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
-                Problem::Invalid(format!(
-                    "unknown algorithm `{s}` (expected one of: {})",
-                    names.join(", ")
-                ))
+            .ok_or_else(|| Problem::UnknownAlgorithm {
+                given: s.to_string(),
+                accepted: Algorithm::ALL
+                    .iter()
+                    .map(|a| a.name().to_string())
+                    .collect(),
             })
     }
 }

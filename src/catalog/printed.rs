@@ -61,8 +61,9 @@ impl<S: AsRef<str>> FromIterator<S> for PrintedRules {
 }
 
 impl SystemSpec {
-    /// One line of `Problem::Invalid` when `printed` names a rule this algorithm does not
-    /// have, or names any rule with the printed variant.
+    /// [`Problem::UnknownPrintedRules`] when `printed` names a rule this algorithm does not
+    /// have; [`Problem::PrintedRulesWithTrip`] or [`Problem::PrintedRulesWithPrinted`] when it
+    /// names any rule with a variant other than the corrected one.
     pub(super) fn check_printed_rules(&self, printed: &PrintedRules) -> Result<(), ConfigError> {
         if printed.is_empty() {
             return Ok(());
@@ -71,37 +72,28 @@ impl SystemSpec {
         let valid = alg.printed_rules();
         let list = alg.printed_rule_list();
         if self.variant == Variant::Trip {
-            return Err(ConfigError::one(Problem::Invalid(
-                "--printed-rule does not combine with --variant trip (the round trip has no \
-                 printed rules)"
-                    .into(),
-            )));
+            return Err(ConfigError::one(Problem::PrintedRulesWithTrip));
         }
         if self.variant == Variant::Printed {
-            return Err(ConfigError::one(Problem::Invalid(format!(
-                "--printed-rule switches one printed rule on over the corrected variant and \
-                 does not combine with --variant printed (which has them all); {alg}'s rules: \
-                 {list}"
-            ))));
+            return Err(ConfigError::one(Problem::PrintedRulesWithPrinted {
+                algorithm: alg.to_string(),
+                rules: list,
+            }));
         }
-        let unknown: Vec<String> = printed
+        let names: Vec<String> = printed
             .names()
             .iter()
             .filter(|n| !valid.iter().any(|r| r.name == n.as_str()))
-            .map(|n| format!("`{n}`"))
+            .cloned()
             .collect();
-        if unknown.is_empty() {
+        if names.is_empty() {
             return Ok(());
         }
-        let (s, are) = if unknown.len() == 1 {
-            ("", "is")
-        } else {
-            ("s", "are")
-        };
-        Err(ConfigError::one(Problem::Invalid(format!(
-            "--printed-rule{s} {} {are} not among {alg}'s printed rules: {list}",
-            unknown.join(", ")
-        ))))
+        Err(ConfigError::one(Problem::UnknownPrintedRules {
+            names,
+            algorithm: alg.to_string(),
+            rules: list,
+        }))
     }
 
     /// LMUTIN's and LMUTEX's rules: the variant's, with the named printed rules on.

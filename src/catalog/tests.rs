@@ -208,3 +208,73 @@ fn a_given_unsafe_initial_configuration_is_reported() {
     let err = s.build(Count).unwrap_err();
     assert_eq!(err.problems.len(), 5);
 }
+
+/// The catalog's refusals are typed: each cause is a variant to match, and its text is the
+/// one the CLI prints.
+#[test]
+fn refusals_are_variants_to_match() {
+    let problems = |s: &SystemSpec| s.build(Count).expect_err("refused").problems;
+    // a global algorithm on a ring of five
+    let mut g = spec(Algorithm::Gcs);
+    g.l = Some(1);
+    g.k = Some(3);
+    assert_eq!(
+        problems(&g),
+        vec![Problem::NeedsCompleteGraph {
+            algorithm: "gcs".into(),
+            topology: "ring:5".into(),
+            n: 5
+        }]
+    );
+    // an upper bound for LMUTIN, which fixes k_i
+    let mut s = spec(Algorithm::Lmutin);
+    s.k = Some(2);
+    let p = problems(&s);
+    assert!(
+        matches!(&p[..], [Problem::FixedBound { algorithm, fixed, .. }] if algorithm == "lmutin" && fixed == "k_i = |N_i|+1"),
+        "{p:?}"
+    );
+    assert_eq!(
+        p[0].to_string(),
+        "lmutin fixes k_i = |N_i|+1; upper bounds apply to lmutex"
+    );
+    // a bounds list of the wrong length
+    let mut s = spec(Algorithm::Lmutex);
+    s.bounds = Some(BoundsFile {
+        l: None,
+        k: Some(vec![1; 4]),
+    });
+    assert_eq!(
+        problems(&s),
+        vec![Problem::BoundsListLength {
+            bound: "k".into(),
+            given: 4,
+            n: 5
+        }]
+    );
+    // a leader with the round trip
+    let mut s = spec(Algorithm::Lkcs);
+    s.variant = Variant::Trip;
+    s.leader = Some(Leaders::Auto);
+    assert_eq!(problems(&s), vec![Problem::RoundTripWithLeader]);
+    // a printed rule LMUTIN does not have
+    let rules: PrintedRules = ["no-parking"].into_iter().collect();
+    let e = spec(Algorithm::Lmutin)
+        .build_with_rules(&rules, Count)
+        .expect_err("no such rule of lmutin");
+    assert!(
+        matches!(&e.problems[..], [Problem::UnknownPrintedRules { names, algorithm, .. }] if names == &["no-parking"] && algorithm == "lmutin"),
+        "{e:?}"
+    );
+    // an algorithm that is none of the nine
+    assert_eq!(
+        "paxos".parse::<Algorithm>(),
+        Err(Problem::UnknownAlgorithm {
+            given: "paxos".into(),
+            accepted: Algorithm::ALL
+                .iter()
+                .map(|a| a.name().to_string())
+                .collect()
+        })
+    );
+}

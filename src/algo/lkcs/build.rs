@@ -359,9 +359,7 @@ impl Lkcs {
         initial: Option<&[CsState]>,
     ) -> Result<LkcsSystem, ConfigError> {
         if *leaders != Leaders::Auto {
-            return Err(ConfigError::one(Problem::Invalid(
-                "the round trip has no leader (leave --leader out)".into(),
-            )));
+            return Err(ConfigError::one(Problem::RoundTripWithLeader));
         }
         let t = inst.topology();
         let bounds: Vec<Bounds> = t
