@@ -66,6 +66,13 @@ pub enum Problem {
         /// The number of processes.
         n: usize,
     },
+    /// An initial configuration whose length is not the number of processes.
+    InitialLength {
+        /// The states given.
+        given: usize,
+        /// The number of processes.
+        n: usize,
+    },
     /// No initial configuration meets every bound.
     NoSafeInitial(String),
     /// A coterie (quorum system) breaks a rule.
@@ -354,6 +361,9 @@ impl fmt::Display for Problem {
                         ids.join(", ")
                     )
                 }
+            }
+            Problem::InitialLength { given, n } => {
+                write!(f, "initial configuration has {given} states for {n} processes")
             }
             Problem::NoSafeInitial(why) => write!(f, "no safe initial configuration: {why}"),
             Problem::Coterie(c) => write!(f, "{c}"),

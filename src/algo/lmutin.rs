@@ -684,11 +684,10 @@ fn per_process_instance(
 
 fn check_initial(inst: &Instance, initial: &[CsState]) -> Result<(), ConfigError> {
     if initial.len() != inst.len() {
-        return Err(ConfigError::one(Problem::Invalid(format!(
-            "initial configuration has {} states for {} processes",
-            initial.len(),
-            inst.len()
-        ))));
+        return Err(ConfigError::one(Problem::InitialLength {
+            given: initial.len(),
+            n: inst.len(),
+        }));
     }
     ConfigError::check(inst.violations(initial))
 }

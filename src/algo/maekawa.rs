@@ -225,11 +225,10 @@ impl Maekawa {
     ) -> Result<(Instance, Vec<Maekawa>), ConfigError> {
         let inst = Maekawa::instance(coterie.len())?;
         if initial.len() != inst.len() {
-            return Err(ConfigError::one(Problem::Invalid(format!(
-                "initial configuration has {} states for {} processes",
-                initial.len(),
-                inst.len()
-            ))));
+            return Err(ConfigError::one(Problem::InitialLength {
+                given: initial.len(),
+                n: inst.len(),
+            }));
         }
         let in_cs: Vec<ProcessId> = inst
             .topology()
@@ -748,6 +747,10 @@ mod tests {
         assert_eq!(err.problems.len(), 1, "{err}");
         assert!(err.to_string().contains("2 (P0, P1)"), "{err}");
         let err = Maekawa::system(&c, &[CsState::OutCs; 3]).expect_err("3 states for 4");
+        assert_eq!(
+            err.problems,
+            vec![Problem::InitialLength { given: 3, n: 4 }]
+        );
         assert!(
             err.to_string()
                 .contains("initial configuration has 3 states for 4 processes"),

@@ -604,10 +604,10 @@ pub fn global_instance(
 pub fn check_global_initial(inst: &Instance, initial: &[CsState]) -> Result<(), ConfigError> {
     let n = inst.len();
     if initial.len() != n {
-        return Err(ConfigError::one(Problem::Invalid(format!(
-            "initial configuration has {} states for {n} processes",
-            initial.len()
-        ))));
+        return Err(ConfigError::one(Problem::InitialLength {
+            given: initial.len(),
+            n,
+        }));
     }
     let in_cs = initial.iter().filter(|&&s| s == CsState::InCs).count();
     let Bounds { l, k } = inst.bounds(ProcessId(0));

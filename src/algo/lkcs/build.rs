@@ -206,10 +206,10 @@ impl Lkcs {
         }
         let n = inst.len();
         if let Some(s) = initial.filter(|s| s.len() != n) {
-            return Err(ConfigError::one(Problem::Invalid(format!(
-                "initial configuration has {} states for {n} processes",
-                s.len()
-            ))));
+            return Err(ConfigError::one(Problem::InitialLength {
+                given: s.len(),
+                n,
+            }));
         }
         Ok(())
     }

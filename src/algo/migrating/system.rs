@@ -33,11 +33,10 @@ impl<R: RequestsInfo> Migrating<R, Migration> {
     ) -> Result<(Instance, Vec<Self>), ConfigError> {
         let inst = mutex_instance(topology)?;
         if initial.len() != inst.len() {
-            return Err(ConfigError::one(Problem::Invalid(format!(
-                "initial configuration has {} states for {} processes",
-                initial.len(),
-                inst.len()
-            ))));
+            return Err(ConfigError::one(Problem::InitialLength {
+                given: initial.len(),
+                n: inst.len(),
+            }));
         }
         ConfigError::check(inst.violations(initial))?;
         if let MigrationCondition::Counter { maxreq: 0 } = condition {
