@@ -11,13 +11,16 @@
 //! k = 192, Maekawa as `mx`) and LKCS on torus:12x12 (l = 1, k = 4, the automatic leader).
 //! The ratio simulate / bare_loop of one run is the figure of merit (docs/measurements/sim.md).
 //!
+//! `prefetch_*`: the same LMUTIN run with the engine's prefetch and without it
+//! ([`lkcs::sim::set_prefetch`]), on torus:316x316 and torus:30x30 (docs/measurements/scale.md).
+//!
 //! ```text
 //! cargo bench --bench sim
 //! ```
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use lkcs::cs::{CsObject, CsState};
-use lkcs::sim::{bare_event_loop, simulate, Delay, SimConfig, Workload};
+use lkcs::sim::{bare_event_loop, set_prefetch, simulate, Delay, SimConfig, Workload};
 use lkcs::topology::Topology;
 use lkcs::{Algorithm, Instance, SystemSpec, SystemVisitor, Variant};
 use std::time::Duration;
@@ -122,6 +125,49 @@ impl SystemVisitor for Probe<'_> {
     }
 }
 
+/// The engine's prefetch (`Sim::run` fetches the process of the event after next): the
+/// same run with it and without it, alternating within one group, on the instance it was
+/// written for (about 10^5 processes, where each event's process is a cache miss) and on
+/// one that fits in the cache.
+fn prefetch(c: &mut Criterion) {
+    for (name, topology, pairs) in [
+        ("prefetch_lmutin_torus_316x316", "torus:316x316", 2),
+        ("prefetch_lmutin_torus_30x30", "torus:30x30", 20),
+    ] {
+        struct Both<'a> {
+            c: &'a mut Criterion,
+            name: &'static str,
+            cfg: SimConfig,
+        }
+        impl SystemVisitor for Both<'_> {
+            type Output = ();
+            fn visit<A: CsObject>(self, instance: &Instance, _: &[CsState], procs: Vec<A>) {
+                let events = simulate(instance, procs.clone(), &self.cfg).events;
+                let mut group = self.c.benchmark_group(self.name);
+                group.throughput(Throughput::Elements(events));
+                group.sample_size(10);
+                group.measurement_time(Duration::from_secs(20));
+                for on in [true, false] {
+                    let id = if on { "prefetch" } else { "no_prefetch" };
+                    group.bench_function(BenchmarkId::new(id, procs.len()), |b| {
+                        set_prefetch(on);
+                        b.iter(|| simulate(instance, procs.clone(), &self.cfg).events);
+                        set_prefetch(true);
+                    });
+                }
+                group.finish();
+            }
+        }
+        spec(Algorithm::Lmutin, topology, 2, None)
+            .build(Both {
+                c,
+                name,
+                cfg: config(pairs),
+            })
+            .expect("the instance builds");
+    }
+}
+
 fn bench(c: &mut Criterion) {
     for case in cases() {
         let cfg = config(case.pairs);
@@ -135,5 +181,5 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+criterion_group!(benches, bench, prefetch);
 criterion_main!(benches);

@@ -432,6 +432,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
                 self.push(t, EventKind::Client(ProcessId::from(p)));
             }
         }
+        let prefetching = PREFETCH.load(std::sync::atomic::Ordering::Relaxed);
         let mut deadlock = false;
         let mut stalled = self.frozen_in_schedule();
         while stalled.is_none() {
@@ -491,7 +492,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
             self.events += 1;
             // at 10^5 processes each event's process is a cache miss: fetch the process of
             // the event after next while this one is handled
-            if let Some(next) = self.queue.peek_now(1) {
+            if let Some(next) = self.queue.peek_now(1).filter(|_| prefetching) {
                 let p = match next {
                     EventKind::Deliver { to, tag, .. } => {
                         // the pair's accumulators, which each message it causes updates
@@ -743,6 +744,18 @@ impl<'a, A: CsObject> Sim<'a, A> {
             trace_hash: self.trace_hash.finish(),
         }
     }
+}
+
+/// Whether [`simulate`] prefetches the process of the event after next (on unless
+/// [`set_prefetch`] turned it off).
+static PREFETCH: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Turns the engine's prefetch of the event after next's process on or off for every later
+/// run in this process: a hint to the CPU with no effect on any output or trace hash, here
+/// so that `benches/sim.rs` measures its gain in one run. Not for applications.
+#[doc(hidden)]
+pub fn set_prefetch(on: bool) {
+    PREFETCH.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Asks the CPU to bring `x` (its first cache lines, at most eight) into the cache: a hint
