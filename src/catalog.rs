@@ -59,8 +59,9 @@ pub struct SystemSpec {
     pub initial: Option<Vec<CsState>>,
     /// Corrected or printed rules.
     pub variant: Variant,
-    /// LKCS: the leader rules with these leaders; `None` runs the round trip (no leader)
-    /// with the corrected variant, and the automatic leader with the printed one.
+    /// LKCS: the leader rules with these leaders. `None` runs the round trip (no leader)
+    /// with the corrected variant and no printed rule, and the leader rules with the
+    /// automatic leader otherwise (the printed variant, or printed rules named).
     pub leader: Option<Leaders>,
     /// Maekawa and the global algorithms: the quorum system ([`DEFAULT_COTERIE`] when
     /// `None`).
@@ -119,6 +120,44 @@ impl SystemSpec {
             maxreq: None,
             migrate_after: None,
         }
+    }
+
+    /// The spec with `leader`, `coterie` and `mx` parsed from the names an edge gives (the
+    /// CLI's flags, a cluster file's keys), or every problem at once: each name that does not
+    /// parse, and with them what building the spec without it finds. Not the latter when the
+    /// leader failed (the leader rules and the round trip refuse different things); and when
+    /// `mx` failed, without the check of the migration options against the `mx` named.
+    pub fn with_names(
+        mut self,
+        leader: Option<&str>,
+        coterie: Option<&str>,
+        mx: Option<&str>,
+    ) -> Result<SystemSpec, ConfigError> {
+        fn parse<T: std::str::FromStr<Err = Problem>>(
+            name: Option<&str>,
+            problems: &mut Vec<Problem>,
+        ) -> Option<T> {
+            name?.parse().map_err(|p| problems.push(p)).ok()
+        }
+        let mut problems = Vec::new();
+        self.leader = parse(leader, &mut problems);
+        self.coterie = parse(coterie, &mut problems);
+        self.mx = parse(mx, &mut problems);
+        if problems.is_empty() {
+            return Ok(self);
+        }
+        let leader_failed = leader.is_some() && self.leader.is_none();
+        let mx_failed = mx.is_some() && self.mx.is_none();
+        if !leader_failed {
+            if let Err(e) = self.validate() {
+                problems.extend(
+                    e.problems
+                        .into_iter()
+                        .filter(|p| !(mx_failed && matches!(p, Problem::MxOption { .. }))),
+                );
+            }
+        }
+        Err(ConfigError::new(problems))
     }
 
     /// Whether the spec builds: every problem [`SystemSpec::build`] would report, with the

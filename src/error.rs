@@ -184,6 +184,11 @@ pub enum Problem {
         /// The algorithm.
         algorithm: String,
     },
+    /// A leader for LKCS's leader rules that is none of `auto`, `all` or a process index.
+    UnknownLeader {
+        /// The name as given.
+        given: String,
+    },
     /// A leader named for LKCS's round trip, which has none.
     RoundTripWithLeader,
     /// The printed rule `single-leader` (the automatic leader alone) with a leader named.
@@ -451,6 +456,10 @@ impl fmt::Display for Problem {
             Problem::TripNotLkcs { algorithm } => write!(
                 f,
                 "--variant trip is LKCS's round trip; it does not apply to {algorithm}"
+            ),
+            Problem::UnknownLeader { given } => write!(
+                f,
+                "leader `{given}`: expected a process index, `all` or `auto`"
             ),
             Problem::RoundTripWithLeader => {
                 f.write_str("the round trip has no leader (leave --leader out)")

@@ -15,7 +15,6 @@ use lkcs::{
     Variant, Verdict, Workload, MAX_CHECK_PROCESSES, MAX_DELAY,
 };
 use std::process::ExitCode;
-use std::str::FromStr;
 
 /// `println!` that never panics: a closed stdout (e.g. `lkcs simulate ... | head`) drops the
 /// rest of the output, and the exit code still tells the verdict.
@@ -367,11 +366,6 @@ fn system_spec(a: &SystemArgs) -> Result<SystemSpec, ConfigError> {
             "",
         ));
     }
-    // the names, parsed here, at the edge: the spec holds them typed
-    let mut names = Vec::new();
-    let leader = named(&a.leader, &mut names);
-    let coterie = named(&a.coterie, &mut names);
-    let mx = named(&a.mx, &mut names);
     ConfigError::check(problems)?;
     let spec = match (algorithm, topology, variant) {
         (Some(algorithm), Some(topology), Some(variant)) => SystemSpec {
@@ -382,51 +376,16 @@ fn system_spec(a: &SystemArgs) -> Result<SystemSpec, ConfigError> {
             bounds,
             initial,
             variant,
-            leader,
-            coterie,
-            mx,
+            leader: None,
+            coterie: None,
+            mx: None,
             maxreq: a.maxreq,
             migrate_after: a.migrate_after,
         },
         _ => return Err(ConfigError::one(Problem::Invalid("invalid options".into()))),
     };
-    let leader_failed = a.leader.is_some() && spec.leader.is_none();
-    let mx_failed = a.mx.is_some() && spec.mx.is_none();
-    ConfigError::check(with_build_problems(names, &spec, leader_failed, mx_failed))?;
-    Ok(spec)
-}
-
-/// A spec's names that did not parse, and with them what building the spec without them
-/// finds, so that every problem is reported at once (as when the catalog parsed them): not
-/// when the leader failed (the leader rules and the round trip differ), and without the
-/// migration options when `mx` failed (their check is of the `mx` named).
-fn with_build_problems(
-    mut names: Vec<Problem>,
-    spec: &SystemSpec,
-    leader_failed: bool,
-    mx_failed: bool,
-) -> Vec<Problem> {
-    if names.is_empty() || leader_failed {
-        return names;
-    }
-    let mut probe = spec.clone();
-    if mx_failed {
-        probe.maxreq = None;
-        probe.migrate_after = None;
-    }
-    if let Err(e) = probe.validate() {
-        names.extend(e.problems);
-    }
-    names
-}
-
-/// A name given on the command line (`--leader`, `--coterie`, `--mx`), parsed; a name that
-/// does not parse is one more problem.
-fn named<T: FromStr<Err = Problem>>(
-    name: &Option<String>,
-    problems: &mut Vec<Problem>,
-) -> Option<T> {
-    name.as_deref()?.parse().map_err(|p| problems.push(p)).ok()
+    // the names, parsed here, at the edge: the spec holds them typed
+    spec.with_names(a.leader.as_deref(), a.coterie.as_deref(), a.mx.as_deref())
 }
 
 /// The `--printed-rule` names, trimmed, each once, in the order first given.

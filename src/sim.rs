@@ -492,7 +492,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
             self.events += 1;
             // at 10^5 processes each event's process is a cache miss: fetch the process of
             // the event after next while this one is handled
-            if let Some(next) = self.queue.peek_now(1).filter(|_| prefetching) {
+            if let Some(next) = prefetching.then(|| self.queue.peek_now(1)).flatten() {
                 let p = match next {
                     EventKind::Deliver { to, tag, .. } => {
                         // the pair's accumulators, which each message it causes updates

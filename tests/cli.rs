@@ -854,6 +854,11 @@ fn global_algorithms_refuse_bad_input_one_line_per_problem() {
         ),
         (&["gcs", "star:5"][..], 1, "complete"),
         (&["gcs", "complete:5", "--mx", "paxos"][..], 1, "--mx"),
+        (
+            &["gcs", "complete:5", "--mx", "paxos", "--maxreq", "0"][..],
+            2,
+            "--maxreq must be at least 1",
+        ),
         (&["mutin", "complete:5", "--l", "5"][..], 1, "0 <= l < n"),
         (&["mutin", "complete:5", "--k", "2"][..], 1, "mutin fixes k"),
         (&["kmex", "complete:5", "--k", "6"][..], 1, "1 <= k <= n"),

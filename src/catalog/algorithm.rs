@@ -29,8 +29,9 @@ pub struct PrintedRule {
 pub(super) struct Switch<R: 'static> {
     /// The rule as `--help` and the errors describe it.
     pub(super) rule: PrintedRule,
-    /// Turns it on in `R`, over the corrected variant's rules.
-    pub(super) set: fn(&mut R),
+    /// Turns it on in `R`, over the corrected variant's rules; `None` for LKCS's
+    /// `single-leader`, a choice of leader that `SystemSpec::lkcs_system_with` makes.
+    pub(super) set: Option<fn(&mut R)>,
 }
 
 const fn rule<R>(
@@ -45,7 +46,7 @@ const fn rule<R>(
             deviation,
             summary,
         },
-        set,
+        set: Some(set),
     }
 }
 
@@ -174,13 +175,15 @@ pub(super) const LKCS_RULES: &[Switch<LkcsRules>] = &[
         "no nominee when every candidate of the freeing type is on the sidetrack",
         |r| r.fallback_nominee = false,
     ),
-    rule(
-        "single-leader",
-        "10, an addition turned off",
-        "the automatically chosen leader alone, without watchers (as --leader ID)",
+    Switch {
+        rule: PrintedRule {
+            name: "single-leader",
+            deviation: "10, an addition turned off",
+            summary: "the automatically chosen leader alone, without watchers (as --leader ID)",
+        },
         // the leader choice, not a rule: `SystemSpec::lkcs_system_with` reads the name
-        |_| {},
-    ),
+        set: None,
+    },
 ];
 
 /// Maekawa (`MaekawaRules`; its errata entry is `maekawa-printed`).

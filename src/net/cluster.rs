@@ -325,16 +325,6 @@ impl Cluster {
                 .ok(),
             _ => None,
         };
-        // the names, parsed here, at the edge: the spec holds them typed
-        fn named<T: std::str::FromStr<Err = Problem>>(
-            name: &Option<String>,
-            problems: &mut Vec<Problem>,
-        ) -> Option<T> {
-            name.as_deref()?.parse().map_err(|p| problems.push(p)).ok()
-        }
-        let leader = named(&q.leader, &mut problems);
-        let coterie = named(&q.coterie, &mut problems);
-        let mx = named(&q.mx, &mut problems);
         ConfigError::check(problems)?;
         let (Some(algorithm), Some(topology), Some(variant)) = (algorithm, topology, variant)
         else {
@@ -348,9 +338,9 @@ impl Cluster {
             bounds: q.bounds.clone(),
             initial,
             variant,
-            leader,
-            coterie,
-            mx,
+            leader: None,
+            coterie: None,
+            mx: None,
             maxreq: q.maxreq,
             migrate_after: q.migrate_after,
         };
@@ -364,6 +354,8 @@ impl Cluster {
             ],
             "quota: ",
         ))?;
+        // the names, parsed here, at the edge: the spec holds them typed
+        let spec = spec.with_names(q.leader.as_deref(), q.coterie.as_deref(), q.mx.as_deref())?;
         let (initial, instance) = spec.build(Resolve)?;
         let storage = file.storage.as_ref().map(|t| base.join(&t.dir));
         if file
@@ -994,6 +986,46 @@ mod tests {
             let key = cluster.member_key(ProcessId(i)).expect("allowed");
             assert_eq!(Some(key.public()), cluster.public_key(ProcessId(i)));
         }
+    }
+
+    /// The quota's names are parsed after the applicability check, and an unknown one is
+    /// reported with what building the quota without it finds.
+    #[test]
+    fn the_quota_names_are_checked_in_order_and_with_the_rest() {
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cluster3.toml"),
+        )
+        .expect("the example reads");
+        let with = |from: &str, to: &str| {
+            let t = text.replacen(from, to, 1);
+            Cluster::parse_in(
+                &t,
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("examples")
+                    .as_path(),
+            )
+            .expect_err("refused")
+            .problems
+        };
+        // a name an algorithm does not take: said so, whatever the name
+        let p = with(
+            "algorithm = \"gcs\"",
+            "algorithm = \"lmutin\"\ncoterie = \"tree\"",
+        );
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(
+            matches!(&p[0], Problem::NotApplicable { option, .. } if option == "coterie"),
+            "the option does not apply to lmutin: {p:?}"
+        );
+        // an unknown coterie and bounds GCS refuses: both
+        let p = with("k = 2", "k = 1\ncoterie = \"tree\"");
+        assert!(
+            p.contains(&Problem::Coterie(crate::CoterieProblem::UnknownName(
+                "tree".into()
+            ))),
+            "{p:?}"
+        );
+        assert_eq!(p.len(), 2, "the coterie and the bounds l = 1, k = 1: {p:?}");
     }
 
     #[test]

@@ -55,11 +55,12 @@ impl std::str::FromStr for Leaders {
         match s {
             "all" => Ok(Leaders::All),
             "auto" => Ok(Leaders::Auto),
-            _ => s.parse::<usize>().map(Leaders::One).map_err(|_| {
-                Problem::Invalid(format!(
-                    "leader `{s}`: expected a process index, `all` or `auto`"
-                ))
-            }),
+            _ => s
+                .parse::<usize>()
+                .map(Leaders::One)
+                .map_err(|_| Problem::UnknownLeader {
+                    given: s.to_string(),
+                }),
         }
     }
 }
@@ -330,8 +331,9 @@ impl Lkcs {
     /// The default LKCS: the round trip ([`LkcsRules::TRIP`]), live on every instance of
     /// the liveness sweeps. An instance it refuses (bounds it cannot tighten, no start
     /// within its tightened bounds) is refused: each of the round trip's reasons as a
-    /// [`Problem::RoundTrip`], then [`Problem::LeaderRulesNotRun`] saying how to name them. The leader rules ([`LkcsRules::CORRECTED`]) may take such
-    /// an instance but are not live on every graph (`docs/lkcs-liveness.md`), so they run
+    /// [`Problem::RoundTrip`], then [`Problem::LeaderRulesNotRun`] saying how to name them.
+    /// The leader rules ([`LkcsRules::CORRECTED`]) may take such an instance but are not
+    /// live on every graph (`docs/lkcs-liveness.md`), so they run
     /// only when a leader is named ([`Lkcs::build`]; `--leader`), never as a silent
     /// fallback.
     pub fn build_default(

@@ -2,6 +2,7 @@
 //! validated (bounds as terms in n, integer ranges), and its expansion into the points to run.
 
 use super::{Point, SweepArgs};
+use lkcs::quota::InnerMutex;
 use lkcs::{Algorithm, Delay, Topology, Variant, Workload, MAX_DELAY};
 use serde::Deserialize;
 use std::path::Path;
@@ -467,14 +468,20 @@ pub(super) fn grid(args: &SweepArgs) -> Result<Grid, Vec<String>> {
             problems.push(format!("mx: {p}"));
         }
     }
-    // the other names are refused here too, before any run, as every run would refuse them
-    for c in &coteries {
+    // the other names are refused here too, before any run, where an algorithm of the grid
+    // takes them (every run of it would refuse them; the others leave them out)
+    let taken = |flag: &str| algorithms.iter().any(|a| a.options().contains(&flag));
+    for c in coteries.iter().filter(|_| taken("--coterie")) {
         if let Err(p) = c.parse::<lkcs::quota::QuorumSystem>() {
             problems.push(p.to_string());
         }
     }
     let leader = args.leader.clone().or(file.leader);
-    if let Some(Err(p)) = leader.as_deref().map(str::parse::<lkcs::Leaders>) {
+    if let Some(Err(p)) = leader
+        .as_deref()
+        .filter(|_| taken("--leader"))
+        .map(str::parse::<lkcs::Leaders>)
+    {
         problems.push(p.to_string());
     }
     let think = args.think.or(file.think).unwrap_or(4);
@@ -560,7 +567,10 @@ pub(super) fn points(g: &Grid) -> Result<Vec<Point>, String> {
                     for mx in &mxs {
                         let migrating = matches!(alg, Algorithm::Cdc | Algorithm::Ddc)
                             || (takes("--mx")
-                                && matches!(mx.as_deref(), Some("cdc") | Some("ddc")));
+                                && matches!(
+                                    mx.as_deref().map(str::parse::<InnerMutex>),
+                                    Some(Ok(InnerMutex::Cdc | InnerMutex::Ddc))
+                                ));
                         for variant in &g.variants {
                             for workload in &g.workloads {
                                 for delay in &g.delays {
