@@ -214,14 +214,12 @@ fn a_given_unsafe_initial_configuration_is_reported() {
 #[test]
 fn refusals_are_variants_to_match() {
     let problems = |s: &SystemSpec| s.build(Count).expect_err("refused").problems;
-    // a global algorithm on a ring of five
-    let mut g = spec(Algorithm::Gcs);
-    g.l = Some(1);
-    g.k = Some(3);
+    // Maekawa on a ring of five (MUTIN(l), kmex and GCS still say it in their own words,
+    // through `global_instance`)
     assert_eq!(
-        problems(&g),
+        problems(&spec(Algorithm::Maekawa)),
         vec![Problem::NeedsCompleteGraph {
-            algorithm: "gcs".into(),
+            algorithm: "maekawa".into(),
             topology: "ring:5".into(),
             n: 5
         }]
