@@ -179,17 +179,6 @@ impl Coterie {
         Ok(c)
     }
 
-    /// `majority` or `grid` on `n` processes.
-    pub fn parse(name: &str, n: usize) -> Result<Coterie, ConfigError> {
-        match name {
-            "majority" => Coterie::majority(n),
-            "grid" => Coterie::grid(n),
-            other => Err(ConfigError::one(Problem::Coterie(
-                CoterieProblem::UnknownName(other.to_string()),
-            ))),
-        }
-    }
-
     /// Checks Definition 3 pairwise: quorums are non-empty, every two quorums intersect and
     /// none is a proper subset of another. One problem per empty quorum and per offending
     /// pair. Costs O(n² · n/64).
@@ -443,13 +432,9 @@ mod tests {
     }
 
     #[test]
-    fn parse_names_the_constructions() {
-        assert_eq!(Coterie::parse("grid", 16).unwrap().name(), "grid");
-        assert_eq!(Coterie::parse("majority", 16).unwrap().max_quorum_size(), 9);
-        assert_eq!(
-            problems(Coterie::parse("tree", 4)),
-            vec![CoterieProblem::UnknownName("tree".into())]
-        );
+    fn the_constructions_are_named_and_refuse_zero_processes() {
+        assert_eq!(Coterie::grid(16).unwrap().name(), "grid");
+        assert_eq!(Coterie::majority(16).unwrap().max_quorum_size(), 9);
         assert_eq!(
             Coterie::grid(0).unwrap_err().problems,
             vec![Problem::ZeroProcesses]

@@ -121,7 +121,11 @@ pub fn maekawa_check(
     initial: &str,
     max_states: Option<usize>,
 ) -> CheckReport {
-    let c = lkcs::Coterie::parse(coterie, n).unwrap();
+    let c = coterie
+        .parse::<lkcs::quota::QuorumSystem>()
+        .expect("a quorum system's name")
+        .coterie(n)
+        .unwrap();
     let init = parse_initial(initial, n).unwrap();
     let (inst, procs) = lkcs::Maekawa::system(&c, &init).unwrap();
     let r = check(&inst, procs, &cfg(1, max_states));
