@@ -343,9 +343,16 @@ impl SystemSpec {
                 algorithm: self.algorithm.to_string(),
             });
         }
-        let inst = crate::algo::migrating::mutex_instance(&self.topology)
-            .map_err(|e| problems.extend(e.problems))
-            .ok();
+        // the refusal names cdc or ddc (mutex_instance names both)
+        let inst = match self.require_complete() {
+            Err(p) => {
+                problems.push(p);
+                None
+            }
+            Ok(()) => crate::algo::migrating::mutex_instance(&self.topology)
+                .map_err(|e| problems.extend(e.problems))
+                .ok(),
+        };
         let condition = MigrationCondition::from_options(self.maxreq, self.migrate_after)
             .map_err(|e| problems.extend(e.problems))
             .ok();
@@ -396,9 +403,9 @@ impl SystemSpec {
             _ => (self.l.unwrap_or(1), self.k.unwrap_or(n.saturating_sub(1))),
         };
         let rule = match alg {
-            Algorithm::Mutin => "0 <= l < n (mutin)",
-            Algorithm::Kmex => "1 <= k <= n (kmex)",
-            _ => "0 <= l < k <= n (gcs)",
+            Algorithm::Mutin => "mutin: 0 <= l < n",
+            Algorithm::Kmex => "kmex: 1 <= k <= n",
+            _ => "gcs: 0 <= l < k <= n",
         };
         if let Err(e) = global_instance(&self.topology, l, k, rule) {
             problems.extend(e.problems);
@@ -450,7 +457,7 @@ impl SystemSpec {
     ) -> Result<V::Output, ConfigError> {
         let rules = self.mutin_rules(printed);
         let t = &self.topology;
-        let inst = global_instance(t, g.l, g.k, "0 <= l < k <= n")?;
+        let inst = global_instance(t, g.l, g.k, &format!("{}: 0 <= l < k <= n", self.algorithm))?;
         let initial = self.initial_for(&inst)?;
         match self.algorithm {
             Algorithm::Mutin => {

@@ -3,6 +3,16 @@
 use crate::id::ProcessId;
 use std::fmt;
 
+#[cfg(feature = "net")]
+mod cluster;
+mod quota;
+#[cfg(feature = "net")]
+pub use cluster::ClusterProblem;
+#[cfg(feature = "net")]
+pub(crate) use cluster::OLD_FORMAT;
+pub(crate) use quota::{ids, MemberList};
+pub use quota::{BoundSide, QuotaProblem};
+
 /// One thing wrong with a requested configuration. Each displays as one line.
 ///
 /// Match on it with a wildcard arm: new variants may come.
@@ -77,6 +87,11 @@ pub enum Problem {
     NoSafeInitial(String),
     /// A coterie (quorum system) breaks a rule.
     Coterie(CoterieProblem),
+    /// A quota's builder refuses its options, in the quota's words.
+    Quota(QuotaProblem),
+    /// A cluster file breaks one of its own rules (with the `net` feature).
+    #[cfg(feature = "net")]
+    Cluster(ClusterProblem),
     /// An algorithm chosen by name does not keep the bounds asked for (it would drop,
     /// change or tighten one of them).
     Unsolved {
@@ -139,7 +154,7 @@ pub enum Problem {
     },
     /// A global algorithm asked to run on a graph that is not complete.
     NeedsCompleteGraph {
-        /// The algorithm.
+        /// The algorithm (or family, e.g. the migrating controller's CDC and DDC).
         algorithm: String,
         /// The topology given.
         topology: String,
@@ -372,6 +387,9 @@ impl fmt::Display for Problem {
             }
             Problem::NoSafeInitial(why) => write!(f, "no safe initial configuration: {why}"),
             Problem::Coterie(c) => write!(f, "{c}"),
+            Problem::Quota(q) => write!(f, "{q}"),
+            #[cfg(feature = "net")]
+            Problem::Cluster(c) => write!(f, "{c}"),
             Problem::Unsolved {
                 algorithm,
                 keeps,

@@ -98,6 +98,7 @@ pub(crate) mod member;
 mod plan;
 
 pub use crate::catalog::{Algorithm, InnerMutex, QuorumSystem};
+pub use crate::error::{BoundSide, QuotaProblem};
 pub use error::{Blocked, Limit, QuotaError, Stall, Waits};
 pub use member::{Active, Member, MemberState, Move};
 

@@ -1283,6 +1283,90 @@ fn config_errors_list_every_problem_once_in_quota_words() {
     assert!(!p[0].contains("upper"), "{p:?}");
 }
 
+/// A refused quota's reasons are [`QuotaProblem`]s to match, each carrying the members and
+/// numbers its line names.
+#[test]
+fn refusals_are_quota_problems_to_match() {
+    use lkcs::quota::{BoundSide, QuotaProblem as Q};
+    use lkcs::Problem;
+    let kinds = |b: lkcs::QuotaBuilder| -> Vec<Q> {
+        let e = b.build().expect_err("refused");
+        e.problems
+            .into_iter()
+            .map(|p| match p {
+                Problem::Quota(q) => q,
+                other => panic!("not a quota problem: {other:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(kinds(Quota::global(0).at_most(1)), vec![Q::NoMembers]);
+    assert_eq!(kinds(Quota::global(4)), vec![Q::NoBounds]);
+    assert_eq!(
+        kinds(Quota::global(8).between(6, 3).initially_active([9, 9])),
+        vec![
+            Q::LowerNotBelowUpper {
+                members: vec![],
+                l: 6,
+                k: 3
+            },
+            Q::StartOutOfRange {
+                members: vec![9],
+                n: 8
+            },
+            Q::StartRepeats { members: vec![9] },
+        ]
+    );
+    assert_eq!(
+        kinds(Quota::global(6).between(2, 4).initially_active([0])),
+        vec![Q::StartBreaks {
+            around: None,
+            active: 1,
+            side: BoundSide::Lower,
+            bound: 2
+        }]
+    );
+    let ring6 = Topology::ring(6).expect("ring");
+    assert_eq!(
+        kinds(Quota::local(ring6.clone()).at_least(4)),
+        vec![Q::LowerNotBelowNeighbourhood {
+            members: (0..6).collect(),
+            l: 4,
+            size: 3
+        }]
+    );
+    assert_eq!(
+        kinds(Quota::local(ring6.clone()).bounds(vec![0; 6], vec![1; 5])),
+        vec![Q::BoundsLength {
+            side: BoundSide::Upper,
+            given: 5,
+            n: 6
+        }]
+    );
+    // a ring's members have two neighbours: too few to lead
+    assert_eq!(
+        kinds(Quota::local(ring6.clone()).between(1, 2).leader(0)),
+        vec![
+            Q::LeaderTooFewNeighbours {
+                leader: 0,
+                degree: 2,
+                needed: 4
+            },
+            Q::LeaderSlack {
+                members: vec![0, 1, 2, 4, 5],
+                leader: 0,
+                l: 1,
+                k: 2
+            },
+        ]
+    );
+    assert_eq!(
+        kinds(Quota::local(ring6).at_least(1).round_trip()),
+        vec![Q::RoundTripNotLkcs {
+            algorithm: "lmutin".into()
+        }]
+    );
+}
+
 #[test]
 fn a_large_quota_debugs_in_a_line_and_hands_its_members_out_once() {
     let quota = Quota::global(1000).at_most(10).build().expect("kmex");

@@ -227,7 +227,7 @@ impl<M: CsObject> Mutin<M> {
         rules: MutinRules,
     ) -> Result<(Instance, Vec<Mutin<M>>), ConfigError> {
         let n = topology.len();
-        let inst = global_instance(topology, l, n, "MUTIN(l): 0 <= l < n")?;
+        let inst = global_instance(topology, l, n, "mutin: 0 <= l < n")?;
         let quorums = check_quorums(quorums, n)?;
         check_global_initial(&inst, initial)?;
         check_mx(&mx, n)?;
@@ -535,7 +535,7 @@ pub fn gcs_system<M: CsObject>(
     (mx_l, mx_k): (Vec<M>, Vec<M>),
     rules: MutinRules,
 ) -> Result<(Instance, Vec<MutinGcs<M>>), ConfigError> {
-    let inst = global_instance(topology, l, k, "(l,k)-GCS: 0 <= l < k <= n")?;
+    let inst = global_instance(topology, l, k, "gcs: 0 <= l < k <= n")?;
     check_global_initial(&inst, initial)?;
     let (_, lmin) = Mutin::system(topology, quorums, l, initial, mx_l, rules)?;
     let (_, kmex) = kmex_system(topology, quorums, k, initial, mx_k, rules)?;
@@ -575,7 +575,9 @@ pub fn grid_gcs_system(
 }
 
 /// The global instance (l, k) on `topology`: checks that the topology is complete and
-/// 0 ≤ l < k ≤ n (`rule` names the algorithm's form of it), one line per problem.
+/// 0 ≤ l < k ≤ n, one problem per failed check. `rule` is the algorithm's form of the bound
+/// condition, written `ALGORITHM: CONDITION` (`"kmex: 1 <= k <= n"`); the part before `": "`
+/// names the algorithm in [`Problem::NeedsCompleteGraph`].
 pub fn global_instance(
     topology: &Topology,
     l: usize,
@@ -585,10 +587,14 @@ pub fn global_instance(
     let n = topology.len();
     let mut problems = Vec::new();
     if !topology.is_complete() {
-        problems.push(Problem::Invalid(format!(
-            "global algorithms run on a complete graph (complete:N), not {}",
-            topology.name()
-        )));
+        let algorithm = rule
+            .split_once(": ")
+            .map_or("a global algorithm", |(a, _)| a);
+        problems.push(Problem::NeedsCompleteGraph {
+            algorithm: algorithm.to_string(),
+            topology: topology.name().to_string(),
+            n,
+        });
     }
     if l >= k || k > n {
         problems.push(Problem::Invalid(format!(

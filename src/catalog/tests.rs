@@ -214,16 +214,25 @@ fn a_given_unsafe_initial_configuration_is_reported() {
 #[test]
 fn refusals_are_variants_to_match() {
     let problems = |s: &SystemSpec| s.build(Count).expect_err("refused").problems;
-    // Maekawa on a ring of five (MUTIN(l), kmex and GCS still say it in their own words,
-    // through `global_instance`)
-    assert_eq!(
-        problems(&spec(Algorithm::Maekawa)),
-        vec![Problem::NeedsCompleteGraph {
-            algorithm: "maekawa".into(),
-            topology: "ring:5".into(),
-            n: 5
-        }]
-    );
+    // every global algorithm on a ring of five: one refusal, naming it
+    for alg in [
+        Algorithm::Maekawa,
+        Algorithm::Cdc,
+        Algorithm::Ddc,
+        Algorithm::Mutin,
+        Algorithm::Kmex,
+        Algorithm::Gcs,
+    ] {
+        assert_eq!(
+            problems(&spec(alg)),
+            vec![Problem::NeedsCompleteGraph {
+                algorithm: alg.to_string(),
+                topology: "ring:5".into(),
+                n: 5
+            }],
+            "{alg}"
+        );
+    }
     // an upper bound for LMUTIN, which fixes k_i
     let mut s = spec(Algorithm::Lmutin);
     s.k = Some(2);

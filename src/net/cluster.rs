@@ -61,6 +61,7 @@
 
 use super::channel::{PublicKey, SecretKey};
 use super::{Identity, MemberAddress, NetConfig, NetError, Timing};
+use crate::error::ClusterProblem;
 use crate::{
     format_initial, parse_initial, BoundsFile, ConfigError, CsObject, CsState, Instance, Problem,
     ProcessId, SystemSpec, SystemVisitor, Topology, Variant,
@@ -86,8 +87,7 @@ pub const EXAMPLE_KEYS: [&str; 3] = [
 ];
 
 /// What the old format (a shared secret) is told.
-pub const OLD_FORMAT: &str = "a cluster file with a shared `secret` (the format before one \
-key pair per member) is no longer accepted: create the cluster with `lkcs cluster init`";
+pub const OLD_FORMAT: &str = crate::error::OLD_FORMAT;
 
 /// A cluster file as written.
 #[derive(Deserialize)]
@@ -214,8 +214,16 @@ impl fmt::Debug for Cluster {
     }
 }
 
-fn invalid(e: impl Into<String>) -> Problem {
-    Problem::Invalid(e.into())
+fn cluster_problem(e: ClusterProblem) -> Problem {
+    Problem::Cluster(e)
+}
+
+/// A cluster file that cannot be read.
+fn unreadable(path: &Path, e: std::io::Error) -> ConfigError {
+    ConfigError::one(cluster_problem(ClusterProblem::Unreadable {
+        path: path.display().to_string(),
+        cause: e.to_string(),
+    }))
 }
 
 impl Cluster {
@@ -223,25 +231,34 @@ impl Cluster {
     pub fn load(path: &Path) -> Result<Cluster, ConfigError> {
         use std::io::Read;
         let what = path.display();
-        let file = std::fs::File::open(path)
-            .map_err(|e| ConfigError::one(invalid(format!("cannot read {what}: {e}"))))?;
+        let file = std::fs::File::open(path).map_err(|e| unreadable(path, e))?;
         let mut bytes = Vec::new();
         file.take(MAX_FILE + 1)
             .read_to_end(&mut bytes)
-            .map_err(|e| ConfigError::one(invalid(format!("cannot read {what}: {e}"))))?;
+            .map_err(|e| unreadable(path, e))?;
         if bytes.len() as u64 > MAX_FILE {
-            return Err(ConfigError::one(invalid(format!(
-                "{what} is larger than 1 MiB: not a cluster file"
-            ))));
+            return Err(ConfigError::one(cluster_problem(
+                ClusterProblem::TooLarge {
+                    path: what.to_string(),
+                },
+            )));
         }
-        let text = String::from_utf8(bytes)
-            .map_err(|_| ConfigError::one(invalid(format!("{what} is not UTF-8 text"))))?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            ConfigError::one(cluster_problem(ClusterProblem::NotUtf8 {
+                path: what.to_string(),
+            }))
+        })?;
         let base = path.parent().unwrap_or(Path::new(""));
         let mut cluster = Cluster::parse_in(&text, base).map_err(|e| ConfigError {
             problems: e
                 .problems
                 .into_iter()
-                .map(|p| invalid(format!("{what}: {p}")))
+                .map(|p| {
+                    cluster_problem(ClusterProblem::InFile {
+                        path: what.to_string(),
+                        problem: Box::new(p),
+                    })
+                })
                 .collect(),
         })?;
         cluster.path = Some(path.to_path_buf());
@@ -259,30 +276,28 @@ impl Cluster {
     /// folder).
     pub fn parse_in(text: &str, base: &Path) -> Result<Cluster, ConfigError> {
         if toml::from_str::<toml::Table>(text).is_ok_and(|t| t.contains_key("secret")) {
-            return Err(ConfigError::one(invalid(OLD_FORMAT)));
+            return Err(ConfigError::one(cluster_problem(ClusterProblem::OldFormat)));
         }
         let file: File = toml::from_str(text).map_err(|e| {
-            let msg = e.message().to_string();
-            let at = e
+            let line = e
                 .span()
-                .map(|s| {
-                    let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
-                    format!(" (line {line})")
-                })
-                .unwrap_or_default();
-            ConfigError::one(invalid(format!("not a cluster file{at}: {msg}")))
+                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            ConfigError::one(cluster_problem(ClusterProblem::NotToml {
+                line,
+                message: e.message().to_string(),
+            }))
         })?;
         let mut problems = Vec::new();
         let (members, keys, private_keys) = members(&file.members, base, &mut problems);
         let operator = file.operator.as_ref().and_then(|o| {
             let Some(key) = PublicKey::from_hex(&o.public_key) else {
-                problems.push(invalid("[operator]: public_key: expected 64 hex digits"));
+                problems.push(cluster_problem(ClusterProblem::BadPublicKey {
+                    member: None,
+                }));
                 return None;
             };
             if let Some(i) = keys.iter().position(|k| *k == key) {
-                problems.push(invalid(format!(
-                    "[operator]: public_key is member {i}'s: the operator needs its own key"
-                )));
+                problems.push(cluster_problem(ClusterProblem::OperatorKeyIsMembers(i)));
                 return None;
             }
             Some((key, o.private_key.as_ref().map(|p| base.join(p))))
@@ -301,20 +316,19 @@ impl Cluster {
         };
         if let Some(t) = &topology {
             if !members.is_empty() && t.len() != members.len() {
-                problems.push(invalid(format!(
-                    "quota: topology {} has {} processes, [members] lists {}",
-                    t.name(),
-                    t.len(),
-                    members.len()
-                )));
+                problems.push(cluster_problem(ClusterProblem::TopologySize {
+                    topology: t.name().to_string(),
+                    processes: t.len(),
+                    members: members.len(),
+                }));
             }
         }
         let algorithm = q.algorithm.parse().map_err(|p| problems.push(p)).ok();
         let variant = match q.variant.as_deref() {
             None => Some(Variant::Corrected),
             Some(v) => Variant::parse(v).or_else(|| {
-                problems.push(invalid(format!(
-                    "quota: variant `{v}`: expected corrected, printed or trip (lkcs only)"
+                problems.push(cluster_problem(ClusterProblem::UnknownVariant(
+                    v.to_string(),
                 )));
                 None
             }),
@@ -328,7 +342,8 @@ impl Cluster {
         ConfigError::check(problems)?;
         let (Some(algorithm), Some(topology), Some(variant)) = (algorithm, topology, variant)
         else {
-            return Err(ConfigError::one(invalid("invalid quota")));
+            // every None above pushed a problem
+            return Err(ConfigError::one(Problem::Invalid("invalid quota".into())));
         };
         let spec = SystemSpec {
             algorithm,
@@ -363,13 +378,13 @@ impl Cluster {
             .as_ref()
             .is_some_and(|t| t.dir.trim().is_empty())
         {
-            return Err(ConfigError::one(invalid(
-                "[storage]: dir is empty: name a folder (relative to the cluster file)",
+            return Err(ConfigError::one(cluster_problem(
+                ClusterProblem::StorageDirEmpty,
             )));
         }
         if storage.is_some() && views.is_none() {
-            return Err(ConfigError::one(invalid(
-                "[storage] keeps the view log, but evict_after_ms = 0 runs no views",
+            return Err(ConfigError::one(cluster_problem(
+                ClusterProblem::StorageWithoutViews,
             )));
         }
         let canonical = canonical(&spec, &initial, members.len(), views, storage.is_some());
@@ -390,9 +405,9 @@ impl Cluster {
             canonical,
         };
         if let Some(options) = cluster.view_options(ProcessId(0)) {
-            options
-                .check()
-                .map_err(|e| ConfigError::one(invalid(format!("[timing]: {e}"))))?;
+            options.check().map_err(|e| {
+                ConfigError::one(cluster_problem(ClusterProblem::Timing(e.to_string())))
+            })?;
         }
         Ok(cluster)
     }
@@ -756,59 +771,57 @@ fn members(
     problems: &mut Vec<Problem>,
 ) -> (Vec<MemberAddress>, Vec<PublicKey>, Vec<Option<PathBuf>>) {
     if table.is_empty() {
-        problems.push(invalid("[members]: no member"));
+        problems.push(cluster_problem(ClusterProblem::NoMembers));
         return (Vec::new(), Vec::new(), Vec::new());
     }
     let mut by_id = BTreeMap::new();
     for (key, m) in table {
         let Ok(id) = key.trim().parse::<usize>() else {
-            problems.push(invalid(format!(
-                "[members]: `{key}` is not a member id (0, 1, 2, ...)"
-            )));
+            problems.push(cluster_problem(ClusterProblem::NotAMemberId(key.clone())));
             continue;
         };
         let public = PublicKey::from_hex(&m.public_key);
         if public.is_none() {
-            problems.push(invalid(format!(
-                "[members.{id}]: public_key: expected 64 hex digits"
-            )));
+            problems.push(cluster_problem(ClusterProblem::BadPublicKey {
+                member: Some(id),
+            }));
         }
         let private = m.private_key.as_ref().map(|p| base.join(p));
         let address = MemberAddress::parse(m.address.trim());
         if address.is_none() {
-            problems.push(invalid(format!(
-                "[members.{id}]: `{}` is not an address (host:port)",
-                m.address
-            )));
+            problems.push(cluster_problem(ClusterProblem::BadAddress {
+                member: id,
+                address: m.address.clone(),
+            }));
         }
         // a member with a bad address is still listed: its id is not missing, and the
         // member count is not short by one
         if by_id.insert(id, (address, public, private)).is_some() {
-            problems.push(invalid(format!("[members]: member {id} is listed twice")));
+            problems.push(cluster_problem(ClusterProblem::ListedTwice(id)));
         }
     }
     let n = table.len();
     if let Some(missing) = (0..n).find(|i| !by_id.contains_key(i)) {
-        problems.push(invalid(format!(
-            "[members]: ids must be 0..{}; {missing} is missing",
-            n - 1
-        )));
+        problems.push(cluster_problem(ClusterProblem::MissingId { missing, n }));
     }
     let mut seen = BTreeMap::new();
     let mut seen_keys = BTreeMap::new();
     for (id, (a, k, _)) in &by_id {
         if let Some(a) = a {
             if let Some(other) = seen.insert(a.clone(), *id) {
-                problems.push(invalid(format!(
-                    "[members]: members {other} and {id} share the address {a}"
-                )));
+                problems.push(cluster_problem(ClusterProblem::SharedAddress {
+                    first: other,
+                    second: *id,
+                    address: a.to_string(),
+                }));
             }
         }
         if let Some(k) = k {
             if let Some(other) = seen_keys.insert(*k, *id) {
-                problems.push(invalid(format!(
-                    "[members]: members {other} and {id} share a public key (one key pair per member)"
-                )));
+                problems.push(cluster_problem(ClusterProblem::SharedKey {
+                    first: other,
+                    second: *id,
+                }));
             }
         }
     }
@@ -854,7 +867,7 @@ fn timing(t: &TimingTable, problems: &mut Vec<Problem>) -> Timing {
         window: t.window.unwrap_or(d.window),
     };
     if let Err(e) = timing.check() {
-        problems.push(invalid(format!("[timing]: {e}")));
+        problems.push(cluster_problem(ClusterProblem::Timing(e.to_string())));
     }
     timing
 }
@@ -954,85 +967,4 @@ impl SystemVisitor for Spawn {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn example() -> Cluster {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cluster3.toml");
-        Cluster::load(&path).expect("the example cluster file reads")
-    }
-
-    /// The example keys are the ones [`EXAMPLE_KEYS`] lists: a node refuses them unless
-    /// allowed, naming the file.
-    #[test]
-    fn the_example_keys_are_refused_unless_allowed() {
-        let mut cluster = example();
-        for i in 0..3u32 {
-            let id = ProcessId(i);
-            assert_eq!(
-                cluster.public_key(id).map(|k| k.to_string()).as_deref(),
-                Some(EXAMPLE_KEYS[i as usize])
-            );
-            match cluster.member_key(id) {
-                Err(NetError::Credentials(e)) => {
-                    assert!(e.contains(&format!("cluster3-keys/{i}.key")), "{e}");
-                    assert!(e.contains("an example key"), "{e}");
-                }
-                other => panic!("member {i}: {other:?}"),
-            }
-        }
-        cluster.allow_example_keys(true);
-        for i in 0..3u32 {
-            let key = cluster.member_key(ProcessId(i)).expect("allowed");
-            assert_eq!(Some(key.public()), cluster.public_key(ProcessId(i)));
-        }
-    }
-
-    /// The quota's names are parsed after the applicability check, and an unknown one is
-    /// reported with what building the quota without it finds.
-    #[test]
-    fn the_quota_names_are_checked_in_order_and_with_the_rest() {
-        let text = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cluster3.toml"),
-        )
-        .expect("the example reads");
-        let with = |from: &str, to: &str| {
-            let t = text.replacen(from, to, 1);
-            Cluster::parse_in(
-                &t,
-                Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("examples")
-                    .as_path(),
-            )
-            .expect_err("refused")
-            .problems
-        };
-        // a name an algorithm does not take: said so, whatever the name
-        let p = with(
-            "algorithm = \"gcs\"",
-            "algorithm = \"lmutin\"\ncoterie = \"tree\"",
-        );
-        assert_eq!(p.len(), 1, "{p:?}");
-        assert!(
-            matches!(&p[0], Problem::NotApplicable { option, .. } if option == "coterie"),
-            "the option does not apply to lmutin: {p:?}"
-        );
-        // an unknown coterie and bounds GCS refuses: both
-        let p = with("k = 2", "k = 1\ncoterie = \"tree\"");
-        assert!(
-            p.contains(&Problem::Coterie(crate::CoterieProblem::UnknownName(
-                "tree".into()
-            ))),
-            "{p:?}"
-        );
-        assert_eq!(p.len(), 2, "the coterie and the bounds l = 1, k = 1: {p:?}");
-    }
-
-    #[test]
-    fn the_old_format_is_refused_with_a_pointer_to_cluster_init() {
-        let old = "secret = \"a shared secret, 16 bytes+\"\n[quota]\nalgorithm = \"gcs\"\n[members]\n0 = \"127.0.0.1:7411\"\n";
-        let e = Cluster::parse(old).unwrap_err();
-        assert_eq!(e.problems.len(), 1);
-        assert!(e.problems[0].to_string().contains("lkcs cluster init"));
-    }
-}
+mod tests;

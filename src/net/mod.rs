@@ -83,6 +83,7 @@ pub mod node;
 mod status;
 pub mod view;
 
+pub use crate::error::ClusterProblem;
 pub use address::MemberAddress;
 pub use channel::{PublicKey, SecretKey};
 pub use cluster::{Cluster, ViewTiming};

@@ -3,6 +3,7 @@
 
 use crate::config::{Bounds, Instance};
 use crate::cs::{CsState, Sequence};
+use crate::error::{ids, MemberList};
 use crate::id::ProcessId;
 use crate::runtime::{Look, StallSnapshot, WaitView};
 use std::collections::BTreeSet;
@@ -319,32 +320,6 @@ fn active(states: &[CsState]) -> Vec<usize> {
     (0..states.len())
         .filter(|&i| states[i] == CsState::InCs)
         .collect()
-}
-
-/// Writes at most eight ids, then how many more.
-fn ids(f: &mut fmt::Formatter<'_>, ids: &[usize]) -> fmt::Result {
-    const SHOWN: usize = 8;
-    let shown: Vec<String> = ids.iter().take(SHOWN).map(|i| i.to_string()).collect();
-    f.write_str(&shown.join(", "))?;
-    if ids.len() > SHOWN {
-        write!(f, " and {} more", ids.len() - SHOWN)?;
-    }
-    Ok(())
-}
-
-/// Members named in a message: "member 3" or "members 3, 4" (at most eight ids, then how
-/// many more).
-pub(crate) struct MemberList<'a>(pub(crate) &'a [usize]);
-
-impl fmt::Display for MemberList<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.len() == 1 {
-            "member "
-        } else {
-            "members "
-        })?;
-        ids(f, self.0)
-    }
 }
 
 /// "member 3" or "members 3, 4".

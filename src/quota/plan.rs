@@ -3,6 +3,7 @@
 //! quota's nearest accepted bounds, in quota words.
 
 use super::*;
+use crate::error::{BoundSide, QuotaProblem as Q};
 
 /// What `build` hands to the catalog.
 pub(super) struct Plan {
@@ -104,6 +105,16 @@ fn unsolved(
     })
 }
 
+/// A per-member bound problem of a local quota, before the members that share it are
+/// gathered into one [`QuotaProblem`](Q).
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+/// Ordered as their lines are printed: lower-bound problems first.
+enum Local {
+    LowerNotBelowSize { l: usize, size: usize },
+    LowerNotBelowUpper { l: usize, k: usize },
+    UpperAbove { k: usize, size: usize },
+}
+
 /// Local bounds and the algorithm they select: only lower bounds LMUTIN, only upper bounds
 /// LMUTEX, both LKCS.
 fn local_choice(t: &Topology, l: &[usize], k: &[usize]) -> Algorithm {
@@ -123,50 +134,36 @@ impl QuotaBuilder {
         let n = self.n();
         let mut problems = Vec::new();
         if n == 0 {
-            return Err(ConfigError::one(Problem::Invalid(
-                "a quota needs at least one member".into(),
-            )));
+            return Err(ConfigError::one(Problem::Quota(Q::NoMembers)));
         }
         let uniform = self.l.is_some() || self.k.is_some();
         if self.per_member.is_none() && !uniform {
-            problems.push(Problem::Invalid(
-                "no bounds: call between(l, k), at_least(l) or at_most(k) (or bounds for a local quota)"
-                    .into(),
-            ));
+            problems.push(Problem::Quota(Q::NoBounds));
         }
         if self.per_member.is_some() && uniform {
-            problems.push(Problem::Invalid(
-                "bounds(l, k) per member and between / at_least / at_most are exclusive".into(),
-            ));
+            problems.push(Problem::Quota(Q::BoundsExclusive));
         }
         let (global, topology, l, k) = match &self.scope {
             Scope::Global(n) => {
                 let n = *n;
                 if self.per_member.is_some() {
-                    problems.push(Problem::Invalid(
-                        "bounds(l, k) gives per-member bounds of a local quota; a global quota takes between, at_least or at_most"
-                            .into(),
-                    ));
+                    problems.push(Problem::Quota(Q::PerMemberOnGlobal));
                 }
                 let (l, k) = (self.l.unwrap_or(0), self.k.unwrap_or(n));
                 if k > n {
-                    problems.push(Problem::Invalid(format!(
-                        "at most {k} active of {n} members: the upper bound cannot exceed the number of members"
-                    )));
+                    problems.push(Problem::Quota(Q::UpperAboveMembers { k, n }));
                 }
                 if l >= k && self.k.is_none() {
                     // no upper bound was given: the lower one is too high for the members
-                    problems.push(Problem::Invalid(format!(
-                        "at least {l} active of {n} members: the lower bound must be below the number of members"
-                    )));
+                    problems.push(Problem::Quota(Q::LowerNotBelowMembers { l, n }));
                 } else if l >= k {
-                    problems.push(Problem::Invalid(format!(
-                        "at least {l} and at most {k} active: the lower bound must be below the upper bound"
-                    )));
+                    problems.push(Problem::Quota(Q::LowerNotBelowUpper {
+                        members: Vec::new(),
+                        l,
+                        k,
+                    }));
                 } else if (l, k) == (0, n) && problems.is_empty() {
-                    problems.push(Problem::Invalid(format!(
-                        "at least 0 and at most {n} of {n} active constrains nothing: give a lower bound above 0 or an upper bound below {n}"
-                    )));
+                    problems.push(Problem::Quota(Q::ConstrainsNothing { n: Some(n) }));
                 }
                 let topology = match Topology::complete(n) {
                     Ok(t) => t,
@@ -181,12 +178,13 @@ impl QuotaBuilder {
                 let full: Vec<usize> = t.processes().map(|p| t.degree(p) + 1).collect();
                 let (l, k) = match &self.per_member {
                     Some((l, k)) => {
-                        for (name, v) in [("lower", l), ("upper", k)] {
+                        for (side, v) in [(BoundSide::Lower, l), (BoundSide::Upper, k)] {
                             if v.len() != n {
-                                problems.push(Problem::Invalid(format!(
-                                    "bounds: {} {name} bounds for {n} members",
-                                    v.len()
-                                )));
+                                problems.push(Problem::Quota(Q::BoundsLength {
+                                    side,
+                                    given: v.len(),
+                                    n,
+                                }));
                             }
                         }
                         if !problems.is_empty() {
@@ -203,47 +201,43 @@ impl QuotaBuilder {
                     ),
                 };
                 // one line per distinct problem, naming every member it concerns
-                let mut grouped: std::collections::BTreeMap<String, Vec<usize>> =
-                    Default::default();
+                let mut grouped: std::collections::BTreeMap<Local, Vec<usize>> = Default::default();
                 for p in t.processes() {
                     let i = p.index();
                     let size = full[i];
                     if k[i] > size {
                         grouped
-                            .entry(format!(
-                                "at most {} active around it, but its neighbourhood (itself and {} neighbours) holds only {size}",
-                                k[i],
-                                size - 1
-                            ))
+                            .entry(Local::UpperAbove { k: k[i], size })
                             .or_default()
                             .push(i);
                     }
                     if l[i] >= k[i] && self.k.is_none() && self.per_member.is_none() {
                         grouped
-                            .entry(format!(
-                                "at least {} active around it, but its neighbourhood (itself and {} neighbours) holds only {size}: the lower bound must be below that",
-                                l[i],
-                                size - 1
-                            ))
+                            .entry(Local::LowerNotBelowSize { l: l[i], size })
                             .or_default()
                             .push(i);
                     } else if l[i] >= k[i] {
                         grouped
-                            .entry(format!(
-                                "at least {} and at most {} active around it: the lower bound must be below the upper bound",
-                                l[i], k[i]
-                            ))
+                            .entry(Local::LowerNotBelowUpper { l: l[i], k: k[i] })
                             .or_default()
                             .push(i);
                     }
                 }
-                for (why, who) in grouped {
-                    problems.push(Problem::Invalid(format!("{}: {why}", member_list(&who))));
+                for (why, members) in grouped {
+                    problems.push(Problem::Quota(match why {
+                        Local::UpperAbove { k, size } => {
+                            Q::UpperAboveNeighbourhood { members, k, size }
+                        }
+                        Local::LowerNotBelowSize { l, size } => {
+                            Q::LowerNotBelowNeighbourhood { members, l, size }
+                        }
+                        Local::LowerNotBelowUpper { l, k } => {
+                            Q::LowerNotBelowUpper { members, l, k }
+                        }
+                    }));
                 }
                 if problems.is_empty() && (0..n).all(|i| l[i] == 0 && k[i] == full[i]) {
-                    problems.push(Problem::Invalid(
-                        "these bounds constrain nothing (at least 0 and at most every neighbour active everywhere)".into(),
-                    ));
+                    problems.push(Problem::Quota(Q::ConstrainsNothing { n: None }));
                 }
                 (false, t.clone(), l, k)
             }
@@ -287,8 +281,11 @@ impl QuotaBuilder {
         problems.extend(option_problems);
         // the round trip needs no leader: the leader rules' preconditions apply only to a
         // leader named
-        if algorithm == Algorithm::Lkcs && !self.round_trip && self.leader.is_some() {
-            problems.extend(lkcs_problems(&inst, self.leader));
+        if let Some(leader) = self
+            .leader
+            .filter(|_| algorithm == Algorithm::Lkcs && !self.round_trip)
+        {
+            problems.extend(lkcs_problems(&inst, leader));
         }
         ConfigError::check(problems)?;
         let lists = |l: bool, k: bool| {
@@ -347,10 +344,10 @@ impl QuotaBuilder {
         let mut problems = Vec::new();
         let name = algorithm.name();
         if algorithm.is_global() && !global && !t.is_complete() {
-            problems.push(Problem::Invalid(format!(
-                "{name} is a global algorithm: it runs on a global quota (or a local one on a complete graph), not on {}",
-                t.name()
-            )));
+            problems.push(Problem::Quota(Q::GlobalAlgorithmOnLocal {
+                algorithm: name.to_string(),
+                topology: t.name().to_string(),
+            }));
         }
         problems.extend(algorithm.inapplicable(
             &[
@@ -361,23 +358,15 @@ impl QuotaBuilder {
             "",
         ));
         if self.round_trip && algorithm != Algorithm::Lkcs {
-            problems.push(Problem::Invalid(format!(
-                "round_trip is LKCS's (a local quota with lower and upper bounds); it does not \
-                 apply to {name}"
-            )));
+            problems.push(Problem::Quota(Q::RoundTripNotLkcs {
+                algorithm: name.to_string(),
+            }));
         }
         if self.round_trip && self.leader.is_some() {
-            problems.push(Problem::Invalid(
-                "the round trip has no leader: leader and round_trip do not combine".into(),
-            ));
+            problems.push(Problem::Quota(Q::RoundTripWithLeader));
         }
         problems
     }
-}
-
-/// "member 3" or "members 0, 1, 2, 3, 4, 5, 6, 7 and 12 more".
-fn member_list(ids: &[usize]) -> String {
-    error::MemberList(ids).to_string()
 }
 
 /// The problems of an `initially_active` list itself: ids out of range and repeated ids.
@@ -385,21 +374,18 @@ fn start_list_problems(ids: &[usize], n: usize) -> Vec<Problem> {
     let mut problems = Vec::new();
     let out: std::collections::BTreeSet<usize> = ids.iter().copied().filter(|&i| i >= n).collect();
     if !out.is_empty() {
-        let out: Vec<usize> = out.into_iter().collect();
-        problems.push(Problem::Invalid(format!(
-            "initially_active names {}, but members are 0..{n}",
-            member_list(&out)
-        )));
+        problems.push(Problem::Quota(Q::StartOutOfRange {
+            members: out.into_iter().collect(),
+            n,
+        }));
     }
     let mut seen = std::collections::BTreeSet::new();
     let twice: std::collections::BTreeSet<usize> =
         ids.iter().copied().filter(|&i| !seen.insert(i)).collect();
     if !twice.is_empty() {
-        let twice: Vec<usize> = twice.into_iter().collect();
-        problems.push(Problem::Invalid(format!(
-            "initially_active names {} more than once",
-            member_list(&twice)
-        )));
+        problems.push(Problem::Quota(Q::StartRepeats {
+            members: twice.into_iter().collect(),
+        }));
     }
     problems
 }
@@ -430,42 +416,22 @@ fn unsafe_start(inst: &Instance, states: &[CsState], global: bool) -> Vec<Proble
         if b.l <= c && c <= b.k {
             continue;
         }
-        let bound = if c < b.l {
-            format!("at least {}", b.l)
+        let (side, bound) = if c < b.l {
+            (BoundSide::Lower, b.l)
         } else {
-            format!("at most {}", b.k)
+            (BoundSide::Upper, b.k)
         };
+        problems.push(Problem::Quota(Q::StartBreaks {
+            around: (!global).then_some(p.index()),
+            active: c,
+            side,
+            bound,
+        }));
         if global {
-            problems.push(Problem::Invalid(format!(
-                "initially_active: {c} members active, but {bound} must be"
-            )));
             break;
         }
-        problems.push(Problem::Invalid(format!(
-            "initially_active: {c} active around member {}, but {bound} must be",
-            p.index()
-        )));
     }
     problems
-}
-
-/// Replaces `P7` by `member 7` in a message of the algorithms' layer.
-fn member_words(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    let mut prev: Option<char> = None;
-    while let Some(c) = chars.next() {
-        let starts_id = c == 'P'
-            && !prev.is_some_and(|p| p.is_alphanumeric())
-            && chars.peek().is_some_and(|d| d.is_ascii_digit());
-        if starts_id {
-            out.push_str("member ");
-        } else {
-            out.push(c);
-        }
-        prev = Some(c);
-    }
-    out
 }
 
 impl QuotaBuilder {
@@ -493,25 +459,22 @@ impl QuotaBuilder {
                         narrow.entry((b.l, b.k)).or_default().push(p.index());
                     }
                     problems.extend(narrow.into_iter().map(|((l, k), who)| {
-                        let who = if who.len() == t.len() {
-                            "every member".to_string()
-                        } else {
-                            member_list(&who)
-                        };
-                        Problem::Invalid(format!(
-                            "{who}: at least {l} and at most {k} active around each leaves too little room: with both kinds of bound, lkcs keeps each one tighter where a move can break it (at least l+1 where l > 0, at most k−1 where k is below the neighbourhood's size) and needs the two apart, so at most − at least ≥ 3 where both can break",
-                        ))
+                        Problem::Quota(Q::NoRoom {
+                            members: (who.len() != t.len()).then_some(who),
+                            l,
+                            k,
+                        })
                     }));
                 }
                 // room enough: the refusal is of the start; say it without the layers' names
-                other => problems.push(Problem::Invalid(member_words(&other.to_string()))),
+                other => problems.push(Problem::Quota(Q::StartRefused(Box::new(other.clone())))),
             }
         }
         if problems.is_empty() {
             return e;
         }
         if let Some(better) = self.nearest_accepted(t) {
-            problems.push(Problem::Invalid(format!("accepted instead: {better}")));
+            problems.push(Problem::Quota(Q::AcceptedInstead(better)));
         }
         ConfigError::new(problems)
     }
@@ -571,10 +534,10 @@ impl QuotaBuilder {
 
 /// LKCS's preconditions in quota terms: a leader with at least 4 neighbours, and
 /// k_q − l_q ≥ 3 for every member within two hops of it.
-fn lkcs_problems(inst: &Instance, leader: Option<usize>) -> Vec<Problem> {
+fn lkcs_problems(inst: &Instance, leader: usize) -> Vec<Problem> {
     use crate::algo::lkcs::MIN_LEADER_DEGREE as D;
     let t = inst.topology();
-    let slack_problems = |ldr: ProcessId| -> Vec<String> {
+    let slack_problems = |ldr: ProcessId| -> Vec<Problem> {
         let mut by_bounds: std::collections::BTreeMap<(usize, usize), Vec<usize>> =
             Default::default();
         for (q, d) in t.distances(ldr).into_iter().enumerate() {
@@ -585,57 +548,28 @@ fn lkcs_problems(inst: &Instance, leader: Option<usize>) -> Vec<Problem> {
         }
         by_bounds
             .into_iter()
-            .map(|((l, k), who)| {
-                format!(
-                    "{}, within two hops of member {} (the leader): at least {l} and at most {k} active around each, but the leader rules need at most − at least ≥ 3 there",
-                    member_list(&who),
-                    ldr.index(),
-                )
+            .map(|((l, k), members)| {
+                Problem::Quota(Q::LeaderSlack {
+                    members,
+                    leader: ldr.index(),
+                    l,
+                    k,
+                })
             })
             .collect()
     };
-    let why = "LKCS's leader rules need";
-    match leader {
-        Some(ldr) if ldr >= t.len() => vec![Problem::Invalid(format!(
-            "leader {ldr}: members are 0..{}",
-            t.len()
-        ))],
-        Some(ldr) => {
-            let p = ProcessId::from(ldr);
-            let mut problems = Vec::new();
-            if t.degree(p) < D {
-                problems.push(Problem::Invalid(format!(
-                    "{why} a leader with at least {D} neighbours: member {ldr} has {}",
-                    t.degree(p)
-                )));
-            }
-            problems.extend(slack_problems(p).into_iter().map(Problem::Invalid));
-            problems
-        }
-        None => {
-            let mut candidates: Vec<ProcessId> =
-                t.processes().filter(|&p| t.degree(p) >= D).collect();
-            if candidates.is_empty() {
-                let max = t.processes().map(|p| t.degree(p)).max().unwrap_or(0);
-                return vec![Problem::Invalid(format!(
-                    "{why} a leader with at least {D} neighbours: no member has {D} neighbours (the most is {max}); use only lower bounds (LMUTIN) or only upper bounds (LMUTEX), or a denser graph"
-                ))];
-            }
-            candidates.sort_by_key(|&p| (std::cmp::Reverse(t.degree(p)), p));
-            if candidates.iter().any(|&p| slack_problems(p).is_empty()) {
-                return Vec::new();
-            }
-            // no member can lead: explain with the best-connected candidate
-            let best = candidates[0];
-            let mut problems: Vec<Problem> = slack_problems(best)
-                .into_iter()
-                .map(Problem::Invalid)
-                .collect();
-            problems.push(Problem::Invalid(format!(
-                "{why} k − l ≥ 3 within two hops of some member with at least {D} neighbours; none of the {} candidates has it",
-                candidates.len()
-            )));
-            problems
-        }
+    if leader >= t.len() {
+        return vec![Problem::Quota(Q::LeaderOutOfRange { leader, n: t.len() })];
     }
+    let p = ProcessId::from(leader);
+    let mut problems = Vec::new();
+    if t.degree(p) < D {
+        problems.push(Problem::Quota(Q::LeaderTooFewNeighbours {
+            leader,
+            degree: t.degree(p),
+            needed: D,
+        }));
+    }
+    problems.extend(slack_problems(p));
+    problems
 }

@@ -11,10 +11,11 @@ use crate::topology::Topology;
 /// The (0, 1) instance on `topology` (global mutual exclusion), which must be complete.
 pub fn mutex_instance(topology: &Topology) -> Result<Instance, ConfigError> {
     if !topology.is_complete() {
-        return Err(ConfigError::one(Problem::Invalid(format!(
-            "global algorithms run on complete:N; {} is not complete",
-            topology.name()
-        ))));
+        return Err(ConfigError::one(Problem::NeedsCompleteGraph {
+            algorithm: "the migrating controller (cdc, ddc)".into(),
+            topology: topology.name().to_string(),
+            n: topology.len(),
+        }));
     }
     Instance::new(
         topology.clone(),
