@@ -402,12 +402,7 @@ impl SystemSpec {
             }
             _ => (self.l.unwrap_or(1), self.k.unwrap_or(n.saturating_sub(1))),
         };
-        let rule = match alg {
-            Algorithm::Mutin => "mutin: 0 <= l < n",
-            Algorithm::Kmex => "kmex: 1 <= k <= n",
-            _ => "gcs: 0 <= l < k <= n",
-        };
-        if let Err(e) = global_instance(&self.topology, l, k, rule) {
+        if let Err(e) = global_instance(&self.topology, l, k, global_rule(alg)) {
             problems.extend(e.problems);
         }
         let coterie = self
@@ -457,7 +452,7 @@ impl SystemSpec {
     ) -> Result<V::Output, ConfigError> {
         let rules = self.mutin_rules(printed);
         let t = &self.topology;
-        let inst = global_instance(t, g.l, g.k, &format!("{}: 0 <= l < k <= n", self.algorithm))?;
+        let inst = global_instance(t, g.l, g.k, global_rule(self.algorithm))?;
         let initial = self.initial_for(&inst)?;
         match self.algorithm {
             Algorithm::Mutin => {
@@ -548,6 +543,16 @@ impl SystemSpec {
             Some(s) => Ok(s.clone()),
             None => inst.find_safe_initial().map_err(ConfigError::one),
         }
+    }
+}
+
+/// A global algorithm's bound condition, as `global_instance` takes it (`ALGORITHM:
+/// CONDITION`; the algorithm names its complete-graph refusal).
+fn global_rule(algorithm: Algorithm) -> &'static str {
+    match algorithm {
+        Algorithm::Mutin => "mutin: 0 <= l < n",
+        Algorithm::Kmex => "kmex: 1 <= k <= n",
+        _ => "gcs: 0 <= l < k <= n",
     }
 }
 

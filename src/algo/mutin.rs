@@ -587,9 +587,7 @@ pub fn global_instance(
     let n = topology.len();
     let mut problems = Vec::new();
     if !topology.is_complete() {
-        let algorithm = rule
-            .split_once(": ")
-            .map_or("a global algorithm", |(a, _)| a);
+        let algorithm = rule.split_once(": ").map_or("this algorithm", |(a, _)| a);
         problems.push(Problem::NeedsCompleteGraph {
             algorithm: algorithm.to_string(),
             topology: topology.name().to_string(),

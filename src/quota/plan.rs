@@ -106,9 +106,9 @@ fn unsolved(
 }
 
 /// A per-member bound problem of a local quota, before the members that share it are
-/// gathered into one [`QuotaProblem`](Q).
+/// gathered into one [`QuotaProblem`](Q). Ordered as their lines are printed: lower-bound
+/// problems first.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
-/// Ordered as their lines are printed: lower-bound problems first.
 enum Local {
     LowerNotBelowSize { l: usize, size: usize },
     LowerNotBelowUpper { l: usize, k: usize },
