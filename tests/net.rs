@@ -457,6 +457,156 @@ async fn links_deliver_once_in_order_through_resets() {
     assert!(logs.any(|_, e| matches!(e, LogEvent::Connected { resent, .. } if *resent > 0)));
 }
 
+/// Receives `count` messages on `net`, in order, as their numbers.
+async fn receive(net: &mut Net<u64>, count: usize) -> Vec<u64> {
+    let mut got = Vec::new();
+    while got.len() < count {
+        match net.recv().await {
+            Some(NetEvent::Message { msg, .. }) => got.push(msg),
+            Some(_) => {}
+            None => break,
+        }
+    }
+    got
+}
+
+/// A drain waits for the peer's acknowledgement: P1 delivered P0's messages but acknowledges
+/// only with its heartbeat, 30 s away, so P0's messages are not settled; once P1 drains (it
+/// acknowledges what it delivered at once), P0's drain ends, well before that heartbeat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_waits_for_the_peers_acknowledgement_which_its_drain_sends_at_once() {
+    let logs = Logs::default();
+    let (l0, l1) = (bind().await, bind().await);
+    let (a0, a1) = (l0.local_addr().unwrap(), l1.local_addr().unwrap());
+    let slow = Timing {
+        heartbeat: Duration::from_secs(30),
+        peer_timeout: Duration::from_secs(90),
+        ..fast_timing()
+    };
+    let mut c0 = config(identity(0, SPEC, 1), &[(1, a1)], &logs);
+    let mut c1 = config(identity(1, SPEC, 1), &[(0, a0)], &logs);
+    c0.timing = slow;
+    c1.timing = slow;
+    let n0: Net<u64> = Net::start(c0, l0).unwrap();
+    let mut n1: Net<u64> = Net::start(c1, l1).unwrap();
+    let p1 = ProcessId(1);
+    let run = async {
+        // both sides serve the connection (each one's first heartbeat, acknowledging
+        // nothing, went out as it started)
+        logs.wait_for("both sides connected", |_, e| {
+            matches!(e, LogEvent::Connected { .. })
+        })
+        .await;
+        while logs.count(|_, e| matches!(e, LogEvent::Connected { .. })) < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        for m in 0..5 {
+            n0.send(p1, m).unwrap();
+        }
+        let gauges = n0.gauges();
+        assert_eq!(gauges.handed(p1), 5, "P0 handed its link 5 messages");
+        assert_eq!(receive(&mut n1, 5).await, vec![0, 1, 2, 3, 4]);
+        assert!(
+            !gauges.settled(p1, 5),
+            "P1 delivered the messages but acknowledges them only with its heartbeat, 30 s away"
+        );
+        let unsettled = n1.gauges().drain(&BTreeMap::new(), GUARD).await;
+        assert!(
+            unsettled.is_empty(),
+            "P1 handed nothing, yet {unsettled:?} unsettled"
+        );
+        // P1's drain wrote its acknowledgement: P0's drain ends before any heartbeat
+        let unsettled = gauges
+            .drain(&BTreeMap::new(), Duration::from_secs(20))
+            .await;
+        assert!(
+            unsettled.is_empty(),
+            "P0's messages not acknowledged by {unsettled:?} although P1 drained"
+        );
+        assert!(gauges.settled(p1, 5));
+    };
+    tokio::time::timeout(GUARD, run).await.expect("hang guard");
+}
+
+/// A drain does not wait on a peer that stopped for longer than it takes the link to call
+/// it unreachable: P1 stopped before P0's messages, so within 200 ms (the peer timeout is
+/// 5 s) they are unsettled, and once P1 is unreachable the drain ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_ends_when_the_peer_is_unreachable() {
+    let logs = Logs::default();
+    let (l0, l1) = (bind().await, bind().await);
+    let (a0, a1) = (l0.local_addr().unwrap(), l1.local_addr().unwrap());
+    let n0: Net<u64> = Net::start(config(identity(0, SPEC, 1), &[(1, a1)], &logs), l0).unwrap();
+    let n1: Net<u64> = Net::start(config(identity(1, SPEC, 1), &[(0, a0)], &logs), l1).unwrap();
+    let p1 = ProcessId(1);
+    let run = async {
+        logs.wait_for("connected", |_, e| matches!(e, LogEvent::Connected { .. }))
+            .await;
+        drop(n1);
+        for m in 0..3 {
+            n0.send(p1, m).unwrap();
+        }
+        let gauges = n0.gauges();
+        let unsettled = gauges
+            .drain(&BTreeMap::new(), Duration::from_millis(200))
+            .await;
+        assert_eq!(
+            unsettled,
+            vec![p1],
+            "P1 stopped before acknowledging, and is not yet unreachable"
+        );
+        let unsettled = gauges.drain(&BTreeMap::new(), GUARD).await;
+        assert!(
+            unsettled.is_empty(),
+            "P1 unreachable, yet {unsettled:?} waited on"
+        );
+        assert!(
+            logs.any(
+                |me, e| me == ProcessId(0) && matches!(e, LogEvent::Unreachable(p) if *p == p1)
+            ),
+            "the drain ended because P0's link called P1 unreachable"
+        );
+    };
+    tokio::time::timeout(GUARD, run).await.expect("hang guard");
+}
+
+/// A member that drains and then stops loses nothing, through a proxy that resets the
+/// connection every 300..3000 bytes: P0 sends 2,000 messages, drains, and drops its net at
+/// once; P1 still receives every one, in order (without the drain, the resets' losses at
+/// the end stay in a buffer that is gone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_that_drains_before_it_stops_loses_nothing_through_resets() {
+    let logs = Logs::default();
+    let (l0, l1) = (bind().await, bind().await);
+    let proxy = Proxy::start(l1.local_addr().unwrap(), Some(300..3000), 11).await;
+    let n0: Net<u64> =
+        Net::start(config(identity(0, SPEC, 1), &[(1, proxy.addr)], &logs), l0).unwrap();
+    let a0 = n0.local_addr();
+    let mut n1: Net<u64> = Net::start(config(identity(1, SPEC, 1), &[(0, a0)], &logs), l1).unwrap();
+    let count = 2000u64;
+    let run = async {
+        for m in 0..count {
+            n0.send(ProcessId(1), m).unwrap();
+        }
+        let unsettled = n0.gauges().drain(&BTreeMap::new(), GUARD).await;
+        assert!(unsettled.is_empty(), "{unsettled:?} never acknowledged");
+        drop(n0);
+        receive(&mut n1, count as usize).await
+    };
+    let got = tokio::time::timeout(GUARD, run).await.expect("hang guard");
+    assert_eq!(
+        got,
+        (0..count).collect::<Vec<_>>(),
+        "P1 received something else than 0..{count}, in order"
+    );
+    assert!(
+        proxy.resets() >= 3,
+        "the proxy cut only {} connections",
+        proxy.resets()
+    );
+}
+
 /// Starts P0 dialling P1 with the given identities; returns the nets (kept alive) and waits
 /// for `both` refusals to be logged, one by each side.
 async fn refused_on_both_sides(

@@ -653,6 +653,18 @@ async fn cycle(cluster: &Cluster, h: &NodeHandle, args: &NodeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // the last messages (the byes) stay in the links' buffers, resent after a reset, only
+    // while this process lives: it ends once each peer acknowledged them, or cannot
+    let within = 2 * cluster.timing().peer_timeout;
+    let unsettled = h.drain(within).await;
+    if !unsettled.is_empty() {
+        let names: Vec<String> = unsettled.iter().map(|p| p.to_string()).collect();
+        warn!(
+            "{me}: no acknowledgement of the end of the run from {} within {} ms",
+            names.join(", "),
+            within.as_millis()
+        );
+    }
     report(cluster, me, args, &run);
     ExitCode::SUCCESS
 }
@@ -799,8 +811,6 @@ async fn drive(h: &NodeHandle, pairs: usize, rejoin_within: Option<Duration>) ->
             Err(_) => return Err(evicted_or_stopped(h)),
         }
     }
-    // let the last byes and acknowledgements leave before the process ends
-    tokio::time::sleep(Duration::from_millis(50)).await;
     Ok(run)
 }
 

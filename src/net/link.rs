@@ -21,11 +21,13 @@
 
 mod accept;
 mod connect;
+mod gauge;
 mod sequence;
 mod serve;
 mod sources;
 mod task;
 
+pub use gauge::LinkGauges;
 pub use sequence::{AckBeyondSent, Arrival, Incoming, Outgoing};
 
 use super::io::Listener;
@@ -135,6 +137,7 @@ where
         )));
         let (events_tx, events) = mpsc::unbounded_channel();
         let mut links = BTreeMap::new();
+        let mut gauges = BTreeMap::new();
         let mut accepted = BTreeMap::new();
         let mut tasks = Vec::new();
         let named: Vec<(ProcessId, MemberAddress)> = config
@@ -159,7 +162,9 @@ where
         for (&peer, addr) in &config.peers {
             let (tx, rx) = mpsc::unbounded_channel();
             let (conn_tx, conn_rx) = mpsc::channel(4);
+            let gauge = Arc::new(gauge::Gauge::default());
             links.insert(peer, tx);
+            gauges.insert(peer, gauge.clone());
             accepted.insert(peer, conn_tx);
             let link = Link {
                 me: identity.clone(),
@@ -177,6 +182,8 @@ where
                 unreachable: false,
                 lost: None,
                 cursor: 1,
+                gauge,
+                taken: 0,
             };
             tasks.push(tokio::spawn(link.run(rx, conn_rx)));
         }
@@ -199,7 +206,10 @@ where
             status,
             incarnation,
             timing: config.timing,
-            links: NetSender(Arc::new(links)),
+            links: NetSender {
+                links: Arc::new(links),
+                gauges: LinkGauges(Arc::new(gauges)),
+            },
             events,
             tasks,
             local,
@@ -240,7 +250,7 @@ where
 
     /// The peers, in id order.
     pub fn peers(&self) -> impl Iterator<Item = ProcessId> + '_ {
-        self.links.0.keys().copied()
+        self.links.links.keys().copied()
     }
 
     /// Queues `msg` for `to` on its link; it arrives once, in order, while the link lives.
@@ -252,6 +262,12 @@ where
     /// dropped, when its sends fail with [`NetError::Lost`]).
     pub fn sender(&self) -> NetSender<M> {
         self.links.clone()
+    }
+
+    /// How far each link's messages got: what a member waits on before its process ends
+    /// ([`LinkGauges::drain`]).
+    pub fn gauges(&self) -> LinkGauges {
+        self.links.gauges.clone()
     }
 
     /// The next event; `None` once every link has stopped.
@@ -267,21 +283,40 @@ where
 
 /// The sending side of a [`Net`]: clones queue on the same links.
 #[derive(Debug)]
-pub struct NetSender<M>(Arc<BTreeMap<ProcessId, mpsc::UnboundedSender<M>>>);
+pub struct NetSender<M> {
+    links: Arc<BTreeMap<ProcessId, mpsc::UnboundedSender<M>>>,
+    /// Counts what each link is handed.
+    gauges: LinkGauges,
+}
 
 impl<M> Clone for NetSender<M> {
     fn clone(&self) -> Self {
-        NetSender(self.0.clone())
+        NetSender {
+            links: self.links.clone(),
+            gauges: self.gauges.clone(),
+        }
     }
 }
 
 impl<M> NetSender<M> {
     /// As [`Net::send`].
     pub fn send(&self, to: ProcessId, msg: M) -> Result<(), NetError> {
-        match self.0.get(&to) {
+        match self.links.get(&to) {
             None => Err(NetError::NotAPeer(to)),
-            Some(link) => link.send(msg).map_err(|_| NetError::Lost(to)),
+            Some(link) => {
+                // counted first: a mark taken after this send is then never below the
+                // message's place in the link, whatever other threads send meanwhile
+                if let Some(g) = self.gauges.0.get(&to) {
+                    g.hand();
+                }
+                link.send(msg).map_err(|_| NetError::Lost(to))
+            }
         }
+    }
+
+    /// As [`Net::gauges`].
+    pub fn gauges(&self) -> LinkGauges {
+        self.gauges.clone()
     }
 }
 

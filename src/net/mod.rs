@@ -89,7 +89,7 @@ pub use channel::{PublicKey, SecretKey};
 pub use cluster::{Cluster, ViewTiming};
 pub use handshake::{HandshakeError, Trust};
 pub use io::Listener;
-pub use link::{Net, NetEvent, NetSender, StatusFn};
+pub use link::{LinkGauges, Net, NetEvent, NetSender, StatusFn};
 pub use metrics::{CallOutcome, NodeMetrics, PeerMetrics, WaitHistogram, WAIT_BUCKETS};
 pub use node::{
     margin_holds, rebuild_from, Fenced, LeaseWatch, LinkTransport, Node, NodeError, NodeHandle,

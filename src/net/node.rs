@@ -54,7 +54,7 @@
 //! starts with no lease: its calls wait until a majority first answers one of its beats (the
 //! members may start minutes apart), and only a lease once granted can run out.
 
-use super::link::{Net, NetEvent, NetSender};
+use super::link::{LinkGauges, Net, NetEvent, NetSender};
 use super::metrics::{CallOutcome, NodeMetrics, Recorder};
 use super::{LogEvent, Logger};
 use crate::cs::{CsObject, CsState, Outbox, Sequence};
@@ -302,6 +302,9 @@ trait Calls: Send + Sync {
     fn leave(&self) -> Leaving;
     /// The node stopped: every waiting and later call gets [`NodeError::Stopped`].
     fn stop(&self);
+    /// The links' gauges, and how many messages each peer's link had been handed at this
+    /// node's bye to it.
+    fn drain_marks(&self) -> (LinkGauges, BTreeMap<ProcessId, u64>);
 }
 
 /// A member's state in one word: `evicted` while fenced, else `active`, `inactive`,
@@ -439,6 +442,22 @@ impl<A: CsObject> Calls for Shared<A> {
         self.lock().stop();
         self.end_task();
     }
+
+    fn drain_marks(&self) -> (LinkGauges, BTreeMap<ProcessId, u64>) {
+        let core = self.lock();
+        let gauges = core.net.gauges();
+        // after the byes, only what went before them: a member this node says no bye to
+        // (one it shares only the view log with) may have exited, and never acknowledges
+        let marks = if core.bye_marks.is_empty() {
+            BTreeMap::new()
+        } else {
+            gauges
+                .peers()
+                .map(|p| (p, core.bye_marks.get(&p).copied().unwrap_or(0)))
+                .collect()
+        };
+        (gauges, marks)
+    }
 }
 
 /// Stops the core when the node task ends, however it ends (its links closed, aborted, its
@@ -461,6 +480,10 @@ struct Core<A: CsObject> {
     byes: BTreeSet<ProcessId>,
     /// Peers this node said bye to.
     said_bye: BTreeSet<ProcessId>,
+    /// How many messages each peer's link had been handed when this node said bye to it:
+    /// what a drain waits to see acknowledged ([`NodeHandle::drain`]). Later messages (the
+    /// lease's beats) need no acknowledgement from a peer that may have exited.
+    bye_marks: BTreeMap<ProcessId, u64>,
     connected: BTreeSet<ProcessId>,
     status: watch::Sender<NodeStatus>,
     /// This member's id in the cluster (the object's own id is the view's numbering of it).
@@ -745,6 +768,7 @@ impl<A: CsObject> Core<A> {
             });
             if all {
                 send(Wire::Bye { view });
+                self.bye_marks.insert(p, self.net.gauges().handed(p));
             }
         }
         if all {

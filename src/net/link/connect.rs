@@ -81,6 +81,7 @@ where
                 self.log(LogEvent::PeerRestarted(self.peer));
                 self.out = Outgoing::default();
                 self.inc = Incoming::default();
+                self.publish();
                 self.incarnation = Some(hello.incarnation);
                 let _ = self.events.send(NetEvent::Restarted {
                     peer: self.peer,
@@ -99,6 +100,10 @@ where
             }
             _ => {}
         }
+        // while the resume is under way a drain waits for it: its Resume says what was
+        // delivered, as an acknowledgement would
+        self.gauge.set_connected(true);
+        let ticket = self.gauge.flush_ticket();
         let exchange = async {
             handshake::send(
                 &mut conn,
@@ -114,8 +119,12 @@ where
             }
         };
         let delivered = match tokio::time::timeout(self.timing.handshake_timeout, exchange).await {
-            Ok(Ok(d)) => d,
+            Ok(Ok(d)) => {
+                self.gauge.flush_written(ticket);
+                d
+            }
             Ok(Err(error)) => {
+                self.gauge.set_connected(false);
                 self.log(LogEvent::Refused {
                     addr,
                     peer: Some(self.peer),
@@ -124,6 +133,7 @@ where
                 return None;
             }
             Err(_) => {
+                self.gauge.set_connected(false);
                 self.log(LogEvent::Refused {
                     addr,
                     peer: Some(self.peer),
@@ -132,7 +142,9 @@ where
                 return None;
             }
         };
-        if let Err(e) = self.out.ack(delivered) {
+        let acked = self.out.ack(delivered);
+        self.publish();
+        if let Err(e) = acked {
             self.log(LogEvent::Dropped {
                 peer: self.peer,
                 reason: format!(
@@ -140,6 +152,7 @@ where
                     e.acked, e.sent
                 ),
             });
+            self.gauge.set_connected(false);
             return None;
         }
         self.incarnation = Some(hello.incarnation);
@@ -153,10 +166,7 @@ where
             resent: self.out.len(),
         });
         let _ = self.events.send(NetEvent::Connected(self.peer));
-        if self.unreachable {
-            self.unreachable = false;
-            let _ = self.events.send(NetEvent::Reachable(self.peer));
-        }
+        self.reachable();
         Some(conn)
     }
 }

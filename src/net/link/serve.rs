@@ -44,9 +44,14 @@ where
         let mut writer = Writer::Idle(sink);
         // encoded control frames (acknowledgements, heartbeats) for the next write
         let mut control: Vec<Bytes> = Vec::new();
+        // a drain's acknowledgement request: the one in `control`, then the one being written
+        let gauge = self.gauge.clone();
+        let mut flush_queued: Option<u64> = None;
+        let mut flush_writing: Option<u64> = None;
         loop {
             if let Some(sink) = writer.idle() {
                 let mut batch = std::mem::take(&mut control);
+                flush_writing = flush_queued.take();
                 let mut next = self.cursor;
                 for (seq, frame) in self.out.from_seq(self.cursor).take(SEND_BATCH) {
                     batch.push(frame.clone());
@@ -61,8 +66,20 @@ where
             }
             tokio::select! {
                 w = writer.done() => match w {
-                    Ok(sink) => writer = Writer::Idle(sink),
+                    Ok(sink) => {
+                        writer = Writer::Idle(sink);
+                        if let Some(ticket) = flush_writing.take() {
+                            gauge.flush_written(ticket);
+                        }
+                    }
                     Err(e) => return Ended::Dropped(e.to_string()),
+                },
+                // a drain asks for what was delivered to be acknowledged now
+                ticket = gauge.flush_asked() => {
+                    let delivered = self.inc.delivered();
+                    acked = delivered;
+                    control.push(control_frame::<M>(&Frame::Ack { seq: delivered }));
+                    flush_queued = Some(ticket);
                 },
                 // no bias: reading goes on while something is being written
                 m = outbox.recv() => match m {
@@ -100,10 +117,7 @@ where
                         Some(Ok(b)) => b,
                     };
                     *last_heard = Instant::now();
-                    if self.unreachable {
-                        self.unreachable = false;
-                        let _ = self.events.send(NetEvent::Reachable(self.peer));
-                    }
+                    self.reachable();
                     match frame::decode::<M>(&bytes) {
                         Err(e) => return Ended::Dropped(format!("{e}: connection closed")),
                         Ok(Frame::Data { seq, msg }) => match self.inc.arrive(seq) {
@@ -124,7 +138,9 @@ where
                             }
                         },
                         Ok(Frame::Ack { seq }) => {
-                            if let Err(e) = self.out.ack(seq) {
+                            let acked = self.out.ack(seq);
+                            self.publish();
+                            if let Err(e) = acked {
                                 self.log(LogEvent::Dropped {
                                     peer: self.peer,
                                     reason: format!("ack of {} with only {} sent", e.acked, e.sent),

@@ -2,6 +2,7 @@
 //! disconnected, watches the peer's silence, dials when due (the smaller id's side, with
 //! backoff), and gives the link up for good when it must.
 
+use super::gauge::Gauge;
 use super::sequence::{Incoming, Outgoing};
 use super::NetEvent;
 use crate::id::ProcessId;
@@ -50,6 +51,17 @@ pub(super) struct Link<M> {
     pub(super) lost: Option<String>,
     /// The next sequence number to transmit on the current connection.
     pub(super) cursor: u64,
+    /// What the link publishes for a drain: how many messages it took, how many settled.
+    pub(super) gauge: Arc<Gauge>,
+    /// Messages taken from the outbox so far (those dropped at a restart included).
+    pub(super) taken: u64,
+}
+
+impl<M> Drop for Link<M> {
+    fn drop(&mut self) {
+        // the task ended, however (lost, shut down, aborted): nothing more settles
+        self.gauge.end();
+    }
 }
 
 impl<M> Link<M>
@@ -75,10 +87,12 @@ where
             }
             // Connected: serve until the connection ends.
             if let Some(c) = conn.take() {
-                match self
+                self.gauge.set_connected(true);
+                let ended = self
                     .serve(c, &mut outbox, &mut accepted, &mut last_heard)
-                    .await
-                {
+                    .await;
+                self.gauge.set_connected(false);
+                match ended {
                     Ended::Shutdown => return,
                     Ended::Lost(why) => {
                         self.lost = Some(why);
@@ -147,6 +161,8 @@ where
         mut outbox: mpsc::UnboundedReceiver<M>,
         mut accepted: mpsc::Receiver<(Conn, PeerHello)>,
     ) {
+        // nothing more settles: what is kept, and what comes, is dropped
+        self.gauge.end();
         self.log(LogEvent::LinkLost {
             peer: self.peer,
             reason,
@@ -175,6 +191,7 @@ where
     pub(super) fn mark_unreachable(&mut self) {
         if !self.unreachable {
             self.unreachable = true;
+            self.gauge.set_unreachable(true);
             self.log(LogEvent::Unreachable(self.peer));
             let _ = self.events.send(NetEvent::Unreachable(self.peer));
         }
@@ -194,8 +211,25 @@ where
         };
         match frame::encode(&frame) {
             Err(e) => Err(format!("a message that cannot be sent: {e}")),
-            Ok(bytes) => Ok(self.out.push(Bytes::from(bytes))),
+            Ok(bytes) => {
+                self.taken += 1;
+                Ok(self.out.push(Bytes::from(bytes)))
+            }
         }
+    }
+
+    /// The peer is reachable again (a frame or a resume came).
+    pub(super) fn reachable(&mut self) {
+        if self.unreachable {
+            self.unreachable = false;
+            self.gauge.set_unreachable(false);
+            let _ = self.events.send(NetEvent::Reachable(self.peer));
+        }
+    }
+
+    /// Publishes what is settled (after an acknowledgement, or a restart's drop).
+    pub(super) fn publish(&self) {
+        self.gauge.publish(self.taken, self.out.len());
     }
 }
 

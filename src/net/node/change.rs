@@ -48,6 +48,7 @@ impl<A: CsObject> Core<A> {
             self.finished.remove(&self.me);
             self.byes.clear();
             self.said_bye.clear();
+            self.bye_marks.clear();
             for p in processes.keys() {
                 self.renewed.insert(*p, number);
             }
@@ -57,6 +58,7 @@ impl<A: CsObject> Core<A> {
             self.finished.remove(p);
             self.byes.remove(p);
             self.said_bye.remove(p);
+            self.bye_marks.remove(p);
             self.renewed.insert(*p, number);
         }
         v.processes = processes.clone();

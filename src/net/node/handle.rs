@@ -216,6 +216,18 @@ impl NodeHandle {
         rx.await.unwrap_or(Err(NodeError::Stopped))
     }
 
+    /// Waits, at most `within`, until every peer acknowledged what this node sent it up to
+    /// its bye (before the byes: everything so far; after them, nothing from a member it
+    /// says no bye to, which shares only the view log with it), or cannot (it is unreachable, it
+    /// restarted, its link was lost or stopped), after acknowledging at once what the peers
+    /// sent. A process that ends right after its run calls this first: its links keep the
+    /// unacknowledged messages, and resend them after a reset, only while it lives. Returns
+    /// the peers left unsettled.
+    pub async fn drain(&self, within: std::time::Duration) -> Vec<ProcessId> {
+        let (gauges, marks) = self.core.drain_marks();
+        gauges.drain(&marks, within).await
+    }
+
     /// Stops the node (and, with it, its links): every waiting and later call returns
     /// [`NodeError::Stopped`].
     pub fn shutdown(&self) {

@@ -59,7 +59,12 @@ impl<A: CsObject> Core<A> {
                         self.in_view(from, view, msg)
                     }
                     Wire::Finished { view, ids } => self.on_end(from, view, End::Finished(ids)),
-                    Wire::Bye { view } => self.on_end(from, view, End::Bye),
+                    Wire::Bye { view } => {
+                        // the peer waits for this acknowledgement before its process ends,
+                        // whatever view the bye is of
+                        self.net.gauges().acknowledge_now(from);
+                        self.on_end(from, view, End::Bye)
+                    }
                     Wire::View(_) => {} // handled above
                 }
             }

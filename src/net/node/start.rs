@@ -127,6 +127,7 @@ impl<A: CsObject> Node<A> {
             finished: BTreeSet::new(),
             byes: BTreeSet::new(),
             said_bye: BTreeSet::new(),
+            bye_marks: BTreeMap::new(),
             connected: BTreeSet::new(),
             status: status_tx,
             me: id,
