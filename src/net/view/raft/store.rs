@@ -92,6 +92,15 @@ fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
+/// [`write_atomic`] on tokio's blocking pool: the two fsyncs take milliseconds, and the
+/// node's runtime has one thread, which also serves the member's links and heartbeats.
+async fn write_off_thread(dir: &Path, name: &'static str, bytes: Vec<u8>) -> std::io::Result<()> {
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || write_atomic(&dir, name, &bytes))
+        .await
+        .map_err(|e| std::io::Error::other(format!("the write of {name} did not finish: {e}")))?
+}
+
 /// Reads `dir/name`, `None` if it does not exist.
 fn read_file(dir: &Path, name: &str) -> std::io::Result<Option<Vec<u8>>> {
     match std::fs::read(dir.join(name)) {
@@ -177,17 +186,18 @@ impl LogStore {
         for entry in entries {
             inner.log.insert(entry.get_log_id().index, entry);
         }
-        self.persist(&inner)
+        self.persist(&inner).await
     }
 
-    /// Writes the log through to the folder, if it has one.
-    fn persist(&self, inner: &LogInner) -> std::io::Result<()> {
+    /// Writes the log through to the folder, if it has one. The caller holds the log's
+    /// lock across the write, so writes land in the order the log changed.
+    async fn persist(&self, inner: &LogInner) -> std::io::Result<()> {
         let Some(dir) = &self.dir else {
             return Ok(());
         };
         let bytes = postcard::to_allocvec(inner)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
-        write_atomic(dir, LOG_FILE, &framed(&bytes))
+        write_off_thread(dir, LOG_FILE, framed(&bytes)).await
     }
 }
 
@@ -225,6 +235,7 @@ impl RaftLogStorage<ViewRaft> for LogStore {
         let mut inner = self.inner.lock().await;
         inner.committed = committed;
         self.persist(&inner)
+            .await
             .map_err(|e| StorageIOError::write_logs(&e).into())
     }
 
@@ -236,6 +247,7 @@ impl RaftLogStorage<ViewRaft> for LogStore {
         let mut inner = self.inner.lock().await;
         inner.vote = Some(*vote);
         self.persist(&inner)
+            .await
             .map_err(|e| StorageIOError::write_vote(&e).into())
     }
 
@@ -270,6 +282,7 @@ impl RaftLogStorage<ViewRaft> for LogStore {
         let mut inner = self.inner.lock().await;
         let _ = inner.log.split_off(&log_id.index);
         self.persist(&inner)
+            .await
             .map_err(|e| StorageIOError::write_logs(&e).into())
     }
 
@@ -281,6 +294,7 @@ impl RaftLogStorage<ViewRaft> for LogStore {
         let kept = inner.log.split_off(&(log_id.index + 1));
         inner.log = kept;
         self.persist(&inner)
+            .await
             .map_err(|e| StorageIOError::write_logs(&e).into())
     }
 
@@ -392,7 +406,11 @@ impl Machine {
     }
 
     /// Writes a snapshot through to the folder, if it has one.
-    fn persist(&self, meta: &SnapshotMeta<NodeId, EmptyNode>, data: &[u8]) -> std::io::Result<()> {
+    async fn persist(
+        &self,
+        meta: &SnapshotMeta<NodeId, EmptyNode>,
+        data: &[u8],
+    ) -> std::io::Result<()> {
         let Some(dir) = &self.dir else {
             return Ok(());
         };
@@ -400,9 +418,9 @@ impl Machine {
             meta: meta.clone(),
             data: data.to_vec(),
         };
-        postcard::to_allocvec(&file)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))
-            .and_then(|bytes| write_atomic(dir, SNAPSHOT_FILE, &framed(&bytes)))
+        let bytes = postcard::to_allocvec(&file)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
+        write_off_thread(dir, SNAPSHOT_FILE, framed(&bytes)).await
     }
 }
 
@@ -422,6 +440,7 @@ impl RaftSnapshotBuilder<ViewRaft> for Machine {
             snapshot_id,
         };
         self.persist(&meta, &data)
+            .await
             .map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), &e))?;
         inner.snapshot = Some((meta.clone(), data.clone()));
         Ok(Snapshot {
@@ -508,6 +527,7 @@ impl RaftStateMachine<ViewRaft> for Machine {
         // older one (openraft builds snapshots on a task of its own)
         let mut inner = self.inner.lock().await;
         self.persist(meta, &data)
+            .await
             .map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), &e))?;
         inner.state = state.clone();
         inner.last_applied = meta.last_log_id;
