@@ -840,40 +840,57 @@ mod tests {
     }
 
     /// The reduction visits fewer states but, for every observation of the full search, one
-    /// at least as bad, and every terminal state: LMUTIN and LMUTEX, every bound and safe
-    /// start of path:3, and complete:3 and star:4 with l = 1 and k = 1 from one start.
-    #[test]
-    fn the_reduction_sees_every_observation_and_terminal_state() {
+    /// at least as bad, and every terminal state: LMUTIN and LMUTEX on `spec`, every bound
+    /// and safe start when `every_start`, else l = 1 and k = 1 from one start. Returns how
+    /// many (full, reduced) pairs it compared.
+    fn reduction_preserves(spec: &str, every_start: bool) -> usize {
         let mut pairs = 0;
-        for spec in ["path:3", "complete:3", "star:4"] {
-            let t = Topology::parse(spec).unwrap();
-            let n = t.len();
-            let every_start = spec == "path:3";
-            let ls = if every_start { 0..=1 } else { 1..=1 };
-            for l in ls {
-                let inst = Lmutin::instance(&t, &vec![l; n]).unwrap();
-                let starts = inst.safe_configurations().expect("small instance");
-                let take = if every_start { starts.len() } else { 1 };
-                for init in starts.into_iter().take(take) {
-                    let (inst, procs) = Lmutin::system(&t, &vec![l; n], &init, PAPER).unwrap();
-                    let full = seen(&inst, procs.clone(), false);
-                    let reduced = seen(&inst, procs, true);
-                    assert_preserved(&inst, &full, &reduced, &format!("{spec} l={l} {init:?}"));
-                    pairs += 1;
-                }
-            }
-            let ks = if every_start { 1..=2 } else { 1..=1 };
-            for k in ks {
-                let inst = crate::algo::lmutin::lmutex_instance(&t, &vec![k; n]).unwrap();
-                let init = inst.find_safe_initial().unwrap();
-                let (inst, procs) = lmutex_system(&t, &vec![k; n], &init, PAPER).unwrap();
+        let t = Topology::parse(spec).unwrap();
+        let n = t.len();
+        let ls = if every_start { 0..=1 } else { 1..=1 };
+        for l in ls {
+            let inst = Lmutin::instance(&t, &vec![l; n]).unwrap();
+            let starts = inst.safe_configurations().expect("small instance");
+            let take = if every_start { starts.len() } else { 1 };
+            for init in starts.into_iter().take(take) {
+                let (inst, procs) = Lmutin::system(&t, &vec![l; n], &init, PAPER).unwrap();
                 let full = seen(&inst, procs.clone(), false);
                 let reduced = seen(&inst, procs, true);
-                assert_preserved(&inst, &full, &reduced, &format!("lmutex {spec} k={k}"));
+                assert_preserved(&inst, &full, &reduced, &format!("{spec} l={l} {init:?}"));
                 pairs += 1;
             }
         }
-        assert!(pairs > 15, "{pairs}");
+        let ks = if every_start { 1..=2 } else { 1..=1 };
+        for k in ks {
+            let inst = crate::algo::lmutin::lmutex_instance(&t, &vec![k; n]).unwrap();
+            let init = inst.find_safe_initial().unwrap();
+            let (inst, procs) = lmutex_system(&t, &vec![k; n], &init, PAPER).unwrap();
+            let full = seen(&inst, procs.clone(), false);
+            let reduced = seen(&inst, procs, true);
+            assert_preserved(&inst, &full, &reduced, &format!("lmutex {spec} k={k}"));
+            pairs += 1;
+        }
+        pairs
+    }
+
+    /// The reduction preserves every observation and terminal state on path:3, for every
+    /// bound and every safe start (one test per topology, so that they run side by side).
+    #[test]
+    fn the_reduction_sees_every_observation_and_terminal_state() {
+        let pairs = reduction_preserves("path:3", true);
+        assert!(pairs > 11, "{pairs}");
+    }
+
+    /// As above, on complete:3 with l = 1 and k = 1 from one start.
+    #[test]
+    fn the_reduction_sees_every_observation_and_terminal_state_on_a_triangle() {
+        assert_eq!(reduction_preserves("complete:3", false), 2);
+    }
+
+    /// As above, on star:4 with l = 1 and k = 1 from one start.
+    #[test]
+    fn the_reduction_sees_every_observation_and_terminal_state_on_a_star() {
+        assert_eq!(reduction_preserves("star:4", false), 2);
     }
 
     /// The own explorer without reduction and stateright explore the same model: the same
@@ -900,14 +917,18 @@ mod tests {
         }
     }
 
-    /// A memory budget below what the search needs stops it with a bounded verdict that names
-    /// the budget, after fewer states; a budget above it changes nothing.
-    #[test]
-    fn a_memory_budget_bounds_the_search_and_a_generous_one_changes_nothing() {
+    /// The 1-LMUTIN triangle the budget tests search, from P0 in the CS.
+    fn budget_model() -> (Instance, Vec<Lmutin>) {
         let t = Topology::complete(3).unwrap();
         let init = [CsState::InCs, CsState::OutCs, CsState::OutCs];
-        let (inst, procs) = Lmutin::system(&t, &[1; 3], &init, PAPER).unwrap();
-        let run = |search, max_memory| {
+        Lmutin::system(&t, &[1; 3], &init, PAPER).unwrap()
+    }
+
+    /// A memory budget below what `search` needs stops it with a bounded verdict that names
+    /// the budget, after fewer states; a budget above it changes nothing.
+    fn a_memory_budget_bounds(search: Search) {
+        let (inst, procs) = budget_model();
+        let run = |max_memory| {
             let cfg = CheckConfig {
                 search,
                 max_memory,
@@ -915,34 +936,47 @@ mod tests {
             };
             check(&inst, procs.clone(), &cfg)
         };
-        for search in [Search::Reduced, Search::Full] {
-            let free = run(search, None);
-            assert_eq!((&free.verdict, free.stopped_by), (&Verdict::Proved, None));
-            let roomy = run(search, Some(1 << 30));
-            assert_eq!((&roomy.verdict, roomy.stopped_by), (&Verdict::Proved, None));
-            assert_eq!(roomy.states, free.states);
-            let tight = run(search, Some(4 << 20));
-            assert_eq!(
-                (&tight.verdict, tight.stopped_by),
-                (&Verdict::Bounded, Some(Limit::Memory)),
-                "{search:?}"
-            );
-            assert!(
-                tight.states > 10_000 && tight.states < free.states / 2,
-                "{search:?}: {} of {}",
-                tight.states,
-                free.states
-            );
-        }
+        let free = run(None);
+        assert_eq!((&free.verdict, free.stopped_by), (&Verdict::Proved, None));
+        let roomy = run(Some(1 << 30));
+        assert_eq!((&roomy.verdict, roomy.stopped_by), (&Verdict::Proved, None));
+        assert_eq!(roomy.states, free.states);
+        let tight = run(Some(4 << 20));
+        assert_eq!(
+            (&tight.verdict, tight.stopped_by),
+            (&Verdict::Bounded, Some(Limit::Memory)),
+            "{search:?}"
+        );
+        assert!(
+            tight.states > 10_000 && tight.states < free.states / 2,
+            "{search:?}: {} of {}",
+            tight.states,
+            free.states
+        );
+    }
+
+    /// [`a_memory_budget_bounds`] for the reduced search, and a state budget stops a search
+    /// naming the states as its limit.
+    #[test]
+    fn a_memory_budget_bounds_the_search_and_a_generous_one_changes_nothing() {
+        a_memory_budget_bounds(Search::Reduced);
+        let (inst, procs) = budget_model();
         let bounded = check(
             &inst,
-            procs.clone(),
+            procs,
             &CheckConfig {
                 max_states: Some(1000),
                 ..CheckConfig::default()
             },
         );
         assert_eq!(bounded.stopped_by, Some(Limit::States));
+    }
+
+    /// [`a_memory_budget_bounds`] for the full search (a test of its own, so that the two
+    /// run side by side).
+    #[test]
+    fn a_memory_budget_bounds_the_full_search_and_a_generous_one_changes_nothing() {
+        a_memory_budget_bounds(Search::Full);
     }
 
     /// The progress callback sees every 2^16-th generated state of the own explorer, with

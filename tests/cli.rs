@@ -546,6 +546,12 @@ fn check_proves_a_triangle_and_reports_its_state_count() {
     assert_eq!(v["verdict"], "proved");
     assert!(v["states"].as_u64().unwrap() > 100_000, "{v}");
     assert!(v["states_per_second"].as_f64().unwrap() > 0.0);
+}
+
+/// The text report names the states explored (a test of its own: the searches run side by
+/// side).
+#[test]
+fn check_proves_lmutex_on_a_path_in_text() {
     let out = lkcs(&[
         "check",
         "--algorithm",

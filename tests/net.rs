@@ -531,13 +531,15 @@ async fn a_drain_waits_for_the_peers_acknowledgement_which_its_drain_sends_at_on
 
 /// A drain does not wait on a peer that stopped for longer than it takes the link to call
 /// it unreachable: P1 stopped before P0's messages, so within 200 ms (the peer timeout is
-/// 5 s) they are unsettled, and once P1 is unreachable the drain ends.
+/// 2 s) they are unsettled, and once P1 is unreachable the drain ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drain_ends_when_the_peer_is_unreachable() {
     let logs = Logs::default();
     let (l0, l1) = (bind().await, bind().await);
     let (a0, a1) = (l0.local_addr().unwrap(), l1.local_addr().unwrap());
-    let n0: Net<u64> = Net::start(config(identity(0, SPEC, 1), &[(1, a1)], &logs), l0).unwrap();
+    let mut c0 = config(identity(0, SPEC, 1), &[(1, a1)], &logs);
+    c0.timing.peer_timeout = Duration::from_secs(2);
+    let n0: Net<u64> = Net::start(c0, l0).unwrap();
     let n1: Net<u64> = Net::start(config(identity(1, SPEC, 1), &[(0, a0)], &logs), l1).unwrap();
     let p1 = ProcessId(1);
     let run = async {
