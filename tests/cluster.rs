@@ -348,65 +348,68 @@ fn proxy(from: u16, to: u16, cut: std::ops::Range<usize>, seed: u64, resets: Arc
 /// whose quota differs, are refused on both sides; the real cluster completes unaffected.
 #[test]
 fn a_wrong_key_or_quota_is_refused_and_the_cluster_is_unaffected() {
-    for (what, secret, quota) in [
-        (
-            "key",
-            "another key set",
-            "algorithm = \"gcs\"\ntopology = \"complete:3\"\nl = 1\nk = 2",
-        ),
-        (
-            "quota",
-            SECRET,
-            "algorithm = \"gcs\"\ntopology = \"complete:3\"\nl = 1\nk = 3",
-        ),
-    ] {
-        let dir = scratch(&format!("rogue-{what}"));
-        let mut ports = free_ports(4);
-        let spare = ports.pop().unwrap();
-        let good = cluster_text(
-            SECRET,
-            "algorithm = \"gcs\"\ntopology = \"complete:3\"\nl = 1\nk = 2",
-            &ports,
-            5000,
-        );
-        let bad = write(
-            &dir,
-            "rogue.toml",
-            &cluster_text(secret, quota, &ports, 5000),
-        );
-        // the rogue claims member 1 on a spare port and dials member 2
-        let started = Instant::now();
-        let bind = format!("127.0.0.1:{spare}");
-        let rogue = spawn_node(
-            &bad,
-            1,
-            &[
-                "--workload",
-                "cycle",
-                "--start-timeout",
-                "3",
-                "--bind",
-                &bind,
-            ],
-        );
-        thread::sleep(Duration::from_millis(300));
-        // long enough (about a second) for the rogue, redialling every 200 ms at most, to
-        // reach member 2 while it runs
-        let (ended, monitor, _) = run_cycle(&dir, &good, 300);
-        assert_clean_run(&ended, &monitor, 300);
-        let r = finish(rogue, started);
-        assert_eq!(r.code, Some(1), "{what}: {}", r.stderr);
-        assert!(
-            r.stderr.contains("refused"),
-            "{what}: the rogue does not say it was refused: {}",
-            r.stderr
-        );
-        assert!(
-            ended[2].stderr.contains("refused"),
-            "{what}: member 2 does not log the refusal: {}",
-            ended[2].stderr
-        );
-    }
+    side_by_side(
+        [
+            (
+                "key",
+                "another key set",
+                "algorithm = \"gcs\"\ntopology = \"complete:3\"\nl = 1\nk = 2",
+            ),
+            (
+                "quota",
+                SECRET,
+                "algorithm = \"gcs\"\ntopology = \"complete:3\"\nl = 1\nk = 3",
+            ),
+        ],
+        |(what, secret, quota)| {
+            let dir = scratch(&format!("rogue-{what}"));
+            let mut ports = free_ports(4);
+            let spare = ports.pop().unwrap();
+            let good = cluster_text(
+                SECRET,
+                "algorithm = \"gcs\"\ntopology = \"complete:3\"\nl = 1\nk = 2",
+                &ports,
+                5000,
+            );
+            let bad = write(
+                &dir,
+                "rogue.toml",
+                &cluster_text(secret, quota, &ports, 5000),
+            );
+            // the rogue claims member 1 on a spare port and dials member 2
+            let started = Instant::now();
+            let bind = format!("127.0.0.1:{spare}");
+            let rogue = spawn_node(
+                &bad,
+                1,
+                &[
+                    "--workload",
+                    "cycle",
+                    "--start-timeout",
+                    "3",
+                    "--bind",
+                    &bind,
+                ],
+            );
+            thread::sleep(Duration::from_millis(300));
+            // long enough (about a second) for the rogue, redialling every 200 ms at most, to
+            // reach member 2 while it runs
+            let (ended, monitor, _) = run_cycle(&dir, &good, 300);
+            assert_clean_run(&ended, &monitor, 300);
+            let r = finish(rogue, started);
+            assert_eq!(r.code, Some(1), "{what}: {}", r.stderr);
+            assert!(
+                r.stderr.contains("refused"),
+                "{what}: the rogue does not say it was refused: {}",
+                r.stderr
+            );
+            assert!(
+                ended[2].stderr.contains("refused"),
+                "{what}: member 2 does not log the refusal: {}",
+                ended[2].stderr
+            );
+        },
+    );
 }
 
 /// Garbage on a node's port while the cluster runs: dropped, and the cluster completes.
@@ -799,6 +802,63 @@ fn a_start_timeout_too_large_is_called_too_large() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{timeout}: {stderr}");
         assert_eq!(stderr.trim_end(), expected, "{timeout}");
+    }
+}
+
+/// `--rejoin-timeout` is refused, naming why, when it is not a positive number of seconds
+/// up to the largest, without the cycle workload (the line protocol has no wait to bound),
+/// or on a cluster without views (no member is evicted there).
+#[test]
+fn a_bad_rejoin_timeout_is_refused_naming_why() {
+    let dir = scratch("rejoin-timeout");
+    let ports = free_ports(3);
+    let text = cluster_text(SECRET, "algorithm = \"gcs\"\nl = 1\nk = 2", &ports, 5000);
+    let views = write(&dir, "views.toml", &text);
+    let without = write(&dir, "no-views.toml", &(text + "evict_after_ms = 0\n"));
+    let cycle = ["--workload", "cycle"];
+    for (file, extra, timeout, expected) in [
+        (
+            &views,
+            &cycle[..],
+            "1e300",
+            "error: --rejoin-timeout is too large: at most 1000000 seconds",
+        ),
+        (
+            &views,
+            &cycle[..],
+            "0",
+            "error: --rejoin-timeout must be a positive number of seconds",
+        ),
+        (
+            &views,
+            &cycle[..],
+            "NaN",
+            "error: --rejoin-timeout must be a positive number of seconds",
+        ),
+        (
+            &views,
+            &[][..],
+            "5",
+            "error: --rejoin-timeout applies to --workload cycle",
+        ),
+        (
+            &without,
+            &cycle[..],
+            "5",
+            "error: --rejoin-timeout applies to clusters with views (a [timing] evict_after_ms)",
+        ),
+    ] {
+        let out = Command::new(BIN)
+            .arg("node")
+            .arg("--cluster")
+            .arg(file)
+            .args(["--id", "0", "--rejoin-timeout", timeout])
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{timeout}: {stderr}");
+        assert_eq!(stderr.trim_end(), expected, "{timeout} {extra:?}");
     }
 }
 

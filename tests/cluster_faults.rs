@@ -28,6 +28,10 @@ use std::time::{Duration, Instant};
 /// unreachable for 2.5 s is evicted (the margin `(1.5 s + 40 ms)·1.01 < 2.5 s·0.99` holds).
 const VIEWS: &str = "lease_heartbeat_ms = 100\nlease_ms = 1500\nevict_after_ms = 2500\n";
 
+/// For a member no view can have back once evicted: it waits 1 s to rejoin before it exits
+/// 1 (the default wait is `2·evict_after + lease + 2 s`).
+const QUICK_GIVE_UP: [&str; 2] = ["--rejoin-timeout", "1"];
+
 /// The links' peer timeout: a silent peer is unreachable after this, and its eviction clock
 /// starts.
 const PEER_TIMEOUT_MS: u64 = 800;
@@ -167,7 +171,7 @@ fn recovery(monitor: &Monitor, members: &[usize], at: Instant) -> Duration {
 #[test]
 fn a_killed_member_is_evicted_and_the_survivors_complete() {
     let pairs = 1000;
-    for (name, quota, n) in QUOTAS {
+    side_by_side(QUOTAS, |(name, quota, n)| {
         let (file, cluster, monitor) = cluster(&format!("kill-{name}"), quota, n);
         let victim = 2;
         let started = Instant::now();
@@ -193,7 +197,7 @@ fn a_killed_member_is_evicted_and_the_survivors_complete() {
             if in_cs { "in" } else { "out of" },
             recovery(&monitor, &survivors, killed)
         );
-    }
+    });
 }
 
 /// SIGKILL one member of each quota mid-run (in the CS when the test can catch it there), then
@@ -205,7 +209,7 @@ fn a_killed_member_is_evicted_and_the_survivors_complete() {
 fn a_killed_member_started_again_rejoins_and_completes_its_pairs() {
     // enough that the others still cycle when the restarted member rejoins
     let pairs = 3000;
-    for (name, quota, n) in QUOTAS {
+    side_by_side(QUOTAS, |(name, quota, n)| {
         let (file, _, monitor) = cluster(&format!("restart-{name}"), quota, n);
         let victim = 2;
         let args = cycle_args(pairs, &monitor);
@@ -252,7 +256,7 @@ fn a_killed_member_started_again_rejoins_and_completes_its_pairs() {
             "{name}: P{victim} killed {} the CS, started again: rejoined {joined:?} after the restart",
             if in_cs { "in" } else { "out of" }
         );
-    }
+    });
 }
 
 /// Two processes of one member on one state folder would both write its view log: the
@@ -311,60 +315,65 @@ fn a_second_process_of_a_member_is_refused_its_state_folder() {
 #[test]
 fn a_majority_killed_at_once_comes_back_with_its_view_log_on_disk() {
     let pairs = 2000;
-    for (name, quota, n) in QUOTAS.into_iter().filter(|q| q.2 == 5) {
-        let (dir, file) = disk_cluster(&format!("disk-{name}"), quota, n);
-        let cluster = Cluster::load(&file).unwrap();
-        assert!(cluster.storage_dir(lkcs::ProcessId(0)).is_some());
-        let monitor = Monitor::for_faults(&cluster);
-        let args = cycle_args(pairs, &monitor);
-        let victims = [0, 2, 3];
-        let started = Instant::now();
-        let nodes = spawn_all(&file, n, &args);
-        wait_under_way(&monitor, n, victims[0], 6, started);
-        let (mut killed, nodes): (Vec<Node>, Vec<Node>) = nodes
-            .into_iter()
-            .partition(|node| victims.contains(&node.id));
-        for node in &killed {
-            signal(node, libc::SIGKILL);
-        }
-        let moves_before: Vec<usize> = victims.iter().map(|&v| monitor.moves_of(v)).collect();
-        for node in &mut killed {
-            node.child.wait().unwrap();
-        }
-        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-        let restarted_at = Instant::now();
-        let again: Vec<Node> = victims
-            .iter()
-            .map(|&v| spawn_node_logged(&file, v, &argv, &dir.join(format!("restarted-{v}.log"))))
-            .collect();
-        let ended: Vec<Ended> = nodes.into_iter().map(|n| finish(n, started)).collect();
-        let restarted: Vec<Ended> = again.into_iter().map(|n| finish(n, started)).collect();
-        assert_survivors_done(&ended, &monitor, pairs);
-        for (i, (e, &v)) in restarted.iter().zip(&victims).enumerate() {
-            assert_done(e, pairs);
-            assert!(
-                monitor.moves_of(v) >= moves_before[i] + 2 * pairs,
-                "{name}: P{v} made {} moves after its restart",
-                monitor.moves_of(v) - moves_before[i]
-            );
-            let log = std::fs::read_to_string(dir.join(format!("restarted-{v}.log"))).unwrap();
-            assert!(
-                log.contains("resumed the view log"),
-                "{name}: P{v} did not resume its member's view log: {log}"
-            );
-        }
-        let back = monitor
-            .state
-            .lock()
-            .unwrap()
-            .first_reports
-            .iter()
-            .filter(|(t, p)| victims.contains(p) && *t > restarted_at)
-            .map(|(t, _)| *t - restarted_at)
-            .max()
-            .expect("the restarted members reported");
-        eprintln!("{name}: P0, P2 and P3 killed at once and started again: all back {back:?} after the restart");
-    }
+    side_by_side(
+        QUOTAS.into_iter().filter(|q| q.2 == 5),
+        |(name, quota, n)| {
+            let (dir, file) = disk_cluster(&format!("disk-{name}"), quota, n);
+            let cluster = Cluster::load(&file).unwrap();
+            assert!(cluster.storage_dir(lkcs::ProcessId(0)).is_some());
+            let monitor = Monitor::for_faults(&cluster);
+            let args = cycle_args(pairs, &monitor);
+            let victims = [0, 2, 3];
+            let started = Instant::now();
+            let nodes = spawn_all(&file, n, &args);
+            wait_under_way(&monitor, n, victims[0], 6, started);
+            let (mut killed, nodes): (Vec<Node>, Vec<Node>) = nodes
+                .into_iter()
+                .partition(|node| victims.contains(&node.id));
+            for node in &killed {
+                signal(node, libc::SIGKILL);
+            }
+            let moves_before: Vec<usize> = victims.iter().map(|&v| monitor.moves_of(v)).collect();
+            for node in &mut killed {
+                node.child.wait().unwrap();
+            }
+            let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+            let restarted_at = Instant::now();
+            let again: Vec<Node> = victims
+                .iter()
+                .map(|&v| {
+                    spawn_node_logged(&file, v, &argv, &dir.join(format!("restarted-{v}.log")))
+                })
+                .collect();
+            let ended: Vec<Ended> = nodes.into_iter().map(|n| finish(n, started)).collect();
+            let restarted: Vec<Ended> = again.into_iter().map(|n| finish(n, started)).collect();
+            assert_survivors_done(&ended, &monitor, pairs);
+            for (i, (e, &v)) in restarted.iter().zip(&victims).enumerate() {
+                assert_done(e, pairs);
+                assert!(
+                    monitor.moves_of(v) >= moves_before[i] + 2 * pairs,
+                    "{name}: P{v} made {} moves after its restart",
+                    monitor.moves_of(v) - moves_before[i]
+                );
+                let log = std::fs::read_to_string(dir.join(format!("restarted-{v}.log"))).unwrap();
+                assert!(
+                    log.contains("resumed the view log"),
+                    "{name}: P{v} did not resume its member's view log: {log}"
+                );
+            }
+            let back = monitor
+                .state
+                .lock()
+                .unwrap()
+                .first_reports
+                .iter()
+                .filter(|(t, p)| victims.contains(p) && *t > restarted_at)
+                .map(|(t, _)| *t - restarted_at)
+                .max()
+                .expect("the restarted members reported");
+            eprintln!("{name}: P0, P2 and P3 killed at once and started again: all back {back:?} after the restart");
+        },
+    );
 }
 
 /// SIGSTOP one `--workload cycle` member past its lease and the eviction delay: the others
@@ -378,62 +387,72 @@ fn a_majority_killed_at_once_comes_back_with_its_view_log_on_disk() {
 ///   1 naming its eviction.
 #[test]
 fn a_paused_member_fences_and_the_others_go_on() {
-    for (name, quota, n, mid_run) in [
-        (QUOTAS[1].0, QUOTAS[1].1, QUOTAS[1].2, true),
-        (QUOTAS[0].0, QUOTAS[0].1, QUOTAS[0].2, false),
-    ] {
-        // mid-run: enough that the others still run when it is back
-        let pairs = if mid_run { 3000 } else { 1000 };
-        let (file, cluster, monitor) = cluster(&format!("pause-{name}"), quota, n);
-        let victim = 1;
-        let args = cycle_args(pairs, &monitor);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let dir = file.parent().unwrap().to_path_buf();
-        let log = |i: usize| dir.join(format!("{i}.log"));
-        let started = Instant::now();
-        let paused = spawn_node(&file, victim, &args);
-        let others: Vec<Node> = (0..n)
-            .filter(|&i| i != victim)
-            .map(|i| spawn_node_logged(&file, i, &args, &log(i)))
-            .collect();
-        wait_under_way(&monitor, n, victim, 4, started);
-        let in_cs = stop_in_cs(&paused, &monitor);
-        assert!(in_cs, "{name}: P{victim} was never caught in the CS");
-        let stopped = Instant::now();
-        let survivors: Vec<usize> = (0..cluster.len()).filter(|&i| i != victim).collect();
-        if mid_run {
-            for &i in &survivors {
-                wait_for_log(&log(i), "view 1 installed", started);
+    side_by_side(
+        [
+            (QUOTAS[1].0, QUOTAS[1].1, QUOTAS[1].2, true),
+            (QUOTAS[0].0, QUOTAS[0].1, QUOTAS[0].2, false),
+        ],
+        |(name, quota, n, mid_run)| {
+            // mid-run: enough that the others still run when it is back
+            let pairs = if mid_run { 3000 } else { 1000 };
+            let (file, cluster, monitor) = cluster(&format!("pause-{name}"), quota, n);
+            let victim = 1;
+            let args = cycle_args(pairs, &monitor);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let dir = file.parent().unwrap().to_path_buf();
+            let log = |i: usize| dir.join(format!("{i}.log"));
+            // woken after the others left, it cannot be back: it waits 1 s, not the default
+            let victim_args: Vec<&str> = if mid_run {
+                args.clone()
+            } else {
+                args.iter().copied().chain(QUICK_GIVE_UP).collect()
+            };
+            let started = Instant::now();
+            let paused = spawn_node(&file, victim, &victim_args);
+            let others: Vec<Node> = (0..n)
+                .filter(|&i| i != victim)
+                .map(|i| spawn_node_logged(&file, i, &args, &log(i)))
+                .collect();
+            wait_under_way(&monitor, n, victim, 4, started);
+            let in_cs = stop_in_cs(&paused, &monitor);
+            assert!(in_cs, "{name}: P{victim} was never caught in the CS");
+            let stopped = Instant::now();
+            let survivors: Vec<usize> = (0..cluster.len()).filter(|&i| i != victim).collect();
+            if mid_run {
+                for &i in &survivors {
+                    wait_for_log(&log(i), "view 1 installed", started);
+                }
+                signal(&paused, libc::SIGCONT);
+                let woke = finish(paused, started);
+                assert_done(&woke, pairs);
+                assert!(
+                    woke.stderr.contains("waiting to rejoin") && woke.stderr.contains("rejoined"),
+                    "{name}: {}",
+                    woke.stderr
+                );
+                let ended: Vec<Ended> = others.into_iter().map(|n| finish(n, started)).collect();
+                assert_survivors_done(&ended, &monitor, pairs);
+            } else {
+                let ended: Vec<Ended> = others.into_iter().map(|n| finish(n, started)).collect();
+                assert_survivors_done(&ended, &monitor, pairs);
+                signal(&paused, libc::SIGCONT);
+                let woke = finish(paused, started);
+                assert_eq!(woke.code, Some(1), "the paused member: {}", woke.stderr);
+                let error = error_line(&woke);
+                assert!(
+                    error.contains("evicted")
+                        && error.contains("no view had it back within 1000 ms"),
+                    "the wait --rejoin-timeout gave: {error}"
+                );
             }
-            signal(&paused, libc::SIGCONT);
-            let woke = finish(paused, started);
-            assert_done(&woke, pairs);
-            assert!(
-                woke.stderr.contains("waiting to rejoin") && woke.stderr.contains("rejoined"),
-                "{name}: {}",
-                woke.stderr
-            );
-            let ended: Vec<Ended> = others.into_iter().map(|n| finish(n, started)).collect();
-            assert_survivors_done(&ended, &monitor, pairs);
-        } else {
-            let ended: Vec<Ended> = others.into_iter().map(|n| finish(n, started)).collect();
-            assert_survivors_done(&ended, &monitor, pairs);
-            signal(&paused, libc::SIGCONT);
-            let woke = finish(paused, started);
-            assert_eq!(woke.code, Some(1), "the paused member: {}", woke.stderr);
-            let error = error_line(&woke);
-            assert!(
-                error.contains("evicted") && error.contains("no view had it back"),
-                "{error}"
-            );
-        }
-        let recovered = recovery(&monitor, &survivors, stopped);
-        assert_eq!(monitor.violations(), Vec::<String>::new());
-        eprintln!(
+            let recovered = recovery(&monitor, &survivors, stopped);
+            assert_eq!(monitor.violations(), Vec::<String>::new());
+            eprintln!(
             "{name}: P{victim} paused {} the CS; the others recovered {recovered:?} after the stop",
             if in_cs { "in" } else { "out of" },
         );
-    }
+        },
+    );
 }
 
 /// A member driven through the line protocol (its log in a file), killed at the hang guard.
@@ -515,14 +534,25 @@ fn proxied(name: &str, quota: &str, n: usize) -> (Vec<Vec<Option<Proxy>>>, Vec<P
 fn a_partitioned_minority_fences_and_the_majority_goes_on() {
     let pairs = 1000;
     let minority = [0usize, 1];
-    for (name, quota, n) in [QUOTAS[0], QUOTAS[1]] {
+    side_by_side([QUOTAS[0], QUOTAS[1]], |(name, quota, n)| {
         let (proxies, files) = proxied(&format!("partition-{name}"), quota, n);
         let cluster = Cluster::load(&files[0]).unwrap();
         let monitor = Monitor::for_faults(&cluster);
         let args = cycle_args(pairs, &monitor);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        // the minority cannot be back while the cut lasts: it waits 1 s, not the default
+        let cut_off: Vec<&str> = args.iter().copied().chain(QUICK_GIVE_UP).collect();
         let started = Instant::now();
-        let nodes: Vec<Node> = (0..n).map(|i| spawn_node(&files[i], i, &args)).collect();
+        let nodes: Vec<Node> = (0..n)
+            .map(|i| {
+                let args = if minority.contains(&i) {
+                    &cut_off
+                } else {
+                    &args
+                };
+                spawn_node(&files[i], i, args)
+            })
+            .collect();
         wait_under_way(&monitor, n, minority[0], 6, started);
         partition(&proxies, &minority, false);
         let cut = Instant::now();
@@ -542,7 +572,7 @@ fn a_partitioned_minority_fences_and_the_majority_goes_on() {
             "{name}: 2 | 3 partition; the majority side recovered {:?} after the cut",
             recovery(&monitor, &majority, cut)
         );
-    }
+    });
 }
 
 /// A member that starts in the CS (Maekawa, `initial = "in:0"`) but is started only after the
@@ -605,7 +635,7 @@ fn a_member_started_after_its_eviction_rejoins_inactive_instead_of_using_its_ini
 #[test]
 fn a_paused_member_is_evicted_then_rejoins_by_itself() {
     let pairs = 3000;
-    for (name, quota, n) in [QUOTAS[1], QUOTAS[0]] {
+    side_by_side([QUOTAS[1], QUOTAS[0]], |(name, quota, n)| {
         let victim = 1;
         let run = OneByHand::start(&format!("pause-rejoin-{name}"), quota, n, victim, pairs);
         let (monitor, started, others) = (&run.monitor, run.started, run.others);
@@ -678,7 +708,7 @@ fn a_paused_member_is_evicted_then_rejoins_by_itself() {
         assert_survivors_done(&ended, monitor, pairs);
         let text = std::fs::read_to_string(log(victim)).unwrap();
         assert!(text.contains("rejoins"), "{name}: {text}");
-    }
+    });
 }
 
 /// A 2 | 3 partition that heals, for Maekawa's mutual exclusion and the (2,3)-GCS: the two
@@ -691,7 +721,7 @@ fn a_paused_member_is_evicted_then_rejoins_by_itself() {
 fn a_healed_minority_rejoins_by_itself() {
     let pairs = 3000;
     let minority = [0usize, 1];
-    for (name, quota, n) in [QUOTAS[1], QUOTAS[0]] {
+    side_by_side([QUOTAS[1], QUOTAS[0]], |(name, quota, n)| {
         let (proxies, files) = proxied(&format!("heal-{name}"), quota, n);
         let cluster = Cluster::load(&files[0]).unwrap();
         let monitor = Monitor::for_faults(&cluster);
@@ -749,7 +779,7 @@ fn a_healed_minority_rejoins_by_itself() {
             let text = std::fs::read_to_string(log(i)).unwrap();
             assert!(text.contains("rejoins"), "{name}: P{i}: {text}");
         }
-    }
+    });
 }
 
 /// Asks `line` its state until it is `want`, any of `before` meanwhile.
@@ -775,7 +805,7 @@ fn wait_state(line: &mut LineNode, want: &str, before: &[&str], name: &str) {
 #[test]
 fn sigterm_is_a_graceful_leave() {
     let pairs = 3000;
-    for (name, quota, n) in [QUOTAS[0], QUOTAS[1]] {
+    side_by_side([QUOTAS[0], QUOTAS[1]], |(name, quota, n)| {
         let (file, _, monitor) = cluster(&format!("leave-{name}"), quota, n);
         let victim = 3;
         let started = Instant::now();
@@ -793,7 +823,7 @@ fn sigterm_is_a_graceful_leave() {
         assert_eq!(monitor.state_of(victim), CsState::OutCs, "{name}");
         let ended: Vec<Ended> = nodes.into_iter().map(|n| finish(n, started)).collect();
         assert_survivors_done(&ended, &monitor, pairs);
-    }
+    });
 }
 
 /// Whether the line protocol's `status` answer lists member `i` in its view.

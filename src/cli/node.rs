@@ -44,6 +44,11 @@ pub struct NodeArgs {
     /// The cycle workload waits this long for every neighbour to connect before it starts.
     #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
     start_timeout: f64,
+    /// With views: how long an evicted cycle-workload member waits for a view to have it
+    /// back before it exits 1. Default: two eviction delays, plus the lease, plus 2 s (the
+    /// eviction installs, the rejoin commits).
+    #[arg(long, value_name = "SECONDS")]
+    rejoin_timeout: Option<f64>,
     /// Log every link event to stderr (as --log-level debug).
     #[arg(long)]
     verbose: bool,
@@ -158,6 +163,21 @@ pub fn run(args: &NodeArgs) -> ExitCode {
         ));
     } else if args.start_timeout.is_nan() || args.start_timeout <= 0.0 {
         problems.push("--start-timeout must be a positive number of seconds".into());
+    }
+    match args.rejoin_timeout {
+        Some(t) if t > MAX_START_TIMEOUT => problems.push(format!(
+            "--rejoin-timeout is too large: at most {MAX_START_TIMEOUT} seconds"
+        )),
+        Some(t) if t.is_nan() || t <= 0.0 => {
+            problems.push("--rejoin-timeout must be a positive number of seconds".into())
+        }
+        Some(_) if args.workload.is_none() => {
+            problems.push("--rejoin-timeout applies to --workload cycle".into())
+        }
+        Some(_) if cluster.views().is_none() => problems.push(
+            "--rejoin-timeout applies to clusters with views (a [timing] evict_after_ms)".into(),
+        ),
+        _ => {}
     }
     if args.workload.is_none() && args.json {
         problems.push("--json applies to --workload cycle".into());
@@ -620,9 +640,10 @@ async fn cycle(cluster: &Cluster, h: &NodeHandle, args: &NodeArgs) -> ExitCode {
     }
     // an evicted member rejoins by itself: it waits for that, long enough for the eviction
     // to install and the rejoin to commit (the others may have finished meanwhile)
-    let rejoin_within = cluster
-        .views()
-        .map(|t| 2 * t.evict_after + t.lease + Duration::from_secs(2));
+    let rejoin_within = cluster.views().map(|t| match args.rejoin_timeout {
+        Some(secs) => Duration::from_secs_f64(secs),
+        None => 2 * t.evict_after + t.lease + Duration::from_secs(2),
+    });
     let run = match drive(h, args.pairs, rejoin_within).await {
         Ok(run) => run,
         Err(Stop::Unreachable(p)) => {

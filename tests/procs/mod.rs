@@ -632,3 +632,27 @@ pub fn partition(proxies: &[Vec<Option<Proxy>>], side: &[usize], heal: bool) {
         }
     }
 }
+
+/// Runs `scenario` for every case at once, each on a thread of its own: the scenarios wait
+/// on timers most of the time, so side by side they take about as long as the longest
+/// one. A scenario that panics fails the test with its own message, once every
+/// scenario ended (no process outlives its scenario: each one kills what it started at the
+/// hang guard).
+pub fn side_by_side<T: Send>(cases: impl IntoIterator<Item = T>, scenario: impl Fn(T) + Sync) {
+    let scenario = &scenario;
+    thread::scope(|s| {
+        let running: Vec<_> = cases
+            .into_iter()
+            .map(|case| s.spawn(move || scenario(case)))
+            .collect();
+        let mut failed = None;
+        for r in running {
+            if let Err(panic) = r.join() {
+                failed.get_or_insert(panic);
+            }
+        }
+        if let Some(panic) = failed {
+            std::panic::resume_unwind(panic);
+        }
+    });
+}
