@@ -177,14 +177,13 @@ fn a_killed_member_is_evicted_and_the_survivors_complete() {
         let started = Instant::now();
         let mut nodes = spawn_all(&file, n, &cycle_args(pairs, &monitor));
         wait_under_way(&monitor, n, victim, 6, started);
-        let victim_node = nodes.remove(victim);
+        let mut victim_node = nodes.remove(victim);
         // killed where it holds the most: in the CS when the test can catch it there
         let in_cs = stop_in_cs(&victim_node, &monitor);
         assert!(in_cs, "{name}: P{victim} was never caught in the CS");
         signal(&victim_node, libc::SIGKILL);
         let killed = Instant::now();
-        let mut child = victim_node.child;
-        child.wait().unwrap();
+        victim_node.child.wait().unwrap();
         assert!(
             monitor.moves_of(victim) < 2 * pairs,
             "{name}: the victim had finished before the kill: the test proves nothing"
@@ -216,11 +215,10 @@ fn a_killed_member_started_again_rejoins_and_completes_its_pairs() {
         let started = Instant::now();
         let mut nodes = spawn_all(&file, n, &args);
         wait_under_way(&monitor, n, victim, 6, started);
-        let victim_node = nodes.remove(victim);
+        let mut victim_node = nodes.remove(victim);
         let in_cs = stop_in_cs(&victim_node, &monitor);
         signal(&victim_node, libc::SIGKILL);
-        let mut child = victim_node.child;
-        child.wait().unwrap();
+        victim_node.child.wait().unwrap();
         let moves_before = monitor.moves_of(victim);
         assert!(
             moves_before < 2 * pairs,

@@ -382,9 +382,20 @@ pub fn entered(answer: &str, what: &str) -> FencingToken {
 }
 
 /// A node process and what it printed.
+/// A started `lkcs node`: killed when dropped unfinished (a scenario that fails midway
+/// leaves no process behind, a stopped one included).
 pub struct Node {
     pub child: Child,
     pub id: usize,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 pub struct Ended {
@@ -554,7 +565,16 @@ impl Proxy {
                 let Ok((held, inbound2, outbound2)) = clones else {
                     continue; // closed at once
                 };
-                k.lock().unwrap().insert(number, held);
+                {
+                    // a cut sets its flag and takes the connections under this lock: a
+                    // connection made while the cut happened is either taken by it or
+                    // dropped here, never carried across the cut
+                    let mut conns = k.lock().unwrap();
+                    if c.load(Ordering::SeqCst) {
+                        continue;
+                    }
+                    conns.insert(number, held);
+                }
                 for (mut from, mut to) in [(inbound2, outbound2), (outbound, inbound)] {
                     let k = k.clone();
                     thread::spawn(move || {
@@ -568,9 +588,16 @@ impl Proxy {
         Proxy { port, cut, conns }
     }
 
+    /// Closes what it carries now and refuses new connections until healed.
     pub fn cut(&self) {
-        self.cut.store(true, Ordering::SeqCst);
-        self.reset();
+        let held = {
+            let mut conns = self.conns.lock().unwrap();
+            self.cut.store(true, Ordering::SeqCst);
+            std::mem::take(&mut *conns)
+        };
+        for c in held.into_values().flatten() {
+            let _ = c.shutdown(Shutdown::Both);
+        }
     }
 
     /// Closes what it carries now (a link reset) and goes on forwarding new connections.
@@ -636,9 +663,14 @@ pub fn partition(proxies: &[Vec<Option<Proxy>>], side: &[usize], heal: bool) {
 /// Runs `scenario` for every case at once, each on a thread of its own: the scenarios wait
 /// on timers most of the time, so side by side they take about as long as the longest
 /// one. A scenario that panics fails the test with its own message, once every
-/// scenario ended (no process outlives its scenario: each one kills what it started at the
-/// hang guard).
+/// scenario ended (its nodes are killed as it unwinds: see [`Node`]). With
+/// `LKCS_ONE_AT_A_TIME` set, the cases run one after the other (for measurements that must
+/// not share the machine, as docs/measurements/recovery.md's).
 pub fn side_by_side<T: Send>(cases: impl IntoIterator<Item = T>, scenario: impl Fn(T) + Sync) {
+    if std::env::var_os("LKCS_ONE_AT_A_TIME").is_some() {
+        cases.into_iter().for_each(scenario);
+        return;
+    }
     let scenario = &scenario;
     thread::scope(|s| {
         let running: Vec<_> = cases
