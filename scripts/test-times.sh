@@ -9,13 +9,16 @@
 # Needs only bash and cargo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export LC_ALL=C   # `time` prints 30.5, not 30,5
 
-binaries="$(cargo test --release --no-run 2>&1 | sed -nE 's/^ *Executable (.*) \((.*)\)$/\2 \1/p')"
+build="$(cargo test --release --no-run --color never 2>&1)" || { printf '%s\n' "$build" >&2; exit 1; }
+binaries="$(printf '%s\n' "$build" | sed -nE 's/^ *Executable (.*) \((.*)\)$/\2 \1/p')"
+[ -n "$binaries" ] || { echo "error: cargo listed no test binary" >&2; exit 1; }
 cores="$(getconf _NPROCESSORS_ONLN)"
 TIMEFORMAT='%R %U %S'
 rows=""
 while read -r path name; do
-  t="$( { time "$path" -q > /dev/null 2>&1; } 2>&1 )" || { echo "error: $name failed" >&2; exit 1; }
+  t="$( { time "$path" -q < /dev/null > /dev/null 2>&1; } 2>&1 )" || { echo "error: $name failed" >&2; exit 1; }
   rows+="$t ${name// /_}"$'\n'
 done <<< "$binaries"
 t="$( { time cargo test --release --doc -q > /dev/null 2>&1; } 2>&1 )" || { echo "error: the doc tests failed" >&2; exit 1; }

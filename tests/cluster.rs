@@ -845,7 +845,7 @@ fn a_bad_rejoin_timeout_is_refused_naming_why() {
             &without,
             &cycle[..],
             "5",
-            "error: --rejoin-timeout applies to clusters with views (a [timing] evict_after_ms)",
+            "error: --rejoin-timeout applies to clusters with views (this one has [timing] evict_after_ms = 0)",
         ),
     ] {
         let out = Command::new(BIN)

@@ -96,7 +96,7 @@ With --workload cycle --pairs P the member makes P exit/entry pairs, keeps cycli
 every member has made its own (an evicted member counts as done), prints its report (the
 fields of `lkcs simulate`, waiting times in ms) and exits 0. An evicted member rejoins by
 itself and makes its pairs again; it exits 1 with an `error:` line when no view has it back
-within 2 evict_after + lease_ms + 2 s, or, without views, naming the peer when a peer
+within --rejoin-timeout seconds (default 2 evict_after + lease_ms + 2 s), or, without views, naming the peer when a peer
 becomes unreachable first.
 
 Logs go to stderr through `tracing`, one line per event with a timestamp and a level
@@ -175,7 +175,8 @@ pub fn run(args: &NodeArgs) -> ExitCode {
             problems.push("--rejoin-timeout applies to --workload cycle".into())
         }
         Some(_) if cluster.views().is_none() => problems.push(
-            "--rejoin-timeout applies to clusters with views (a [timing] evict_after_ms)".into(),
+            "--rejoin-timeout applies to clusters with views (this one has [timing] evict_after_ms = 0)"
+                .into(),
         ),
         _ => {}
     }
