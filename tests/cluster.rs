@@ -67,6 +67,22 @@ fn run_watched(
     (ended, monitor, cluster)
 }
 
+/// Runs `lkcs node --cluster FILE ARGS...` to its end (a node that refuses its input): its
+/// exit code and stderr.
+fn node_run(file: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(BIN)
+        .arg("node")
+        .arg("--cluster")
+        .arg(file)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// Every node exited 0 having made its pairs; the monitor saw every move and no bound broken;
 /// on every link, the receiver got exactly the sender's messages, in order.
 fn assert_clean_run(ended: &[Ended], monitor: &Monitor, pairs: usize) {
@@ -603,15 +619,8 @@ fn bad_cluster_input_exits_2() {
     ];
     for (what, text, id) in cases {
         let file = write(&dir, "bad.toml", &text);
-        let out = Command::new(BIN)
-            .arg("node")
-            .arg("--cluster")
-            .arg(&file)
-            .args(["--id", &id.to_string(), "--workload", "cycle"])
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{what}: {stderr}");
+        let (code, stderr) = node_run(&file, &["--id", &id.to_string(), "--workload", "cycle"]);
+        assert_eq!(code, Some(2), "{what}: {stderr}");
         assert!(
             stderr.lines().all(|l| l.starts_with("error: ")) && !stderr.is_empty(),
             "{what}: {stderr}"
@@ -644,17 +653,9 @@ fn readable_keys_and_example_keys_are_refused_naming_the_file() {
         assert_eq!(mode, 0o600, "{}", f.display());
     }
     let node = |cluster: &Path, extra: &[&str]| {
-        let out = Command::new(BIN)
-            .arg("node")
-            .arg("--cluster")
-            .arg(cluster)
-            .args(["--id", "0", "--workload", "cycle"])
-            .args(extra)
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr).to_string(),
+        node_run(
+            cluster,
+            &[&["--id", "0", "--workload", "cycle"], extra].concat(),
         )
     };
     let chmod = |f: &Path, mode: u32| {
@@ -746,15 +747,8 @@ fn one_bad_member_address_is_one_error_line() {
         "[members.1]: `127.0.0.1:99999` is not an address (host:port)"
     );
     let file = write(&dir, "bad.toml", &text);
-    let out = Command::new(BIN)
-        .arg("node")
-        .arg("--cluster")
-        .arg(&file)
-        .args(["--id", "0"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let (code, stderr) = node_run(&file, &["--id", "0"]);
+    assert_eq!(code, Some(2), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
         stderr.starts_with("error: ")
@@ -785,22 +779,18 @@ fn a_start_timeout_too_large_is_called_too_large() {
             "error: --start-timeout must be a positive number of seconds",
         ),
     ] {
-        let out = Command::new(BIN)
-            .arg("node")
-            .arg("--cluster")
-            .arg(&file)
-            .args([
+        let (code, stderr) = node_run(
+            &file,
+            &[
                 "--id",
                 "0",
                 "--workload",
                 "cycle",
                 "--start-timeout",
                 timeout,
-            ])
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{timeout}: {stderr}");
+            ],
+        );
+        assert_eq!(code, Some(2), "{timeout}: {stderr}");
         assert_eq!(stderr.trim_end(), expected, "{timeout}");
     }
 }
@@ -848,16 +838,11 @@ fn a_bad_rejoin_timeout_is_refused_naming_why() {
             "error: --rejoin-timeout applies to clusters with views (this one has [timing] evict_after_ms = 0)",
         ),
     ] {
-        let out = Command::new(BIN)
-            .arg("node")
-            .arg("--cluster")
-            .arg(file)
-            .args(["--id", "0", "--rejoin-timeout", timeout])
-            .args(extra)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{timeout}: {stderr}");
+        let (code, stderr) = node_run(
+            file,
+            &[&["--id", "0", "--rejoin-timeout", timeout], extra].concat(),
+        );
+        assert_eq!(code, Some(2), "{timeout}: {stderr}");
         assert_eq!(stderr.trim_end(), expected, "{timeout} {extra:?}");
     }
 }

@@ -13,8 +13,21 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 /// The most pairs `--pairs` takes.
 const MAX_PAIRS: usize = 1_000_000_000;
 
-/// The longest `--start-timeout`, in seconds (about 11.6 days).
-const MAX_START_TIMEOUT: f64 = 1e6;
+/// The longest `--start-timeout` or `--rejoin-timeout`, in seconds (about 11.6 days).
+const MAX_SECONDS: f64 = 1e6;
+
+/// Why `value` cannot be the seconds of `option`: too large, or not positive (NaN included).
+fn seconds_problem(option: &str, value: f64) -> Option<String> {
+    if value > MAX_SECONDS {
+        Some(format!(
+            "{option} is too large: at most {MAX_SECONDS} seconds"
+        ))
+    } else if value.is_nan() || value <= 0.0 {
+        Some(format!("{option} must be a positive number of seconds"))
+    } else {
+        None
+    }
+}
 
 /// Options of `lkcs node`.
 #[derive(Args)]
@@ -96,8 +109,8 @@ With --workload cycle --pairs P the member makes P exit/entry pairs, keeps cycli
 every member has made its own (an evicted member counts as done), prints its report (the
 fields of `lkcs simulate`, waiting times in ms) and exits 0. An evicted member rejoins by
 itself and makes its pairs again; it exits 1 with an `error:` line when no view has it back
-within --rejoin-timeout seconds (default 2 evict_after + lease_ms + 2 s), or, without views, naming the peer when a peer
-becomes unreachable first.
+within --rejoin-timeout seconds (default 2 evict_after + lease_ms + 2 s), or, without views,
+naming the peer when a peer becomes unreachable first.
 
 Logs go to stderr through `tracing`, one line per event with a timestamp and a level
 (--log-level, or RUST_LOG).
@@ -157,28 +170,18 @@ pub fn run(args: &NodeArgs) -> ExitCode {
     if args.pairs == 0 || args.pairs > MAX_PAIRS {
         problems.push(format!("--pairs must be in 1..={MAX_PAIRS}"));
     }
-    if args.start_timeout > MAX_START_TIMEOUT {
-        problems.push(format!(
-            "--start-timeout is too large: at most {MAX_START_TIMEOUT} seconds"
-        ));
-    } else if args.start_timeout.is_nan() || args.start_timeout <= 0.0 {
-        problems.push("--start-timeout must be a positive number of seconds".into());
-    }
-    match args.rejoin_timeout {
-        Some(t) if t > MAX_START_TIMEOUT => problems.push(format!(
-            "--rejoin-timeout is too large: at most {MAX_START_TIMEOUT} seconds"
-        )),
-        Some(t) if t.is_nan() || t <= 0.0 => {
-            problems.push("--rejoin-timeout must be a positive number of seconds".into())
+    problems.extend(seconds_problem("--start-timeout", args.start_timeout));
+    if let Some(t) = args.rejoin_timeout {
+        if let Some(p) = seconds_problem("--rejoin-timeout", t) {
+            problems.push(p);
+        } else if args.workload.is_none() {
+            problems.push("--rejoin-timeout applies to --workload cycle".into());
+        } else if cluster.views().is_none() {
+            problems.push(
+                "--rejoin-timeout applies to clusters with views (this one has [timing] evict_after_ms = 0)"
+                    .into(),
+            );
         }
-        Some(_) if args.workload.is_none() => {
-            problems.push("--rejoin-timeout applies to --workload cycle".into())
-        }
-        Some(_) if cluster.views().is_none() => problems.push(
-            "--rejoin-timeout applies to clusters with views (this one has [timing] evict_after_ms = 0)"
-                .into(),
-        ),
-        _ => {}
     }
     if args.workload.is_none() && args.json {
         problems.push("--json applies to --workload cycle".into());

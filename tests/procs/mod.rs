@@ -381,7 +381,6 @@ pub fn entered(answer: &str, what: &str) -> FencingToken {
     }
 }
 
-/// A node process and what it printed.
 /// A started `lkcs node`: killed when dropped unfinished (a scenario that fails midway
 /// leaves no process behind, a stopped one included).
 pub struct Node {
@@ -590,27 +589,27 @@ impl Proxy {
 
     /// Closes what it carries now and refuses new connections until healed.
     pub fn cut(&self) {
-        let held = {
-            let mut conns = self.conns.lock().unwrap();
-            self.cut.store(true, Ordering::SeqCst);
-            std::mem::take(&mut *conns)
-        };
-        for c in held.into_values().flatten() {
-            let _ = c.shutdown(Shutdown::Both);
-        }
+        let mut conns = self.conns.lock().unwrap();
+        self.cut.store(true, Ordering::SeqCst);
+        close_all(&mut conns);
     }
 
     /// Closes what it carries now (a link reset) and goes on forwarding new connections.
     pub fn reset(&self) {
-        let held = std::mem::take(&mut *self.conns.lock().unwrap());
-        for c in held.into_values().flatten() {
-            let _ = c.shutdown(Shutdown::Both);
-        }
+        close_all(&mut self.conns.lock().unwrap());
     }
 
     /// Forwards new connections again.
     pub fn heal(&self) {
         self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Shuts down both ends of every connection in `conns` and forgets them (their copy threads
+/// end on the shutdown).
+fn close_all(conns: &mut std::collections::BTreeMap<u64, [TcpStream; 2]>) {
+    for c in std::mem::take(conns).into_values().flatten() {
+        let _ = c.shutdown(Shutdown::Both);
     }
 }
 
