@@ -1751,6 +1751,75 @@ fn cluster_members_name_an_unreachable_member() {
     assert!(errors.iter().all(|e| !e.is_timeout()), "{errors:?}");
 }
 
+/// Without views, dropping a `Member` drains before its node stops: the releases of its
+/// last exit, held in its link while the link was down, reach the peer once the link comes
+/// back during the drop. Maekawa on two members: P0's exit sends its `Release` to P1 while
+/// the proxy in front of P1 refuses every connection; P0 is dropped, and only then the
+/// proxy lets connections through again. A drop that stopped the node at once would lose
+/// the release with the process (its link resends only while it lives).
+#[test]
+fn a_dropped_member_without_views_delivers_what_it_sent_before_its_node_stops() {
+    let rt = two_workers();
+    let p1_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    p1_listener.set_nonblocking(true).unwrap();
+    let p1_addr = p1_listener.local_addr().unwrap();
+    let proxy = rt.block_on(Proxy::start(p1_addr, None, 0));
+    // P1's peers reach it through the proxy; it listens behind it
+    let p0_port = free_ports(1)[0];
+    let text = cluster_file(
+        "algorithm = \"maekawa\"\ntopology = \"complete:2\"",
+        &[p0_port, proxy.addr.port()],
+        NO_VIEWS,
+    );
+    let cluster = lkcs::net::Cluster::parse(&text).unwrap();
+    let logs = Logs::default();
+    let h1 = rt
+        .block_on(async {
+            let l = TcpListener::from_std(p1_listener).unwrap();
+            cluster.spawn(ProcessId(1), l, None, logs.logger())
+        })
+        .unwrap();
+    let mut m0 = cluster.member_with(0, None, logs.logger()).unwrap();
+    m0.enter().unwrap();
+    let from_p0 = || {
+        h1.status()
+            .links
+            .get(&ProcessId(0))
+            .map_or(0, |t| t.received.count)
+    };
+    let before = from_p0();
+    assert!(before >= 1, "P1 never heard P0's request");
+    let p0_down = |p: ProcessId, e: &LogEvent| {
+        p == ProcessId(0) && matches!(e, LogEvent::Disconnected { .. })
+    };
+    let down_count = || {
+        let logged = logs.0.lock().unwrap();
+        logged.iter().filter(|(p, e)| p0_down(*p, e)).count()
+    };
+    let downs = down_count();
+    // the link from P0 to P1 is cut, and stays down: P0's exit completes on its own (its
+    // release waits in its link)
+    proxy.pause(true);
+    let guard = Instant::now() + GUARD;
+    while down_count() == downs {
+        assert!(Instant::now() < guard, "P0 never saw its link cut");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    m0.exit().unwrap();
+    let dropped = std::thread::spawn(move || drop(m0));
+    proxy.pause(false);
+    dropped.join().unwrap();
+    let after = from_p0();
+    assert_eq!(
+        after,
+        before + 1,
+        "P1 received {} messages from P0 after its exit, not its one release: the drop \
+         stopped the node before its link resent it",
+        after - before
+    );
+    h1.shutdown();
+}
+
 /// A call that does not wait on a stopped member is not failed by it: in CDC, member 3
 /// stops, and once the others know it is unreachable, members 1 and 2 still enter and exit
 /// through the controller (member 0), every call `Ok`. The same holds for MUTIN and

@@ -23,6 +23,11 @@ struct NetEngine {
     polled: Mutex<Option<(CsState, Moving)>>,
     /// With views, how long dropping the member waits for its graceful leave.
     leave_within: Option<std::time::Duration>,
+    /// Without views, how long dropping the member waits for its peers to acknowledge what
+    /// it sent (twice the peer timeout, as `lkcs node` waits at the end of its run).
+    drain_within: std::time::Duration,
+    /// The node's runtime: a drain waits on its timers.
+    runtime: tokio::runtime::Handle,
 }
 
 fn quota_error(e: NodeError) -> QuotaError {
@@ -104,14 +109,28 @@ impl MemberEngine for NetEngine {
     }
 
     fn retire(&self) {
-        if let Some(within) = self.leave_within {
-            // a graceful leave: out of the CS first, then out of the view; past the bound,
-            // the node stops and the others evict it
-            let mut leave: Moving = {
+        match self.leave_within {
+            Some(within) => {
+                // a graceful leave: out of the CS first, then out of the view; past the
+                // bound, the node stops and the others evict it
+                let mut leave: Moving = {
+                    let node = self.node.clone();
+                    Box::pin(async move { node.leave().await })
+                };
+                let _ = block_on(leave.as_mut(), Some(Instant::now() + within));
+            }
+            None => {
+                // the node stops for good, and its links resend what a reset lost only while
+                // it lives: first the peers acknowledge what it sent (the releases of its
+                // last exit, say), or the bound passes
                 let node = self.node.clone();
-                Box::pin(async move { node.leave().await })
-            };
-            let _ = block_on(leave.as_mut(), Some(Instant::now() + within));
+                let within = self.drain_within;
+                let drained = self.runtime.spawn(async move { node.drain(within).await });
+                let mut drained: Pin<Box<dyn Future<Output = _> + Send>> = Box::pin(drained);
+                // the drain ends by its own bound; the margin covers a node thread that
+                // stopped under it
+                let _ = block_on(drained.as_mut(), Some(Instant::now() + 2 * within));
+            }
         }
         self.node.shutdown();
         if let Some(stop) = self.stop.lock().unwrap_or_else(|p| p.into_inner()).take() {
@@ -128,8 +147,10 @@ impl Cluster {
     /// it. The node runs on a thread of its own until the member is dropped. With views,
     /// dropping it is a graceful leave ([`NodeHandle::leave`]: it exits first if active,
     /// then a view without it installs), waiting at most twice `evict_after`; then the node
-    /// stops. Without views, dropping it stops the node (its peers then see it
-    /// unreachable).
+    /// stops. Without views, dropping it waits (at most twice the peer timeout) until its
+    /// peers acknowledged what it sent, through a reset of the link if one comes, then stops
+    /// the node: its peers then see it unreachable, and a member dropped while active stays
+    /// active in their counts.
     ///
     /// ```no_run
     /// let cluster = lkcs::net::Cluster::load("examples/cluster3.toml".as_ref())?;
@@ -186,6 +207,7 @@ impl Cluster {
                 })?;
             self.spawn(me, listener, None, log)?
         };
+        let handle = runtime.handle().clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         std::thread::Builder::new()
             .name(format!("lkcs-node-{id}"))
@@ -201,6 +223,8 @@ impl Cluster {
             stop: Mutex::new(Some(stop)),
             polled: Mutex::new(None),
             leave_within: self.views().map(|v| 2 * v.evict_after),
+            drain_within: 2 * self.timing().peer_timeout,
+            runtime: handle,
         };
         Ok(Member::new(id, Box::new(engine)))
     }

@@ -203,7 +203,9 @@ pub struct NodeStatus {
     pub connected: BTreeSet<ProcessId>,
     /// Peers silent beyond the timeout, or whose link is lost.
     pub unreachable: BTreeSet<ProcessId>,
-    /// Messages the object sent (to itself included).
+    /// Messages the object sent (to itself included). This and the other counts
+    /// ([`NodeStatus::sent_to_self`], [`NodeStatus::links`]) change without waking
+    /// [`NodeHandle::wait_status`]: read them, do not wait on them.
     pub sent: u64,
     /// Messages the object sent to itself.
     pub sent_to_self: u64,
@@ -695,7 +697,7 @@ impl<A: CsObject> Core<A> {
             }
             for (to, msg) in out.drain() {
                 if to == me {
-                    self.status.send_modify(|s| {
+                    self.count(|s| {
                         s.sent += 1;
                         s.sent_to_self += 1;
                     });
@@ -708,7 +710,7 @@ impl<A: CsObject> Core<A> {
                     None => (to, None),
                 };
                 let counted = !self.said_bye.contains(&to);
-                self.status.send_modify(|s| {
+                self.count(|s| {
                     s.sent += 1;
                     if counted {
                         s.links.entry(to).or_default().sent.add(&msg);
@@ -730,6 +732,18 @@ impl<A: CsObject> Core<A> {
             self.obj.set_time(self.now());
             self.obj.on_message(me, msg, &mut out);
         }
+    }
+
+    /// Updates the status's message counters ([`NodeStatus::sent`], [`NodeStatus::links`])
+    /// without waking the tasks that wait on a status change: no wait is for a count, and
+    /// one wake-up per message sent or received was a task poll per message in every
+    /// watcher (the cycle workload, the view follower). A reader sees the counts at its
+    /// next look.
+    pub(super) fn count(&self, f: impl FnOnce(&mut NodeStatus)) {
+        self.status.send_if_modified(|s| {
+            f(s);
+            false
+        });
     }
 
     /// Adds members to the finished set; passes news on to the neighbours, and says bye to

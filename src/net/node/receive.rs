@@ -175,7 +175,7 @@ impl<A: CsObject> Core<A> {
 
     pub(super) fn tally_received(&self, from: ProcessId, msg: &A::Msg) {
         if !self.byes.contains(&from) {
-            self.status.send_modify(|s| {
+            self.count(|s| {
                 s.links.entry(from).or_default().received.add(msg);
             });
         }
