@@ -268,8 +268,25 @@ fn available_memory() -> Option<usize> {
 }
 
 fn bad_input(e: &ConfigError) -> ExitCode {
-    for p in &e.problems {
+    refuse(&e.problems)
+}
+
+/// The most `error:` lines one refusal prints: one bad value can break a bound at every
+/// process of a large system, which printed a line per process (100,000 lines, 10 MB).
+const MAX_ERROR_LINES: usize = 10;
+
+/// Prints the problems, one `error:` line each up to [`MAX_ERROR_LINES`] and then one
+/// line counting the rest; exit 2.
+fn refuse<P: std::fmt::Display>(problems: &[P]) -> ExitCode {
+    for p in problems.iter().take(MAX_ERROR_LINES) {
         warn!("error: {p}");
+    }
+    if problems.len() > MAX_ERROR_LINES {
+        warn!(
+            "error: ... and {} more problems ({} in all)",
+            problems.len() - MAX_ERROR_LINES,
+            problems.len()
+        );
     }
     ExitCode::from(2)
 }
@@ -521,6 +538,24 @@ fn run_simulate(args: &SimulateArgs) -> ExitCode {
     }
 }
 
+/// The largest `lkcs check --max-time`, in seconds (about 31,700 years).
+const MAX_CHECK_SECONDS: f64 = 1e12;
+
+/// The largest `lkcs check --max-memory`, in GiB.
+const MAX_CHECK_GIB: f64 = 1e9;
+
+/// Why `value` cannot be the amount `option` takes: not positive (NaN included), or above
+/// `max` (its message names the bound, not the value, which may be hundreds of digits).
+fn amount_problem(option: &str, value: f64, max: f64, unit: &str) -> Option<String> {
+    if value.is_nan() || value <= 0.0 {
+        Some(format!("{option} must be a positive number of {unit}"))
+    } else if value > max {
+        Some(format!("{option} is too large: at most {max:e} {unit}"))
+    } else {
+        None
+    }
+}
+
 fn run_check(args: &CheckArgs) -> ExitCode {
     let spec = match system_spec(&args.system) {
         Ok(s) => s,
@@ -535,25 +570,24 @@ fn run_check(args: &CheckArgs) -> ExitCode {
     }
     let max_time = match args.max_time {
         None => None,
-        Some(s) if s.is_finite() && s > 0.0 && s < 1e12 => {
-            Some(std::time::Duration::from_secs_f64(s))
-        }
-        Some(s) => {
-            return bad_input(&ConfigError::one(Problem::Invalid(format!(
-                "--max-time must be a positive number of seconds, not {s}"
-            ))))
-        }
+        Some(s) => match amount_problem("--max-time", s, MAX_CHECK_SECONDS, "seconds") {
+            None => Some(std::time::Duration::from_secs_f64(s)),
+            Some(p) => return bad_input(&ConfigError::one(Problem::Invalid(p))),
+        },
     };
     let network = lkcs::Network::parse(&args.network).unwrap_or_default();
     let max_memory = match args.max_memory {
         None => available_memory().map(|b| b / 4 * 3),
-        Some(gib) if gib.is_finite() && gib > 0.0 && gib < 1e9 => Some((gib * GIB) as usize),
-        Some(gib) => {
-            return bad_input(&ConfigError::one(Problem::Invalid(format!(
-                "--max-memory must be a positive number of GiB, not {gib}"
-            ))))
-        }
+        Some(gib) => match amount_problem("--max-memory", gib, MAX_CHECK_GIB, "GiB") {
+            None => Some((gib * GIB) as usize),
+            Some(p) => return bad_input(&ConfigError::one(Problem::Invalid(p))),
+        },
     };
+    if args.max_states == Some(0) {
+        return bad_input(&ConfigError::one(Problem::Invalid(
+            "--max-states must be at least 1".into(),
+        )));
+    }
     let cfg = CheckConfig {
         pairs: args.system.pairs,
         max_states: args.max_states,

@@ -1191,6 +1191,125 @@ fn check_stops_at_the_memory_budget_with_a_bounded_verdict() {
     }
 }
 
+/// One bad value that breaks a bound at every process of a large system prints at most ten
+/// `error:` lines and a count (it printed a line per process: 100,000 lines for ring:100000),
+/// and a problem that lists processes names a few and counts the rest (it was one line of
+/// 789 KB).
+#[test]
+fn a_bound_broken_everywhere_is_ten_lines_and_a_count() {
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "lmutin",
+        "--topology",
+        "ring:1000",
+        "--l",
+        "5",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let lines = stderr_lines(&out);
+    assert_eq!(lines.len(), 11, "{lines:?}");
+    assert!(
+        lines[..10].iter().all(|l| l.starts_with("error: P")),
+        "{lines:?}"
+    );
+    assert_eq!(lines[10], "error: ... and 990 more problems (1000 in all)");
+    let out = lkcs(&[
+        "simulate",
+        "--algorithm",
+        "lkcs",
+        "--topology",
+        "ring:1000",
+        "--l",
+        "1",
+        "--k",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let lines = stderr_lines(&out);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("and 992 more would be left with L_i >= K_i")),
+        "{lines:?}"
+    );
+    assert!(lines.iter().all(|l| l.len() < 400), "{lines:?}");
+}
+
+/// `cluster init` with a bad `--host` names `--host`, once (it reported every member's
+/// section, which the user never wrote).
+#[test]
+fn cluster_init_names_a_bad_host_once() {
+    let dir = std::env::temp_dir().join(format!("lkcs-init-host-{}", std::process::id()));
+    let out = lkcs(&[
+        "cluster",
+        "init",
+        "--algorithm",
+        "gcs",
+        "--members",
+        "50",
+        "--host",
+        "my host",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let lines = stderr_lines(&out);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("error: --host `my host` is not a host"),
+        "{lines:?}"
+    );
+    assert!(!dir.join("cluster.toml").exists());
+}
+
+/// `lkcs check`'s budgets refused with their cause: a value too large is called too large
+/// (it was "must be a positive number", echoing hundreds of digits), and `--max-states 0`
+/// is refused (it ran and reported "bounded by --max-states 0" after 2 states).
+#[test]
+fn check_budgets_name_why_they_are_refused() {
+    for (option, value, named) in [
+        (
+            "--max-time",
+            "1e13",
+            "--max-time is too large: at most 1e12 seconds",
+        ),
+        (
+            "--max-time",
+            "1e308",
+            "--max-time is too large: at most 1e12 seconds",
+        ),
+        (
+            "--max-time",
+            "-1",
+            "--max-time must be a positive number of seconds",
+        ),
+        (
+            "--max-memory",
+            "1e308",
+            "--max-memory is too large: at most 1e9 GiB",
+        ),
+        (
+            "--max-memory",
+            "NaN",
+            "--max-memory must be a positive number of GiB",
+        ),
+        ("--max-states", "0", "--max-states must be at least 1"),
+    ] {
+        let out = lkcs(&[
+            "check",
+            "--algorithm",
+            "lmutin",
+            "--topology",
+            "ring:3",
+            &format!("{option}={value}"),
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{option} {value}");
+        let lines = stderr_lines(&out);
+        assert_eq!(lines, vec![format!("error: {named}")], "{option} {value}");
+    }
+}
+
 /// Runs `args` with stdout or stderr a pipe whose reading end is already closed (as in
 /// `lkcs ... | head -1` once `head` has quit), capturing the other stream.
 fn lkcs_into_closed_pipe(args: &[&str], close_stdout: bool) -> Output {
@@ -1525,6 +1644,33 @@ fn plot_draws_a_csv_and_refuses_an_unknown_column() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no column `nope`"));
+    // a refused plot leaves the file it would have written as it was
+    assert_eq!(
+        std::fs::read_to_string(&svg).unwrap(),
+        text,
+        "a refused plot overwrote --out"
+    );
+    // a value that is not a finite number is refused, naming it (an infinite one hung the
+    // axis code; NaN drew a plot)
+    for (bad, column) in [("inf", "rate"), ("-inf", "threads"), ("NaN", "rate")] {
+        let rows = match column {
+            "rate" => format!("system,threads,rate\nA,16,{bad}\nA,64,30\n"),
+            _ => format!("system,threads,rate\nA,{bad},10\nA,64,30\n"),
+        };
+        std::fs::write(&csv, rows).unwrap();
+        let out = lkcs(&[
+            "plot", csv_s, "--x", "threads", "--panel", "p|y|rate", "--out", svg_s,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "`{bad}` in column `{column}` is not a finite number"
+            )),
+            "{bad}: {err}"
+        );
+        assert_eq!(std::fs::read_to_string(&svg).unwrap(), text, "{bad}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -732,6 +732,61 @@ fn readable_keys_and_example_keys_are_refused_naming_the_file() {
     }
 }
 
+/// `cluster init` writes nothing when one of its files is already there, naming that file
+/// (it wrote the keys before it, then failed with "cannot write DIR", exit 1, and every
+/// retry failed on the keys it had left); a cluster file it writes is then complete.
+#[test]
+fn cluster_init_over_a_stray_key_writes_nothing_and_names_the_key() {
+    let dir = scratch("init-stray-key");
+    let out_dir = dir.join("c");
+    std::fs::create_dir_all(out_dir.join("keys")).unwrap();
+    let stray = out_dir.join("keys").join("1.key");
+    std::fs::write(&stray, "x").unwrap();
+    let init = || {
+        Command::new(BIN)
+            .args([
+                "cluster",
+                "init",
+                "--members",
+                "3",
+                "--algorithm",
+                "gcs",
+                "--out",
+            ])
+            .arg(&out_dir)
+            .output()
+            .unwrap()
+    };
+    let out = init();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "error: {} exists: not overwritten (choose another --out)",
+            stray.display()
+        )
+    );
+    let mut left: Vec<String> = std::fs::read_dir(out_dir.join("keys"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["1.key"], "init wrote keys before it refused");
+    assert!(!out_dir.join("cluster.toml").exists());
+    // once the stray key is gone, the same command succeeds
+    std::fs::remove_file(&stray).unwrap();
+    let out = init();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(out_dir.join("cluster.toml")).unwrap();
+    assert!(text.lines().any(|l| l == "[operator]"), "{text}");
+    Cluster::load(&out_dir.join("cluster.toml")).unwrap();
+}
+
 /// One member with a bad address is one problem: its id is not reported missing, nor the
 /// member count short of the topology's.
 #[test]

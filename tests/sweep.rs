@@ -269,7 +269,8 @@ fn bad_grids_exit_2_with_one_line() {
         ("algorithms = [\"lmutin\"\ntopologies = ", "grid.toml:"),
         (
             "algorithms = [\"lmutin\"]\ntopologies = [\"ring:4\"]\nalgorythm = 1\n",
-            "unknown field `algorythm`",
+            // the line it is on (the start of a line was counted as the line before)
+            "grid.toml:3: unknown field `algorythm`",
         ),
         ("algorithms = []\ntopologies = [\"ring:4\"]\n", "empty"),
         (
@@ -327,12 +328,47 @@ fn bad_grids_exit_2_with_one_line() {
         ],
         // every combination refused: nothing to run
         &["sweep", "--algorithms", "gcs", "--topologies", "ring:6"],
+        // two empty items, one problem (it printed the same line twice)
+        &[
+            "sweep",
+            "--algorithms",
+            "lmutin",
+            "--topologies",
+            "ring:4",
+            "--seeds",
+            ",",
+        ],
     ] {
         let out = lkcs(args);
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.starts_with("error: "), "{args:?}: {err}");
+    }
+    // a value no run can take is refused up front, naming it (it was a skipped run, exit 0,
+    // or the generic "every combination was skipped")
+    let base = [
+        "sweep",
+        "--algorithms",
+        "lmutin,cdc",
+        "--topologies",
+        "ring:5,complete:5",
+    ];
+    for (extra, named) in [
+        (&["--maxreq", "0"][..], "maxreq must be at least 1"),
+        (&["--max-events", "0"], "max_events must be at least 1"),
+        (
+            &["--pairs", "1000000001"],
+            "at most 1000000000 pairs per process",
+        ),
+    ] {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let out = lkcs(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(named), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
     }
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -218,6 +218,15 @@ fn text(a: &InitArgs, keys: &[SecretKey], operator: &SecretKey) -> Result<String
     } else {
         host.to_string()
     };
+    // the host is checked once, here, with the base port: a bad one is one problem about
+    // --host, not one per member section the user never wrote
+    if lkcs::net::MemberAddress::parse(&format!("{host}:{}", a.base_port.max(1))).is_none() {
+        return Err(vec![format!(
+            "--host `{}` is not a host: an IP address or a host name (letters, digits, `-`, \
+             `_` and `.`)",
+            a.host
+        )]);
+    }
     let mut t = String::new();
     let _ = writeln!(
         t,
@@ -236,7 +245,7 @@ fn text(a: &InitArgs, keys: &[SecretKey], operator: &SecretKey) -> Result<String
     let _ = writeln!(
         t,
         "# the operator (`lkcs status`): pinned for no member, it may only ask their status
-         [operator]
+[operator]
 public_key = \"{}\"
 private_key = \"keys/operator.key\"",
         operator.public()
@@ -254,6 +263,50 @@ dir = {dir}"
     Ok(t)
 }
 
+/// Writes the keys (`key_files`: the members' in order, then the operator's) and the
+/// cluster file, recording in `created` each file made; an error names the path it failed on.
+fn write_cluster(
+    keys_dir: &std::path::Path,
+    key_files: &[std::path::PathBuf],
+    keys: &[SecretKey],
+    operator: &SecretKey,
+    file: &std::path::Path,
+    text: &str,
+    created: &mut Vec<std::path::PathBuf>,
+) -> Result<(), (std::path::PathBuf, std::io::Error)> {
+    let at = |p: &std::path::Path| {
+        let p = p.to_path_buf();
+        move |e| (p, e)
+    };
+    std::fs::create_dir_all(keys_dir).map_err(at(keys_dir))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(keys_dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(at(keys_dir))?;
+    }
+    for (i, (key, path)) in keys.iter().zip(key_files).enumerate() {
+        write_key(path, i, key).map_err(at(path))?;
+        created.push(path.clone());
+    }
+    let path = &key_files[keys.len()];
+    write_operator_key(path, operator).map_err(at(path))?;
+    created.push(path.clone());
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    use std::io::Write;
+    let mut f = options.open(file).map_err(at(file))?;
+    created.push(file.to_path_buf());
+    f.write_all(text.as_bytes())
+        .and_then(|()| f.sync_all())
+        .map_err(at(file))
+}
+
 fn init(a: &InitArgs) -> ExitCode {
     let keys: Vec<SecretKey> = (0..a.members.min(MAX_MEMBERS))
         .map(|_| SecretKey::generate())
@@ -262,53 +315,46 @@ fn init(a: &InitArgs) -> ExitCode {
     let text = match text(a, &keys, &operator) {
         Ok(t) => t,
         Err(problems) => {
-            for p in problems {
-                warn!("error: {p}");
-            }
-            return ExitCode::from(2);
+            return crate::refuse(&problems);
         }
     };
     // the same checks as every member makes when it reads the file
     if let Err(e) = Cluster::parse_in(&text, &a.out) {
-        for p in &e.problems {
-            warn!("error: {p}");
-        }
-        return ExitCode::from(2);
+        return crate::refuse(&e.problems);
     }
     let file = a.out.join("cluster.toml");
-    if file.exists() {
+    let keys_dir = a.out.join("keys");
+    let key_files: Vec<std::path::PathBuf> = (0..keys.len())
+        .map(|i| keys_dir.join(format!("{i}.key")))
+        .chain([keys_dir.join("operator.key")])
+        .collect();
+    // nothing is written over, and nothing at all is written when one of them is there
+    if let Some(there) = std::iter::once(&file)
+        .chain(&key_files)
+        .find(|f| f.symlink_metadata().is_ok())
+    {
         warn!(
             "error: {} exists: not overwritten (choose another --out)",
-            file.display()
+            there.display()
         );
         return ExitCode::from(2);
     }
-    let keys_dir = a.out.join("keys");
-    let written = (|| -> std::io::Result<()> {
-        std::fs::create_dir_all(&keys_dir)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&keys_dir, std::fs::Permissions::from_mode(0o700))?;
+    // the files this run created, removed again when a later write fails
+    let mut created: Vec<std::path::PathBuf> = Vec::new();
+    let written = write_cluster(
+        &keys_dir,
+        &key_files,
+        &keys,
+        &operator,
+        &file,
+        &text,
+        &mut created,
+    );
+    if let Err((path, e)) = written {
+        for f in &created {
+            let _ = std::fs::remove_file(f);
         }
-        for (i, key) in keys.iter().enumerate() {
-            write_key(&keys_dir.join(format!("{i}.key")), i, key)?;
-        }
-        write_operator_key(&keys_dir.join("operator.key"), &operator)?;
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        use std::io::Write;
-        let mut f = options.open(&file)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()
-    })();
-    if let Err(e) = written {
-        warn!("error: cannot write {}: {e}", a.out.display());
+        warn!("error: cannot write {}: {e}", path.display());
         return ExitCode::from(1);
     }
     say!(

@@ -152,10 +152,7 @@ pub fn run(args: &NodeArgs) -> ExitCode {
     let mut cluster = match Cluster::load(&args.cluster) {
         Ok(c) => c,
         Err(e) => {
-            for p in &e.problems {
-                warn!("error: {p}");
-            }
-            return ExitCode::from(2);
+            return crate::refuse(&e.problems);
         }
     };
     cluster.allow_example_keys(args.allow_example_keys);
@@ -193,10 +190,7 @@ pub fn run(args: &NodeArgs) -> ExitCode {
         }
     }
     if !problems.is_empty() {
-        for p in problems {
-            warn!("error: {p}");
-        }
-        return ExitCode::from(2);
+        return crate::refuse(&problems);
     }
     // one process per member on its state folder, until this process ends
     let _folder_lock = match lock_state_folder(&cluster, ProcessId(args.id as u32)) {

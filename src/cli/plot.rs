@@ -600,8 +600,14 @@ pub(crate) fn lines(
     };
     let num = |row: &[String], i: usize| -> Result<f64, String> {
         let v = row.get(i).map_or("", String::as_str);
-        v.parse::<f64>()
-            .map_err(|_| format!("`{v}` in column `{}` is not a number", header[i]))
+        match v.parse::<f64>() {
+            Ok(n) if n.is_finite() => Ok(n),
+            Ok(_) => Err(format!(
+                "`{v}` in column `{}` is not a finite number",
+                header[i]
+            )),
+            Err(_) => Err(format!("`{v}` in column `{}` is not a number", header[i])),
+        }
     };
     let xi = col(x)?;
     let groups: Vec<String> = match by {
@@ -619,11 +625,9 @@ pub(crate) fn lines(
         None => vec![String::new()],
     };
     let bi = by.map(col).transpose()?;
-    let root =
-        SVGBackend::new(path, (PANEL.0 * panels.len().max(1) as u32, PANEL.1)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let areas = root.split_evenly((1, panels.len().max(1)));
-    for (panel, area) in panels.iter().zip(&areas) {
+    // every panel's points first: input the plot refuses leaves `path` as it was
+    let mut drawn = Vec::with_capacity(panels.len());
+    for panel in panels {
         // (label, points) per line
         let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
         for c in &panel.columns {
@@ -665,6 +669,13 @@ pub(crate) fn lines(
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
                 (a.min(p.1), b.max(p.1))
             });
+        drawn.push((series, (x0, x1), (y0, y1)));
+    }
+    let root =
+        SVGBackend::new(path, (PANEL.0 * panels.len().max(1) as u32, PANEL.1)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let areas = root.split_evenly((1, panels.len().max(1)));
+    for ((panel, area), (series, (x0, x1), (y0, y1))) in panels.iter().zip(&areas).zip(drawn) {
         let mut builder = ChartBuilder::on(area);
         builder
             .caption(&panel.title, (FONT, 14).into_font())

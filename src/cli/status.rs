@@ -33,10 +33,7 @@ pub fn run(args: &StatusArgs) -> ExitCode {
     let cluster = match Cluster::load(&args.cluster) {
         Ok(c) => c,
         Err(e) => {
-            for p in &e.problems {
-                warn!("error: {p}");
-            }
-            return ExitCode::from(2);
+            return crate::refuse(&e.problems);
         }
     };
     if args.timeout_ms == 0 || args.timeout_ms > MAX_TIMEOUT_MS {

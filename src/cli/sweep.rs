@@ -183,12 +183,9 @@ pub(crate) struct SweepArgs {
     max_events: Option<u64>,
 }
 
-/// One line per problem, exit 2.
+/// One line per problem (at most `MAX_ERROR_LINES`, then a count), exit 2.
 fn bad(problems: &[String]) -> ExitCode {
-    for p in problems {
-        warn!("error: {p}");
-    }
-    ExitCode::from(2)
+    crate::refuse(problems)
 }
 
 /// `lkcs sweep`.

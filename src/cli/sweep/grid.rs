@@ -224,7 +224,7 @@ fn read_file(path: &Path) -> Result<GridFile, String> {
     toml::from_str::<GridFile>(&text).map_err(|e| {
         let line = e
             .span()
-            .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
         let msg = e.message().lines().next().unwrap_or("").trim().to_string();
         match line {
             Some(line) => format!("{}:{line}: {msg}", path.display()),
@@ -262,9 +262,15 @@ pub(super) fn parse_ints(items: &[String], what: &str, problems: &mut Vec<String
                 problems.push(format!("{what} `{item}`: more than {MAX_RUNS} values"))
             }
             Some((a, b)) => out.extend(a..=b),
-            None => problems.push(format!(
-                "{what} `{item}`: expected an integer or a range A..=B / A..B (A <= B)"
-            )),
+            None => {
+                let problem = format!(
+                    "{what} `{item}`: expected an integer or a range A..=B / A..B (A <= B)"
+                );
+                // `,` is two empty items: one problem
+                if !problems.contains(&problem) {
+                    problems.push(problem);
+                }
+            }
         }
     }
     out
@@ -413,6 +419,12 @@ pub(super) fn grid(args: &SweepArgs) -> Result<Grid, Vec<String>> {
     if pairs.contains(&0) {
         problems.push("pairs must be at least 1".into());
     }
+    if let Some(p) = pairs.iter().find(|&&p| p > crate::MAX_PAIRS) {
+        problems.push(format!(
+            "pairs {p}: at most {} pairs per process",
+            crate::MAX_PAIRS
+        ));
+    }
     let variants = dedup(
         pick(&args.variant, file.variant.as_ref().map(Strings::items))
             .unwrap_or(vec!["corrected".into()]),
@@ -489,6 +501,13 @@ pub(super) fn grid(args: &SweepArgs) -> Result<Grid, Vec<String>> {
         problems.push(format!("think must not exceed {MAX_DELAY}"));
     }
     let max_events = args.max_events.or(file.max_events);
+    if max_events == Some(0) {
+        problems.push("max_events must be at least 1".into());
+    }
+    // refused by every run that takes it: refused here, before any run
+    if args.maxreq.or(file.maxreq) == Some(0) && taken("--maxreq") {
+        problems.push("maxreq must be at least 1 (1 = the controller moves at every exit)".into());
+    }
 
     // an axis given but empty leaves nothing to run
     for (name, empty) in [
