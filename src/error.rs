@@ -13,6 +13,9 @@ pub(crate) use cluster::OLD_FORMAT;
 pub(crate) use quota::{ids, MemberList};
 pub use quota::{BoundSide, QuotaProblem};
 
+/// The most processes a problem names one by one; the rest are counted.
+const NAMED_AT_MOST: usize = 8;
+
 /// One thing wrong with a requested configuration. Each displays as one line.
 ///
 /// Match on it with a wildcard arm: new variants may come.
@@ -411,16 +414,24 @@ impl fmt::Display for Problem {
                 "unknown or not yet supported --mx `{given}` (expected one of: {})",
                 accepted.join(", ")
             ),
-            Problem::NoRoomToTighten { processes } => write!(
-                f,
-                "the round trip tightens every side of a bound a move can break; {} would \
-                 be left with L_i >= K_i",
-                processes
+            Problem::NoRoomToTighten { processes } => {
+                // the first few by name: every process of a large system can be one
+                let named: Vec<String> = processes
                     .iter()
+                    .take(NAMED_AT_MOST)
                     .map(|p| p.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+                    .collect();
+                let more = match processes.len().saturating_sub(NAMED_AT_MOST) {
+                    0 => String::new(),
+                    more => format!(" and {more} more"),
+                };
+                write!(
+                    f,
+                    "the round trip tightens every side of a bound a move can break; {}{more} \
+                     would be left with L_i >= K_i",
+                    named.join(", ")
+                )
+            }
             Problem::RoundTrip(why) => write!(f, "the round trip: {why}"),
             Problem::LeaderRulesNotRun => f.write_str(
                 "the leader rules: not run: they may take this instance but can stall \

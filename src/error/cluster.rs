@@ -72,6 +72,11 @@ pub enum ClusterProblem {
         /// The address as written.
         address: String,
     },
+    /// A member address with port 0, which no peer can dial.
+    PortZero {
+        /// The member.
+        member: usize,
+    },
     /// Two members with one address.
     SharedAddress {
         /// The first member.
@@ -145,6 +150,11 @@ impl fmt::Display for ClusterProblem {
             C::BadAddress { member, address } => write!(
                 f,
                 "[members.{member}]: `{address}` is not an address (host:port)"
+            ),
+            C::PortZero { member } => write!(
+                f,
+                "[members.{member}]: port 0: give the port the member listens on, which its \
+                 peers dial"
             ),
             C::SharedAddress {
                 first,

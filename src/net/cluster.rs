@@ -310,16 +310,18 @@ impl Cluster {
                 .map_err(|e| problems.extend(e.problems))
                 .ok(),
             None if members.is_empty() => None,
-            None => Topology::complete(members.len())
+            None => Topology::complete(file.members.len())
                 .map_err(|e| problems.extend(e.problems))
                 .ok(),
         };
+        // the sections [members] lists, a bad one included (reported on its own)
+        let listed = file.members.len();
         if let Some(t) = &topology {
-            if !members.is_empty() && t.len() != members.len() {
+            if listed > 0 && t.len() != listed {
                 problems.push(cluster_problem(ClusterProblem::TopologySize {
                     topology: t.name().to_string(),
                     processes: t.len(),
-                    members: members.len(),
+                    members: listed,
                 }));
             }
         }
@@ -775,9 +777,13 @@ fn members(
         return (Vec::new(), Vec::new(), Vec::new());
     }
     let mut by_id = BTreeMap::new();
+    // a section whose id is unreadable or repeated is reported once: the id it leaves
+    // missing is not reported besides
+    let mut bad_ids = false;
     for (key, m) in table {
         let Ok(id) = key.trim().parse::<usize>() else {
             problems.push(cluster_problem(ClusterProblem::NotAMemberId(key.clone())));
+            bad_ids = true;
             continue;
         };
         let public = PublicKey::from_hex(&m.public_key);
@@ -788,20 +794,25 @@ fn members(
         }
         let private = m.private_key.as_ref().map(|p| base.join(p));
         let address = MemberAddress::parse(m.address.trim());
-        if address.is_none() {
-            problems.push(cluster_problem(ClusterProblem::BadAddress {
+        match &address {
+            None => problems.push(cluster_problem(ClusterProblem::BadAddress {
                 member: id,
                 address: m.address.clone(),
-            }));
+            })),
+            Some(a) if a.port() == 0 => {
+                problems.push(cluster_problem(ClusterProblem::PortZero { member: id }))
+            }
+            Some(_) => {}
         }
         // a member with a bad address is still listed: its id is not missing, and the
         // member count is not short by one
         if by_id.insert(id, (address, public, private)).is_some() {
             problems.push(cluster_problem(ClusterProblem::ListedTwice(id)));
+            bad_ids = true;
         }
     }
     let n = table.len();
-    if let Some(missing) = (0..n).find(|i| !by_id.contains_key(i)) {
+    if let Some(missing) = (0..n).find(|i| !by_id.contains_key(i) && !bad_ids) {
         problems.push(cluster_problem(ClusterProblem::MissingId { missing, n }));
     }
     let mut seen = BTreeMap::new();

@@ -124,6 +124,23 @@ fn the_files_own_refusals_are_cluster_problems() {
         ),
         "{p:?}"
     );
+    // a section whose id is not a number is one problem: the id it leaves missing and the
+    // member count short of the topology's are not reported besides (they were)
+    let bad = text.replacen("[members.1]", "[members.one]", 1);
+    let p = Cluster::parse_in(&bad, &dir).expect_err("refused").problems;
+    assert_eq!(
+        p,
+        vec![Problem::Cluster(ClusterProblem::NotAMemberId("one".into()))],
+        "{p:?}"
+    );
+    // a port 0 is refused: no peer can dial it (it was accepted, and never connected)
+    let bad = text.replacen("127.0.0.1:7412", "127.0.0.1:0", 1);
+    let p = Cluster::parse_in(&bad, &dir).expect_err("refused").problems;
+    assert_eq!(
+        p,
+        vec![Problem::Cluster(ClusterProblem::PortZero { member: 1 })],
+        "{p:?}"
+    );
     // read from disk: the file is named, the problem kept
     let tmp = std::env::temp_dir().join(format!("lkcs-cluster-test-{}.toml", std::process::id()));
     std::fs::write(&tmp, "[quota]\nalgorithm = \"gcs\"\n[members]\n").expect("writes");
