@@ -1671,6 +1671,18 @@ fn plot_draws_a_csv_and_refuses_an_unknown_column() {
         );
         assert_eq!(std::fs::read_to_string(&svg).unwrap(), text, "{bad}");
     }
+    // a finite value whose padded axis overflows is refused too (it hung as inf did)
+    std::fs::write(&csv, "system,threads,rate\nA,16,1e300\nA,64,1.5e308\n").unwrap();
+    let out = lkcs(&[
+        "plot", csv_s, "--x", "threads", "--panel", "p|y|rate", "--out", svg_s,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("values too large to plot"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&svg).unwrap(), text);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -1766,11 +1766,15 @@ fn a_dropped_member_without_views_delivers_what_it_sent_before_its_node_stops() 
     let proxy = rt.block_on(Proxy::start(p1_addr, None, 0));
     // P1's peers reach it through the proxy; it listens behind it
     let p0_port = free_ports(1)[0];
+    // a peer timeout far beyond the redials' backoff: a peer marked unreachable counts as
+    // settled, and a slow test thread would then end the drain without the release
     let text = cluster_file(
         "algorithm = \"maekawa\"\ntopology = \"complete:2\"",
         &[p0_port, proxy.addr.port()],
         NO_VIEWS,
-    );
+    )
+    .replace("peer_timeout_ms = 500", "peer_timeout_ms = 10000");
+    assert!(text.contains("peer_timeout_ms = 10000"));
     let cluster = lkcs::net::Cluster::parse(&text).unwrap();
     let logs = Logs::default();
     let h1 = rt

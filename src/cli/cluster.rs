@@ -199,7 +199,7 @@ fn text(a: &InitArgs, keys: &[SecretKey], operator: &SecretKey) -> Result<String
     if let Some(t) = a.migrate_after {
         let _ = writeln!(q, "migrate_after = {t}");
     }
-    let host = quoted("host", &a.host, &mut problems);
+    let host = quoted("host", a.host.trim(), &mut problems);
     let storage = match a.storage.as_str() {
         "memory" => None,
         "" => {

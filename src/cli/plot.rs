@@ -669,13 +669,27 @@ pub(crate) fn lines(
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
                 (a.min(p.1), b.max(p.1))
             });
-        drawn.push((series, (x0, x1), (y0, y1)));
+        // the axes, padded: values near f64::MAX overflow them (the tick code then never ends)
+        let (xr, yr) = if log {
+            ((x0 / 1.3, x1 * 1.3), (y0 / 2.0, y1 * 4.0))
+        } else {
+            let pad = (x1 - x0).max(1.0) * 0.05;
+            ((x0 - pad, x1 + pad), (0.0, y1 * 1.3))
+        };
+        if ![xr.0, xr.1, yr.0, yr.1].iter().all(|v| v.is_finite()) {
+            return Err(format!(
+                "panel `{}`: values too large to plot (the axes would overflow)",
+                panel.title
+            ));
+        }
+        drawn.push((series, xr, yr));
     }
     let root =
         SVGBackend::new(path, (PANEL.0 * panels.len().max(1) as u32, PANEL.1)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let areas = root.split_evenly((1, panels.len().max(1)));
     for ((panel, area), (series, (x0, x1), (y0, y1))) in panels.iter().zip(&areas).zip(drawn) {
+        // (x0, x1) and (y0, y1) are the padded axes here
         let mut builder = ChartBuilder::on(area);
         builder
             .caption(&panel.title, (FONT, 14).into_font())
@@ -719,16 +733,10 @@ pub(crate) fn lines(
         }
         if log {
             draw!(builder
-                .build_cartesian_2d(
-                    (x0 / 1.3..x1 * 1.3).log_scale(),
-                    (y0 / 2.0..y1 * 4.0).log_scale()
-                )
+                .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
                 .map_err(err)?);
         } else {
-            let pad = (x1 - x0).max(1.0) * 0.05;
-            draw!(builder
-                .build_cartesian_2d(x0 - pad..x1 + pad, 0f64..y1 * 1.3)
-                .map_err(err)?);
+            draw!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(err)?);
         }
     }
     root.present().map_err(err)

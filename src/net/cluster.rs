@@ -760,9 +760,14 @@ fn write_secret(path: &Path, whose: &str, key: &SecretKey) -> std::io::Result<()
         options.mode(0o600);
     }
     let mut f = options.open(path)?;
-    writeln!(f, "# lkcs: {whose}")?;
-    writeln!(f, "{}", key.to_hex())?;
-    f.sync_all()
+    let written = writeln!(f, "# lkcs: {whose}")
+        .and_then(|()| writeln!(f, "{}", key.to_hex()))
+        .and_then(|()| f.sync_all());
+    if written.is_err() {
+        // a file this call created and could not fill: no half-written key stays behind
+        let _ = std::fs::remove_file(path);
+    }
+    written
 }
 
 /// Member ids 0..N-1, each once, with their addresses (`IP:PORT` or `HOST:PORT`, not looked
@@ -778,12 +783,12 @@ fn members(
     }
     let mut by_id = BTreeMap::new();
     // a section whose id is unreadable or repeated is reported once: the id it leaves
-    // missing is not reported besides
-    let mut bad_ids = false;
+    // missing is not reported besides (ids missing beyond one per such section are)
+    let mut bad_ids = 0usize;
     for (key, m) in table {
         let Ok(id) = key.trim().parse::<usize>() else {
             problems.push(cluster_problem(ClusterProblem::NotAMemberId(key.clone())));
-            bad_ids = true;
+            bad_ids += 1;
             continue;
         };
         let public = PublicKey::from_hex(&m.public_key);
@@ -808,11 +813,12 @@ fn members(
         // member count is not short by one
         if by_id.insert(id, (address, public, private)).is_some() {
             problems.push(cluster_problem(ClusterProblem::ListedTwice(id)));
-            bad_ids = true;
+            bad_ids += 1;
         }
     }
     let n = table.len();
-    if let Some(missing) = (0..n).find(|i| !by_id.contains_key(i) && !bad_ids) {
+    let missing: Vec<usize> = (0..n).filter(|i| !by_id.contains_key(i)).collect();
+    if let Some(&missing) = missing.first().filter(|_| missing.len() > bad_ids) {
         problems.push(cluster_problem(ClusterProblem::MissingId { missing, n }));
     }
     let mut seen = BTreeMap::new();

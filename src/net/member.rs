@@ -44,6 +44,18 @@ fn moving(node: &NodeHandle, target: CsState) -> Moving {
     Box::pin(async move { node.reach(target).await })
 }
 
+/// How long past its own bound dropping a member waits for its drain.
+const DRAIN_MARGIN: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// `fut` for [`block_on`]: outside tokio's cooperative budget. A member dropped or called
+/// inside a tokio task whose budget ran out would otherwise have its wake-up deferred to
+/// the end of a scheduler pass that never ends, since this thread is parked.
+fn blocking<T: 'static>(
+    fut: Pin<Box<dyn Future<Output = T> + Send>>,
+) -> Pin<Box<dyn Future<Output = T> + Send>> {
+    Box::pin(tokio::task::unconstrained(fut))
+}
+
 struct Unpark(std::thread::Thread);
 
 impl Wake for Unpark {
@@ -84,7 +96,7 @@ impl MemberEngine for NetEngine {
     }
 
     fn reach(&self, target: CsState, deadline: Option<Instant>) -> Result<(), QuotaError> {
-        let mut fut = moving(&self.node, target);
+        let mut fut = blocking(moving(&self.node, target));
         match block_on(fut.as_mut(), deadline) {
             Some(r) => r.map_err(quota_error),
             None => Err(QuotaError::Timeout),
@@ -115,7 +127,7 @@ impl MemberEngine for NetEngine {
                 // bound, the node stops and the others evict it
                 let mut leave: Moving = {
                     let node = self.node.clone();
-                    Box::pin(async move { node.leave().await })
+                    blocking(Box::pin(async move { node.leave().await }))
                 };
                 let _ = block_on(leave.as_mut(), Some(Instant::now() + within));
             }
@@ -126,10 +138,14 @@ impl MemberEngine for NetEngine {
                 let node = self.node.clone();
                 let within = self.drain_within;
                 let drained = self.runtime.spawn(async move { node.drain(within).await });
-                let mut drained: Pin<Box<dyn Future<Output = _> + Send>> = Box::pin(drained);
-                // the drain ends by its own bound; the margin covers a node thread that
-                // stopped under it
-                let _ = block_on(drained.as_mut(), Some(Instant::now() + 2 * within));
+                let mut drained: Pin<Box<dyn Future<Output = _> + Send>> =
+                    Box::pin(tokio::task::unconstrained(drained));
+                // the drain ends by its own bound (a runtime that shut down cancels it at
+                // once); the margin covers a node thread slow to run it
+                let _ = block_on(
+                    drained.as_mut(),
+                    Some(Instant::now() + within + DRAIN_MARGIN),
+                );
             }
         }
         self.node.shutdown();
@@ -147,7 +163,7 @@ impl Cluster {
     /// it. The node runs on a thread of its own until the member is dropped. With views,
     /// dropping it is a graceful leave ([`NodeHandle::leave`]: it exits first if active,
     /// then a view without it installs), waiting at most twice `evict_after`; then the node
-    /// stops. Without views, dropping it waits (at most twice the peer timeout) until its
+    /// stops. Without views, dropping it waits (at most twice the peer timeout and 100 ms) until its
     /// peers acknowledged what it sent, through a reset of the link if one comes, then stops
     /// the node: its peers then see it unreachable, and a member dropped while active stays
     /// active in their counts.

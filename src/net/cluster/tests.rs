@@ -133,6 +133,19 @@ fn the_files_own_refusals_are_cluster_problems() {
         vec![Problem::Cluster(ClusterProblem::NotAMemberId("one".into()))],
         "{p:?}"
     );
+    // ids missing beyond one per bad section are still reported: 0, x and 7 of three
+    let bad =
+        text.replacen("[members.1]", "[members.x]", 1)
+            .replacen("[members.2]", "[members.7]", 1);
+    let p = Cluster::parse_in(&bad, &dir).expect_err("refused").problems;
+    assert_eq!(
+        p,
+        vec![
+            Problem::Cluster(ClusterProblem::NotAMemberId("x".into())),
+            Problem::Cluster(ClusterProblem::MissingId { missing: 1, n: 3 }),
+        ],
+        "{p:?}"
+    );
     // a port 0 is refused: no peer can dial it (it was accepted, and never connected)
     let bad = text.replacen("127.0.0.1:7412", "127.0.0.1:0", 1);
     let p = Cluster::parse_in(&bad, &dir).expect_err("refused").problems;
