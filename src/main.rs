@@ -545,12 +545,19 @@ const MAX_CHECK_SECONDS: f64 = 1e12;
 const MAX_CHECK_GIB: f64 = 1e9;
 
 /// Why `value` cannot be the amount `option` takes: not positive (NaN included), or above
-/// `max` (its message names the bound, not the value, which may be hundreds of digits).
-fn amount_problem(option: &str, value: f64, max: f64, unit: &str) -> Option<String> {
+/// `max`, which the message shows as `shown` (it names the bound, not the value, which may
+/// be hundreds of digits). `lkcs check`'s budgets and `lkcs node`'s timeouts share it.
+fn amount_problem(
+    option: &str,
+    value: f64,
+    max: f64,
+    shown: impl std::fmt::Display,
+    unit: &str,
+) -> Option<String> {
     if value.is_nan() || value <= 0.0 {
         Some(format!("{option} must be a positive number of {unit}"))
     } else if value > max {
-        Some(format!("{option} is too large: at most {max:e} {unit}"))
+        Some(format!("{option} is too large: at most {shown} {unit}"))
     } else {
         None
     }
@@ -570,7 +577,13 @@ fn run_check(args: &CheckArgs) -> ExitCode {
     }
     let max_time = match args.max_time {
         None => None,
-        Some(s) => match amount_problem("--max-time", s, MAX_CHECK_SECONDS, "seconds") {
+        Some(s) => match amount_problem(
+            "--max-time",
+            s,
+            MAX_CHECK_SECONDS,
+            format_args!("{MAX_CHECK_SECONDS:e}"),
+            "seconds",
+        ) {
             None => Some(std::time::Duration::from_secs_f64(s)),
             Some(p) => return bad_input(&ConfigError::one(Problem::Invalid(p))),
         },
@@ -578,7 +591,13 @@ fn run_check(args: &CheckArgs) -> ExitCode {
     let network = lkcs::Network::parse(&args.network).unwrap_or_default();
     let max_memory = match args.max_memory {
         None => available_memory().map(|b| b / 4 * 3),
-        Some(gib) => match amount_problem("--max-memory", gib, MAX_CHECK_GIB, "GiB") {
+        Some(gib) => match amount_problem(
+            "--max-memory",
+            gib,
+            MAX_CHECK_GIB,
+            format_args!("{MAX_CHECK_GIB:e}"),
+            "GiB",
+        ) {
             None => Some((gib * GIB) as usize),
             Some(p) => return bad_input(&ConfigError::one(Problem::Invalid(p))),
         },

@@ -18,15 +18,7 @@ const MAX_SECONDS: f64 = 1e6;
 
 /// Why `value` cannot be the seconds of `option`: too large, or not positive (NaN included).
 fn seconds_problem(option: &str, value: f64) -> Option<String> {
-    if value > MAX_SECONDS {
-        Some(format!(
-            "{option} is too large: at most {MAX_SECONDS} seconds"
-        ))
-    } else if value.is_nan() || value <= 0.0 {
-        Some(format!("{option} must be a positive number of seconds"))
-    } else {
-        None
-    }
+    crate::amount_problem(option, value, MAX_SECONDS, MAX_SECONDS, "seconds")
 }
 
 /// Options of `lkcs node`.

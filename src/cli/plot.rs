@@ -688,8 +688,7 @@ pub(crate) fn lines(
         SVGBackend::new(path, (PANEL.0 * panels.len().max(1) as u32, PANEL.1)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let areas = root.split_evenly((1, panels.len().max(1)));
-    for ((panel, area), (series, (x0, x1), (y0, y1))) in panels.iter().zip(&areas).zip(drawn) {
-        // (x0, x1) and (y0, y1) are the padded axes here
+    for ((panel, area), (series, xr, yr)) in panels.iter().zip(&areas).zip(drawn) {
         let mut builder = ChartBuilder::on(area);
         builder
             .caption(&panel.title, (FONT, 14).into_font())
@@ -733,10 +732,12 @@ pub(crate) fn lines(
         }
         if log {
             draw!(builder
-                .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
+                .build_cartesian_2d((xr.0..xr.1).log_scale(), (yr.0..yr.1).log_scale())
                 .map_err(err)?);
         } else {
-            draw!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(err)?);
+            draw!(builder
+                .build_cartesian_2d(xr.0..xr.1, yr.0..yr.1)
+                .map_err(err)?);
         }
     }
     root.present().map_err(err)
