@@ -12,7 +12,11 @@
 //! a round trip or a sidetrack (`l_i + 1 ≤ |CS_i| ≤ k_i − 1` where it tightens them): a lower
 //! bound the start meets exactly is lowered by one more (a deficit view), and a start at an
 //! upper bound where LKCS tightens it is refused by [`SystemSpec::build`] (a view that would
-//! need its entries gated until the count falls: not built; `docs/fault-tolerance.md`).
+//! need its entries gated until the count falls: not built; `docs/fault-tolerance.md`). The
+//! round trip also needs room between its tightened bounds (`l_i + 1 < k_i − 1` where it
+//! tightens both): a neighbourhood that an eviction shrank can leave a bound with none, and
+//! that lower bound is lowered until there is (a deficit view again) rather than the view
+//! refused.
 //!
 //! **Bounds.** Let `c_i` be the size of member `i`'s closed neighbourhood in the view (the
 //! view's size for a global quota). The bounds the view **asks** for are the cluster's,
@@ -22,9 +26,10 @@
 //! cluster's neighbourhood hold a slot. A lower bound is built **lowered** to what the start
 //! has and to what the algorithm accepts (`l_i < k_i`): `min(l_i, k_i − 1, active_i)`, where
 //! `active_i` counts the start's active members around `i`. A view that lowers a bound is a
-//! **deficit view** ([`ViewSystem::deficit`]): its members must not let an exit complete
-//! until a view with every bound restored (the "Starting below a lower bound" section of the
-//! design); entries go on.
+//! **deficit view** ([`ViewSystem::deficit`]): the members of a lowered bound's neighbourhood
+//! ([`ViewSystem::gates_exits`]) must not let an exit complete until a view with every bound
+//! restored (the "Starting below a lower bound" section of the design); entries go on, and so
+//! does every member no lowered bound counts.
 //!
 //! Messages of the view's objects name processes of the view's system: a node translates the
 //! destination with [`ViewSystem::cluster_id`] and the sender with [`ViewSystem::dense`] at
@@ -35,6 +40,7 @@ use crate::algo::lkcs::Leaders;
 use crate::catalog::{Algorithm, BoundsFile, SystemSpec};
 use crate::config::{Bounds, Instance};
 use crate::cs::CsState;
+use crate::cs::Variant;
 use crate::error::{ConfigError, Problem};
 use crate::id::ProcessId;
 use crate::topology::Topology;
@@ -48,6 +54,10 @@ pub struct ViewSystem {
     members: Vec<ProcessId>,
     asked: Vec<Bounds>,
     built: Vec<Bounds>,
+    /// Per member: the largest lower bound the algorithm takes there whatever the start
+    /// (below `k`, and within LKCS's round-trip room): a view of the same members lowers a
+    /// bound asked above it again, however many members entered.
+    cap: Vec<usize>,
 }
 
 impl ViewSystem {
@@ -74,8 +84,12 @@ impl ViewSystem {
         let members: Vec<ProcessId> = start.keys().copied().collect();
         let topology = spec.topology.induced(&members)?;
         let states: Vec<CsState> = start.values().copied().collect();
+        let round_trip = spec.algorithm == Algorithm::Lkcs
+            && spec.leader.is_none()
+            && matches!(spec.variant, Variant::Corrected | Variant::Trip);
         let mut asked = Vec::with_capacity(members.len());
         let mut built = Vec::with_capacity(members.len());
+        let mut caps = Vec::with_capacity(members.len());
         for (i, &p) in members.iter().enumerate() {
             let closed = topology.closed(ProcessId::from(i));
             let c = closed.len();
@@ -94,6 +108,12 @@ impl ViewSystem {
                 // (l_i + 1 ≤ |CS_i|): a start at l_i is lowered one more
                 l -= 1;
             }
+            let cap =
+                ask.k
+                    .saturating_sub(1)
+                    .min(if round_trip { room(ask, c) } else { usize::MAX });
+            l = l.min(cap);
+            caps.push(cap);
             asked.push(ask);
             built.push(Bounds { l, k: ask.k });
         }
@@ -103,6 +123,7 @@ impl ViewSystem {
             members,
             asked,
             built,
+            cap: caps,
         })
     }
 
@@ -149,6 +170,52 @@ impl ViewSystem {
             .map(|(&p, _)| p)
             .collect()
     }
+
+    /// Whether the exits of the view's process `d` must wait in this view: `d` is in the
+    /// closed neighbourhood of a member whose lower bound was lowered ([`ViewSystem::deficit`]).
+    /// An exit of any other member changes no count that a lowered bound guards, so the
+    /// algorithm's own bounds, as asked there, keep it. In a global quota every member is in
+    /// every neighbourhood: a deficit view gates every exit. `false` for a process the view
+    /// does not have.
+    pub fn gates_exits(&self, d: ProcessId) -> bool {
+        self.lowered_around(d).next().is_some()
+    }
+
+    /// Whether a view of the same members, started later from the states that entries
+    /// brought up, may lift the gate on `d`'s exits: every bound lowered around `d` was
+    /// lowered for what the start has, none for what the algorithm takes whatever the start
+    /// (a lower bound equal to its neighbourhood's upper bound once an eviction shrank it,
+    /// or LKCS's round trip without room there), which only a view with a member back
+    /// restores. `false` where [`ViewSystem::gates_exits`] is false, and for a process the
+    /// view does not have.
+    pub fn restorable(&self, d: ProcessId) -> bool {
+        let mut lowered = self.lowered_around(d).peekable();
+        lowered.peek().is_some() && lowered.all(|i| self.asked[i].l <= self.cap[i])
+    }
+
+    /// The members of `d`'s closed neighbourhood (indices of the view) whose lower bound was
+    /// lowered; none for a process the view does not have.
+    fn lowered_around(&self, d: ProcessId) -> impl Iterator<Item = usize> + '_ {
+        let closed = match d.index() < self.members.len() {
+            true => self.spec.topology.closed(d),
+            false => Vec::new(),
+        };
+        closed
+            .into_iter()
+            .map(|i| i.index())
+            .filter(|&i| self.built[i].l < self.asked[i].l)
+    }
+}
+
+/// The largest lower bound the round trip can run with around a member whose bounds are
+/// `ask` in a closed neighbourhood of `c` members: its operating bounds are `L = l + 1` (where
+/// `l > 0`) and `K = k − 1` (where `k < c`), and it needs `L < K` (else
+/// [`Problem::NoRoomToTighten`]). A neighbourhood that shrank by an eviction can leave a
+/// bound the cluster's round trip took with no room: the view lowers it (a deficit view, its
+/// exits gated) instead of being refused.
+fn room(ask: Bounds, c: usize) -> usize {
+    let operating_k = ask.k.saturating_sub(usize::from(ask.k < c));
+    operating_k.saturating_sub(2)
 }
 
 /// The cluster's spec over the view: its graph, its bounds, its start; the leader kept when

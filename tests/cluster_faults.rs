@@ -615,6 +615,15 @@ fn a_member_started_after_its_eviction_rejoins_inactive_instead_of_using_its_ini
     assert_eq!(late.ask("state"), "ok active");
     let status = late.ask("status");
     assert!(in_members(&status, 0), "{status}");
+    // mutual exclusion has no lower bound: no view gates an exit
+    let gate = status
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("gate="));
+    assert_eq!(
+        gate,
+        Some("open"),
+        "the status names the exit gate: {status}"
+    );
     assert_eq!(late.ask("exit"), "ok");
     late.quit();
     let ended: Vec<Ended> = others.into_iter().map(|n| finish(n, started)).collect();
@@ -897,4 +906,89 @@ impl OneByHand {
             started,
         }
     }
+}
+
+/// The exit gate a member's line-protocol `status` names (`gate=...`).
+fn gate(status: &str) -> Option<&str> {
+    status
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("gate="))
+}
+
+/// Asks `node` its status until its gate is `want`; the last status.
+fn wait_for_gate(node: &mut LineNode, want: &str, started: Instant) -> String {
+    loop {
+        let status = node.ask("status");
+        if gate(&status) == Some(want) {
+            return status;
+        }
+        assert!(
+            started.elapsed() < GUARD,
+            "never saw gate={want}; last: {status}"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// LKCS's round trip on ring:6 with (l, k) = (1, 3): six `lkcs node` processes on the line
+/// protocol, every member starting in the CS. P4 exits, and P2 is killed (SIGKILL) in the
+/// CS. The view without P2 leaves P1's and P3's neighbourhoods ({P0, P1}, {P3, P4}) no room
+/// for the round trip: it lowers their bounds and gates the exits of P0, P1, P3 and P4
+/// (`gate=rejoin`) instead of being refused, which fenced every member. P4 enters again, P5
+/// (`gate=open`) exits and enters, and P1's exit waits. P2, started again with the same
+/// command, rejoins: the gate lifts, and P1's exit completes. No upper bound broken.
+#[test]
+fn lkcs_without_room_after_a_kill_gates_the_neighbourhood_until_the_member_rejoins() {
+    let quota =
+        "algorithm = \"lkcs\"\ntopology = \"ring:6\"\nl = 1\nk = 3\ninitial = \"in:0,1,2,3,4,5\"";
+    let (file, _, monitor) = cluster("lkcs-no-room", quota, 6);
+    let dir = file.parent().unwrap().to_path_buf();
+    let started = Instant::now();
+    let mut nodes: Vec<LineNode> = (0..6)
+        .map(|i| LineNode::spawn(&file, i, &monitor, &dir.join(format!("{i}.log")), started))
+        .collect();
+    // the answer waits for the member's first lease
+    assert_eq!(nodes[4].ask("exit"), "ok", "P4 exits in view 0");
+    let mut victim = nodes.remove(2);
+    // SAFETY: kill(2) on a child of this test that has not been reaped
+    assert_eq!(
+        unsafe { libc::kill(victim.child.id() as libc::pid_t, libc::SIGKILL) },
+        0
+    );
+    victim.done.store(true, Ordering::SeqCst);
+    let _ = victim.child.wait();
+    // nodes: P0, P1, P3, P4, P5
+    for i in [0, 1, 2, 3] {
+        let status = wait_for_gate(&mut nodes[i], "rejoin", started);
+        assert!(!in_members(&status, 2), "view without P2: {status}");
+    }
+    let status = nodes[4].ask("status");
+    assert!(
+        !in_members(&status, 2) && gate(&status) == Some("open"),
+        "P5's exits are not gated: {status}"
+    );
+    entered(&nodes[3].ask("enter"), "P4's entry in the deficit view");
+    for _ in 0..5 {
+        assert_eq!(nodes[4].ask("exit"), "ok", "P5 exits in the deficit view");
+        entered(&nodes[4].ask("enter"), "P5's entry in the deficit view");
+    }
+    let waited = nodes[1].ask("exit 300");
+    assert!(
+        waited.starts_with("error: timed out"),
+        "P1's exit waits at the gate: {waited}"
+    );
+    assert_eq!(nodes[1].ask("state"), "ok active");
+    // P2 again, with the same command: it rejoins inactive, and the view with it back
+    // restores every bound
+    let back = LineNode::spawn(&file, 2, &monitor, &dir.join("2-again.log"), started);
+    let status = wait_for_gate(&mut nodes[1], "open", started);
+    assert!(in_members(&status, 2), "P2 is back: {status}");
+    assert_eq!(nodes[1].ask("exit"), "ok", "P1's exit, the gate lifted");
+    assert_eq!(nodes[1].ask("state"), "ok inactive");
+    back.quit();
+    for node in nodes {
+        node.quit();
+    }
+    assert_eq!(monitor.violations(), Vec::<String>::new());
+    assert!(monitor.tokens_checked() > 0, "no entry's token was checked");
 }

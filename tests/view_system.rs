@@ -71,6 +71,9 @@ fn clusters() -> Vec<SystemSpec> {
         spec(Algorithm::Lmutex, "random:8:0.5:1", None, Some(2)),
         spec(Algorithm::Lkcs, "torus:4x4", Some(0), Some(4)),
         spec(Algorithm::Lkcs, "complete:6", Some(1), Some(5)),
+        // narrow bounds: views where an eviction leaves the round trip no room
+        spec(Algorithm::Lkcs, "complete:5", Some(3), Some(5)),
+        spec(Algorithm::Lkcs, "ring:8", Some(1), Some(3)),
     ]
 }
 
@@ -156,6 +159,27 @@ fn every_algorithm_restricted_to_a_majority_keeps_the_clusters_bounds_and_runs()
                 }
             }
             assert_eq!(view.deficit(), lowered, "{what}: the deficit members");
+            for d in t.processes() {
+                let near = t
+                    .closed(d)
+                    .into_iter()
+                    .any(|q| lowered.contains(&view.cluster_id(q).expect("a member")));
+                assert_eq!(
+                    view.gates_exits(d),
+                    near,
+                    "{what}: {d}'s exits wait exactly when a lowered bound counts it"
+                );
+                // a restore can lift the gate exactly when a view of the same members with
+                // every one of them entered (the most a start can have) would not gate d
+                let all_in: BTreeMap<ProcessId, CsState> =
+                    start.keys().map(|&p| (p, CsState::InCs)).collect();
+                let full = ViewSystem::new(&cluster, &inst, &all_in).expect("a view of members");
+                assert_eq!(
+                    view.restorable(d),
+                    near && !full.gates_exits(d),
+                    "{what}: whether entries can lift {d}'s gate"
+                );
+            }
             deficits += usize::from(!lowered.is_empty());
             let cfg = SimConfig {
                 seed,
@@ -221,6 +245,53 @@ fn a_view_without_an_active_member_of_a_global_quota_is_a_deficit_view() {
         "P1 is not in the view"
     );
     assert_eq!(view.dense(ProcessId::from(2)), Some(ProcessId::from(1)));
+}
+
+/// LKCS's round trip on ring:6 with (l, k) = (1, 3), every member active, P2 evicted: P1's
+/// and P3's neighbourhoods shrink to two, where the round trip needs `l + 1 < k` and has
+/// `2 = 2`. The view lowers their lower bounds to 0 (its system builds, and runs) instead of
+/// being refused, and gates the exits of their neighbourhoods, not P5's.
+#[test]
+fn a_neighbourhood_left_without_the_round_trips_room_is_a_deficit_view_not_a_refusal() {
+    let cluster = spec(Algorithm::Lkcs, "ring:6", Some(1), Some(3));
+    let (inst, _) = cluster.build(Resolve).expect("the cluster builds");
+    let start: BTreeMap<ProcessId, CsState> = [0, 1, 3, 4, 5]
+        .into_iter()
+        .map(|p| (ProcessId::from(p), CsState::InCs))
+        .collect();
+    let view = ViewSystem::new(&cluster, &inst, &start).expect("a view");
+    let id = |p: usize| ProcessId::from(p);
+    let dense = |p: usize| view.dense(id(p)).expect("a member");
+    for p in [1, 3] {
+        assert_eq!(
+            view.asked(dense(p)).map(|b| (b.l, b.k)),
+            Some((1, 2)),
+            "P{p}'s bounds, clamped to its two members"
+        );
+        assert_eq!(
+            view.built(dense(p)).map(|b| b.l),
+            Some(0),
+            "P{p}'s lower bound, lowered for the round trip's room"
+        );
+    }
+    assert_eq!(view.deficit(), vec![id(1), id(3)]);
+    let gated: Vec<usize> = [0, 1, 3, 4, 5]
+        .into_iter()
+        .filter(|&p| view.gates_exits(dense(p)))
+        .collect();
+    assert_eq!(gated, vec![0, 1, 3, 4], "P5's exits are not gated");
+    assert!(
+        [0, 1, 3, 4, 5]
+            .into_iter()
+            .all(|p| !view.restorable(dense(p))),
+        "the bounds were lowered for room alone: only P2's return lifts the gates"
+    );
+    let report = view
+        .spec()
+        .build(Run(SimConfig::default()))
+        .expect("the round trip takes the view's system");
+    assert_eq!(report.safety_violations, 0);
+    assert_eq!(report.requested_pairs_completed, report.pairs_requested);
 }
 
 #[test]

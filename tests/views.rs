@@ -13,8 +13,8 @@ mod ports;
 
 use lkcs::net::view::{View, ViewConfig};
 use lkcs::net::{
-    rebuild_from, Identity, LogEvent, Logger, MemberAddress, Net, NetConfig, NetError, Node,
-    NodeError, NodeHandle, Observer, SecretKey, Timing, Trust, ViewOptions, ViewStatus,
+    rebuild_from, ExitGate, Identity, LogEvent, Logger, MemberAddress, Net, NetConfig, NetError,
+    Node, NodeError, NodeHandle, Observer, SecretKey, Timing, Trust, ViewOptions, ViewStatus,
 };
 use lkcs::{
     Algorithm, CsObject, CsState, FencingToken, Instance, ProcessId, SystemSpec, SystemVisitor,
@@ -263,6 +263,15 @@ impl Monitor {
                         "{held} of {q}'s neighbourhood in the CS after {p} moved"
                     ));
                 }
+                // the lower bound a view asks for: the cluster's, clamped to the members
+                // left (a dead member held no slot when it died, in the tests that have one)
+                let live = closed.iter().filter(|r| !dead.contains(r)).count();
+                let l = m.instance.bounds(q).l.min(live);
+                if held < l {
+                    g.violations.push(format!(
+                        "{held} of {q}'s neighbourhood in the CS after {p} moved, below {l}"
+                    ));
+                }
             }
         })
     }
@@ -279,16 +288,6 @@ impl Monitor {
 /// Completes `pairs` entry/exit pairs (leaving the CS first if it starts there), calling
 /// again after `PeerUnreachable` (the move keeps running; the view change resolves it).
 async fn pairs(h: NodeHandle, pairs: usize) -> Result<(), NodeError> {
-    async fn reach(h: &NodeHandle, s: CsState) -> Result<(), NodeError> {
-        loop {
-            match h.reach(s).await {
-                Err(NodeError::PeerUnreachable(_)) => {
-                    tokio::time::sleep(Duration::from_millis(20)).await
-                }
-                other => return other,
-            }
-        }
-    }
     reach(&h, CsState::OutCs).await?;
     for _ in 0..pairs {
         reach(&h, CsState::InCs).await?;
@@ -508,6 +507,186 @@ fn a_member_cut_off_in_the_cs_fences_before_the_others_reclaim_its_slot() {
             fault: Fault::CutOffInCs,
         })
         .unwrap();
+}
+
+/// LKCS's round trip on ring:6 with (l, k) = (1, 3), every member starting in the CS: P4
+/// leaves, and P2 dies in the CS. In view 1 (the
+/// path P3-P4-P5-P0-P1) P1's and P3's neighbourhoods have two members, where the round trip
+/// has no room between its tightened bounds (`l + 1 < k`). The view lowers those two lower
+/// bounds (a deficit view) instead of being refused, which fenced every member: P0, P1, P3
+/// and P4, whose exits could drop a lowered bound, have their exits gated; their entries go
+/// on (P4 enters again), P0's and P1's exits wait (both leaving would break P1's bound), and
+/// P5, which no lowered bound counts, keeps making pairs. The monitor checks the bounds the
+/// view asks for, lower bounds included.
+#[test]
+fn a_view_where_the_round_trip_has_no_room_gates_the_exits_near_it_and_no_one_fences() {
+    no_room_spec().build(NoRoomRun).unwrap();
+}
+
+fn no_room_spec() -> SystemSpec {
+    SystemSpec {
+        l: Some(1),
+        k: Some(3),
+        initial: Some(vec![CsState::InCs; 6]),
+        ..SystemSpec::new(Algorithm::Lkcs, Topology::ring(6).unwrap())
+    }
+}
+
+struct NoRoomRun;
+
+impl SystemVisitor for NoRoomRun {
+    type Output = ();
+    fn visit<A: CsObject>(self, instance: &Instance, initial: &[CsState], procs: Vec<A>) {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (instance, initial) = (instance.clone(), initial.to_vec());
+        rt.block_on(async move {
+            tokio::time::timeout(GUARD, no_room(no_room_spec(), instance, initial, procs)).await
+        })
+        .expect("hang guard");
+    }
+}
+
+/// `h` reaches `s`, calling again after `PeerUnreachable` (LKCS fails a call on any
+/// unreachable peer until the view change removes it).
+async fn reach(h: &NodeHandle, s: CsState) -> Result<(), NodeError> {
+    loop {
+        match h.reach(s).await {
+            Err(NodeError::PeerUnreachable(_)) => {
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
+            other => return other,
+        }
+    }
+}
+
+async fn no_room<A: CsObject>(
+    spec: SystemSpec,
+    instance: Instance,
+    initial: Vec<CsState>,
+    procs: Vec<A>,
+) {
+    let logs = Logs::default();
+    let monitor = Monitor::new(&instance, &initial);
+    let n = procs.len() as u32;
+    let nets = nets::<lkcs::net::Wire<A::Msg>>(n, "views no room", &logs, None).await;
+    let view0 = view0(&initial);
+    let mut handles = Vec::new();
+    for (obj, net) in procs.into_iter().zip(nets) {
+        let me = obj.id();
+        let neighbours = instance.topology().neighbors(me).iter().copied().collect();
+        let rebuild = rebuild_from::<A>(spec.clone(), instance.clone(), me);
+        let h = Node::spawn_with_views(
+            obj,
+            net,
+            options(view0.clone(), neighbours),
+            rebuild,
+            Some(monitor.observer()),
+            logs.logger(),
+        )
+        .unwrap();
+        handles.push(h);
+    }
+    let all: Vec<&NodeHandle> = handles.iter().collect();
+    views_where(&all, "view 0 with a leader", |v| {
+        v.number == 0 && v.leader.is_some()
+    })
+    .await;
+    // every member starts in the CS; P4 leaves (no bound is at its limit around it), and P2
+    // dies in the CS: its slot goes with it, and the view counts it out
+    reach(&handles[4], CsState::OutCs)
+        .await
+        .expect("P4 exits in view 0");
+    let dead = ProcessId(2);
+    monitor.dead(dead);
+    handles[2].shutdown();
+    let survivors: Vec<&NodeHandle> = handles.iter().filter(|h| h.id() != dead).collect();
+    let views = views_where(&survivors, "a view without P2", |v| {
+        v.pending.is_none() && !v.members.contains(&dead)
+    })
+    .await;
+    assert!(
+        views.iter().all(|v| v.members == ids([0, 1, 3, 4, 5])),
+        "the survivors' view: {views:?}"
+    );
+    // entries go on in the deficit view
+    reach(&handles[4], CsState::InCs)
+        .await
+        .expect("P4, gated, enters in the deficit view");
+    // P0's and P1's exits wait at the gate: the view lowered P1's bound to 0, where both
+    // leaving would break the bound of 1 the view asks for (the monitor checks it)
+    let exits: Vec<_> = [0, 1]
+        .map(|i| {
+            let h = handles[i].clone();
+            tokio::spawn(async move { reach(&h, CsState::OutCs).await })
+        })
+        .into_iter()
+        .collect();
+    // P5, counted by no lowered bound, makes its pairs meanwhile
+    pairs(handles[5].clone(), 5)
+        .await
+        .expect("P5 completes its pairs in the deficit view");
+    for (i, exit) in exits.iter().enumerate() {
+        assert!(
+            !exit.is_finished(),
+            "P{i}'s exit waits at the gate of the deficit view: {:?}",
+            handles[i].status().view
+        );
+    }
+    for h in &survivors {
+        let status = h.status();
+        assert_eq!(
+            status.fenced,
+            None,
+            "{} did not fence: the view was built",
+            h.id()
+        );
+        let gate = match h.id().0 {
+            5 => ExitGate::Open,
+            _ => ExitGate::UntilRejoin,
+        };
+        assert_eq!(status.exit_gate, gate, "{}'s exit gate", h.id());
+    }
+    assert_eq!(
+        monitor.violations(),
+        Vec::<String>::new(),
+        "no bound broken"
+    );
+    let log = logs.0.lock().unwrap();
+    let installed = |p: u32, deficit: bool| {
+        log.iter().any(|(q, e)| {
+            *q == ProcessId(p)
+                && e.contains("the object restarts")
+                && !e.contains("view log: view 0:")
+                && e.contains("in a deficit view (exits wait)") == deficit
+        })
+    };
+    for p in [0, 1, 3, 4] {
+        assert!(installed(p, true), "P{p} logged its gated exits");
+    }
+    assert!(
+        installed(5, false) && !installed(5, true),
+        "P5's exits are never gated"
+    );
+    assert!(
+        log.iter()
+            .any(|(q, e)| *q == ProcessId(1) && e.contains("until a member the view lost is back")),
+        "P1 logged that only a rejoin lifts its gate"
+    );
+    // a view of the same members would lower the same bound again: no restore is asked
+    // (the status above says so; the log says it of a proposal once the log answered it)
+    let restores: Vec<&String> = log
+        .iter()
+        .filter(|(_, e)| e.contains("restore"))
+        .map(|(_, e)| e)
+        .collect();
+    assert!(restores.is_empty(), "no restore proposed: {restores:?}");
+    for exit in exits {
+        exit.abort();
+    }
 }
 
 /// A node that runs the view log must reach every member of the initial view: a net

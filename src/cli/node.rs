@@ -2,7 +2,7 @@
 //! a line protocol on stdin/stdout or by the cycle workload.
 
 use clap::Args;
-use lkcs::net::{Cluster, LeaseWatch, NodeError, NodeHandle, NodeStatus, Observer};
+use lkcs::net::{Cluster, ExitGate, LeaseWatch, NodeError, NodeHandle, NodeStatus, Observer};
 use lkcs::{CsState, ProcessId, Sequence, Stats, Waiting};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -492,8 +492,13 @@ async fn serve(h: &NodeHandle) -> ExitCode {
                     Some(v) => (v.number.to_string(), ids(v.members.iter())),
                     None => ("-".into(), "-".into()),
                 };
+                let gate = match s.exit_gate {
+                    ExitGate::Open => "open",
+                    ExitGate::UntilRestored => "restore",
+                    ExitGate::UntilRejoin => "rejoin",
+                };
                 format!(
-                    "ok peers={} unreachable={} sent={} view={view} members={members}",
+                    "ok peers={} unreachable={} sent={} view={view} members={members} gate={gate}",
                     ids(s.peers.iter()),
                     ids(s.unreachable.iter()),
                     s.sent

@@ -40,7 +40,8 @@
 //! and the node translates ids at its links), the messages of the new view that came early
 //! are handled, and a waiting call starts its move again: the application sees a longer
 //! wait. A member the new view leaves out fences: its calls return [`NodeError::Evicted`].
-//! In a view that lowered a lower bound (a deficit view) exits wait.
+//! In a view that lowered a lower bound (a deficit view) the exits of the members that bound
+//! counts wait.
 //!
 //! Evicting on silence is safe for a member that is only paused or cut off, not only for one
 //! that crashed, because of **leases**: a member beats every member of its view each
@@ -235,6 +236,26 @@ pub struct NodeStatus {
     /// Every member has finished and every neighbour said bye (or is unreachable): no
     /// neighbour needs this node any more.
     pub quiet: bool,
+    /// Whether the member's exits wait at the gate of a deficit view, and what lifts it.
+    pub exit_gate: ExitGate,
+}
+
+/// The gate a deficit view puts on a member's exits ([`NodeStatus::exit_gate`];
+/// docs/fault-tolerance.md, "Starting below a lower bound" and "Local quotas").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ExitGate {
+    /// No gate: exits go as the algorithm lets them.
+    #[default]
+    Open,
+    /// A lower bound that counts the member was lowered to what the view started with: its
+    /// exits wait for a view that restores the bounds, which a waiting exit proposes once
+    /// entries may have brought the counts back.
+    UntilRestored,
+    /// A lower bound that counts the member cannot be built among the view's members,
+    /// whatever they enter (it equals the upper bound of a neighbourhood an eviction shrank,
+    /// or LKCS's round trip has no room there): its exits wait for a view that has a member
+    /// it lost back (an evicted member that rejoins; one that left does not come back).
+    UntilRejoin,
 }
 
 /// Why a member fenced ([`NodeStatus::fenced`]).
@@ -814,6 +835,11 @@ impl<A: CsObject> Core<A> {
             s.finished = self.finished.len();
             s.all_finished = all_finished;
             s.quiet = quiet;
+            s.exit_gate = match self.views.as_ref().map(|v| (v.gate_exits, v.restorable)) {
+                Some((true, true)) => ExitGate::UntilRestored,
+                Some((true, false)) => ExitGate::UntilRejoin,
+                _ => ExitGate::Open,
+            };
         });
     }
 

@@ -66,6 +66,7 @@ impl<A: CsObject> Core<A> {
         v.members = rebuilt.members;
         v.frozen = None;
         v.gate_exits = rebuilt.deficit;
+        v.restorable = rebuilt.restorable;
         let ahead = std::mem::take(&mut v.ahead);
         let early = ahead.len();
         self.obj = rebuilt.obj;
@@ -110,10 +111,13 @@ impl<A: CsObject> Core<A> {
                 CsState::InCs => "in the CS",
                 CsState::OutCs => "out of the CS",
             },
-            if self.views.as_ref().is_some_and(|v| v.gate_exits) {
-                " in a deficit view (exits wait)"
-            } else {
-                ""
+            match self.views.as_ref().map(|v| (v.gate_exits, v.restorable)) {
+                Some((true, true)) => " in a deficit view (exits wait)",
+                Some((true, false)) => {
+                    " in a deficit view (exits wait); a bound here has no room for the \
+                     algorithm until a member the view lost is back"
+                }
+                _ => "",
             },
             match early {
                 0 => String::new(),
@@ -206,9 +210,15 @@ impl<A: CsObject> Core<A> {
     /// sees the member leave the CS (if it showed it in), the handle shows it out, and the
     /// waiting call gets [`NodeError::Evicted`].
     pub(super) fn give_up(&mut self, view: u64, why: String) {
+        if let Some(v) = &mut self.views {
+            // no exit to gate: the calls fail until a view has the member again
+            v.gate_exits = false;
+            v.restorable = false;
+        }
         self.status.send_modify(|s| {
             s.fenced = Some(Fenced { view, why });
             s.token = None;
+            s.exit_gate = ExitGate::Open;
         });
         self.metrics.fenced();
         if self.published.borrow().0 == CsState::InCs {

@@ -260,7 +260,10 @@ impl<A: CsObject> ViewCore for CoreRef<A> {
     fn gated(&self) -> bool {
         self.shared.upgrade().is_some_and(|shared| {
             let core = shared.lock();
-            let deficit = core.views.as_ref().is_some_and(|v| v.gate_exits);
+            let deficit = core
+                .views
+                .as_ref()
+                .is_some_and(|v| v.gate_exits && v.restorable);
             deficit && matches!(core.waiting, Some((Sequence::Exit, _)))
         })
     }

@@ -12,8 +12,8 @@
 //!   ([`Rebuild`]: the view's system, renumbered, from the agreed start), messages of the new
 //!   view that arrived early are handled, and a waiting call starts its move again; a member
 //!   the view leaves out **fences** (its waiting call gets [`NodeError::Evicted`](super::NodeError::Evicted))
-//!   and **rejoins** (see [`run`]). In a deficit view (a lower bound lowered) exits wait,
-//!   until a restore view lifts the gate.
+//!   and **rejoins** (see [`run`]). In a deficit view (a lower bound lowered) the exits of
+//!   the members a lowered bound counts wait, until a restore view lifts the gate.
 //!
 //! The leases that make an eviction safe for a member that is only paused or cut off are in
 //! `lease.rs`, driven from here (see the node module's doc). Not here yet
@@ -194,7 +194,7 @@ pub(super) trait ViewCore: Send + Sync {
     /// This member is out of view `view`, or lost its lease there, for the reason `why`: it
     /// gives up its slot, its calls return `Evicted`, and it rejoins.
     fn evicted(&self, view: u64, why: String);
-    /// Whether an exit waits because the view is a deficit view.
+    /// Whether an exit waits at a deficit view's gate that a restore view may lift.
     fn gated(&self) -> bool;
 }
 
@@ -254,8 +254,11 @@ pub(super) struct NodeViews<M: Send + 'static> {
     pub(super) processes: BTreeMap<ProcessId, u64>,
     /// The change the object is frozen for (the next view's number).
     pub(super) frozen: Option<u64>,
-    /// A deficit view: exits wait for a view that restores the bounds.
+    /// A deficit view lowered a bound that counts this member: its exits wait for a view
+    /// that restores the bounds.
     pub(super) gate_exits: bool,
+    /// A restore view may lift that gate ([`Rebuilt::restorable`]).
+    pub(super) restorable: bool,
     /// Messages of a later view than the object's, from their sender, kept until it installs.
     pub(super) ahead: Vec<(ProcessId, u64, M)>,
     /// The links' peer timeout: a peer declared unreachable was last heard this long ago.
@@ -285,6 +288,7 @@ impl<M: Send + 'static> NodeViews<M> {
             processes: initial.members.clone(),
             frozen: None,
             gate_exits: false,
+            restorable: false,
             ahead: Vec::new(),
             silence,
         }

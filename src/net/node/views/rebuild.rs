@@ -16,8 +16,13 @@ pub struct Rebuilt<A> {
     pub obj: A,
     /// The view's members in the order of the view's numbering (cluster ids).
     pub members: Vec<ProcessId>,
-    /// Whether the view lowered a lower bound (a deficit view: exits wait).
+    /// Whether this member's exits wait in the view: a deficit view lowered a lower bound
+    /// of a neighbourhood the member is in ([`ViewSystem::gates_exits`]).
     pub deficit: bool,
+    /// Whether a restore view may lift that gate ([`ViewSystem::restorable`]): a lowered
+    /// bound around the member waits for entries, not only for a member to rejoin. A member
+    /// whose exit waits proposes restores only then.
+    pub restorable: bool,
 }
 
 /// Builds this member's object for an installed view, from the view's start.
@@ -54,7 +59,8 @@ pub fn rebuild_from<A: CsObject>(
         Ok(Rebuilt {
             obj,
             members: system.members().to_vec(),
-            deficit: !system.deficit().is_empty(),
+            deficit: system.gates_exits(dense),
+            restorable: system.restorable(dense),
         })
     })
 }
