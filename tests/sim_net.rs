@@ -616,6 +616,39 @@ fn a_broken_lease_margin_is_caught_and_replays_from_its_seed() {
     }
 }
 
+/// LKCS's round trip on ring:5 with (l, k) = (1, 3).
+const LKCS_NARROW: &str = "algorithm = \"lkcs\"\ntopology = \"ring:5\"\nl = 1\nk = 3";
+
+/// LKCS's round trip on ring:5 with (l, k) = (1, 3): a member whose host crashes past its
+/// eviction leaves each of its two neighbours a neighbourhood of two, where the round trip
+/// has no room between its tightened bounds. The view without it lowers those two bounds
+/// and gates the exits of the members they count (here every survivor) instead of being
+/// refused, which fenced every member for good. The crashed member, started again 6 s
+/// later, rejoins; the view with it back lifts the gates. No bound broken, the tokens in
+/// order, and every member enters again after the restart, for two seeds (the failure
+/// names its seed and schedule).
+#[test]
+fn lkcs_without_room_after_a_crash_keeps_its_bounds_and_recovers_at_the_rejoin() {
+    for seed in [21, 22] {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let at = Duration::from_millis(rng.random_range(6000..9000));
+        let victim = rng.random_range(0..N);
+        let faults = [(at, at + Duration::from_secs(6), Fault::Crash(victim))];
+        let what = format!("sim-lkcs-no-room, seed {seed}, faults {faults:?}");
+        let (hold, settle) = (Duration::from_millis(5), Duration::from_secs(15));
+        let o = run(
+            "sim-lkcs-no-room",
+            LKCS_NARROW,
+            seed,
+            &faults,
+            settle,
+            hold,
+            Setup::InMemory,
+        );
+        judge(&o, true, &what);
+    }
+}
+
 /// Crashes of a majority at once, each host started again 1 to 4 s later: three of the five
 /// members drawn from `seed`, twice, 25 s apart; then, 25 s later, every host at once.
 fn majority_crashes(seed: u64) -> Vec<(Duration, Duration, Fault)> {
