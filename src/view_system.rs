@@ -13,8 +13,8 @@
 //! bound the start meets exactly is lowered by one more (a deficit view), and a start at an
 //! upper bound where LKCS tightens it is refused by [`SystemSpec::build`] (a view that would
 //! need its entries gated until the count falls: not built; `docs/fault-tolerance.md`). The
-//! round trip also needs room between its tightened bounds (`l_i + 1 < k_i − 1` where it
-//! tightens both): a neighbourhood that an eviction shrank can leave a bound with none, and
+//! round trip also needs room between its operating bounds (`L_i < K_i`, where `L_i = l_i + 1`
+//! if `l_i > 0` and `K_i = k_i − 1` if `k_i < |N_i| + 1`): a neighbourhood that an eviction shrank can leave a bound with none, and
 //! that lower bound is lowered until there is (a deficit view again) rather than the view
 //! refused.
 //!
@@ -24,12 +24,15 @@
 //! are built as asked: a neighbourhood of the view is a neighbourhood of the cluster without
 //! evicted members, which hold no slot (they fenced), so at most `k_i` members of the
 //! cluster's neighbourhood hold a slot. A lower bound is built **lowered** to what the start
-//! has and to what the algorithm accepts (`l_i < k_i`): `min(l_i, k_i − 1, active_i)`, where
-//! `active_i` counts the start's active members around `i`. A view that lowers a bound is a
-//! **deficit view** ([`ViewSystem::deficit`]): the members of a lowered bound's neighbourhood
-//! ([`ViewSystem::gates_exits`]) must not let an exit complete until a view with every bound
-//! restored (the "Starting below a lower bound" section of the design); entries go on, and so
-//! does every member no lowered bound counts.
+//! has and to what the algorithm accepts (`l_i < k_i`, and LKCS's round-trip room above):
+//! `min(l_i, k_i − 1, room_i, active_i)`, where `active_i` counts the start's active members
+//! around `i`. A view that lowers a bound is a **deficit view** ([`ViewSystem::deficit`]): the
+//! members of a lowered bound's neighbourhood ([`ViewSystem::gates_exits`]) must not let an
+//! exit complete until a view with that bound restored (the "Starting below a lower bound"
+//! section of the design): one started later from more entries where the bound was lowered
+//! for the count ([`ViewSystem::restorable`]), one with a lost member back where it was
+//! lowered for `k_i − 1` or the room. Entries go on, and so does every member no lowered
+//! bound counts.
 //!
 //! Messages of the view's objects name processes of the view's system: a node translates the
 //! destination with [`ViewSystem::cluster_id`] and the sender with [`ViewSystem::dense`] at
@@ -155,13 +158,15 @@ impl ViewSystem {
     }
 
     /// The bounds the view's system is built with around its process `d`: as asked, with the
-    /// lower bound lowered to what the start has in a deficit view.
+    /// lower bound lowered (in a deficit view) to what the start has and the algorithm takes
+    /// (see the module doc).
     pub fn built(&self, d: ProcessId) -> Option<Bounds> {
         self.built.get(d.index()).copied()
     }
 
     /// The members (cluster ids) around which a lower bound was lowered. Not empty exactly
-    /// in a deficit view, whose exits must wait for a view that restores the bounds.
+    /// in a deficit view, where the exits of the members those bounds count wait
+    /// ([`ViewSystem::gates_exits`]).
     pub fn deficit(&self) -> Vec<ProcessId> {
         self.members
             .iter()

@@ -28,7 +28,8 @@ mod procs;
 
 use lkcs::net::io::{Accept, BoxFuture, BoxStream, Listener, Network, Stream};
 use lkcs::net::{
-    rebuild_from, Cluster, LeaseWatch, Logger, Net, NetError, Node, NodeHandle, Observer, Wire,
+    rebuild_from, Cluster, ExitGate, LeaseWatch, Logger, Net, NetError, Node, NodeHandle, Observer,
+    Wire,
 };
 use lkcs::{CsObject, CsState, FencingToken, Instance, ProcessId, SystemVisitor};
 use rand::{Rng, SeedableRng};
@@ -360,6 +361,9 @@ struct Outcome {
     /// Members that made no entry after the last heal.
     stuck: Vec<usize>,
     entries: usize,
+    /// Members whose status showed their exits gated until a lost member's return
+    /// ([`ExitGate::UntilRejoin`]), sampled every 100 ms of simulated time.
+    rejoin_gated: Vec<usize>,
 }
 
 /// Runs the cluster of `quota` under `faults` for `faults`' span plus `tail` of quiet, each
@@ -408,8 +412,20 @@ fn run(
     let end = faults.last().map_or(Duration::ZERO, |f| f.1) + tail;
     let mut next = 0;
     let mut healing: Vec<(Duration, Fault)> = Vec::new();
+    let mut rejoin_gated = std::collections::BTreeSet::new();
+    let mut sampled = Duration::ZERO;
     while sim.elapsed() < end {
         let t = sim.elapsed();
+        if t >= sampled + Duration::from_millis(100) {
+            sampled = t;
+            for (i, h) in nodes.lock().unwrap().iter().enumerate() {
+                if h.as_ref()
+                    .is_some_and(|h| h.status().exit_gate == ExitGate::UntilRejoin)
+                {
+                    rejoin_gated.insert(i);
+                }
+            }
+        }
         while next < faults.len() && faults[next].0 <= t {
             let (_, heal, mut fault) = faults[next];
             if let Fault::PartitionHolder(offset) = fault {
@@ -466,6 +482,7 @@ fn run(
             .filter(|m| !w.entries[*m].iter().any(|t| *t > last_heal))
             .collect(),
         entries: w.entries.iter().map(Vec::len).sum(),
+        rejoin_gated: rejoin_gated.into_iter().collect(),
     }
 }
 
@@ -624,9 +641,9 @@ const LKCS_NARROW: &str = "algorithm = \"lkcs\"\ntopology = \"ring:5\"\nl = 1\nk
 /// has no room between its tightened bounds. The view without it lowers those two bounds
 /// and gates the exits of the members they count (here every survivor) instead of being
 /// refused, which fenced every member for good. The crashed member, started again 6 s
-/// later, rejoins; the view with it back lifts the gates. No bound broken, the tokens in
-/// order, and every member enters again after the restart, for two seeds (the failure
-/// names its seed and schedule).
+/// later, rejoins; the view with it back lifts the gates. No upper bound broken, the tokens in
+/// order, every survivor's status shows its exits gated until the return, and every member
+/// enters again after the restart, for two seeds (the failure names its seed and schedule).
 #[test]
 fn lkcs_without_room_after_a_crash_keeps_its_bounds_and_recovers_at_the_rejoin() {
     for seed in [21, 22] {
@@ -646,6 +663,13 @@ fn lkcs_without_room_after_a_crash_keeps_its_bounds_and_recovers_at_the_rejoin()
             Setup::InMemory,
         );
         judge(&o, true, &what);
+        // on ring:5 every survivor is in a neighbour's neighbourhood of the crashed member
+        let survivors: Vec<usize> = (0..N).filter(|&m| m != victim).collect();
+        assert_eq!(
+            o.rejoin_gated, survivors,
+            "{what}: the survivors' exits waited for the crashed member's return\n{}",
+            o.status
+        );
     }
 }
 

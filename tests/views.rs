@@ -190,8 +190,8 @@ fn options(initial: View, neighbours: BTreeSet<ProcessId>) -> ViewOptions {
 
 /// The bound monitor: every node's observer reports each change of its state here, inside
 /// the handler that made it, before the handler's messages leave. A member marked dead
-/// holds no slot, and its own bound is gone. Every live member's upper bound is checked
-/// after every report.
+/// holds no slot, and its own bound is gone. Every live member's bounds are checked after
+/// every report: the upper bound, and the lower bound clamped to the live members.
 #[derive(Clone)]
 struct Monitor {
     instance: Instance,
@@ -264,7 +264,8 @@ impl Monitor {
                     ));
                 }
                 // the lower bound a view asks for: the cluster's, clamped to the members
-                // left (a dead member held no slot when it died, in the tests that have one)
+                // left; a dead member counts as out (the tests with a lower bound kill a
+                // member in the CS only where the others still meet it)
                 let live = closed.iter().filter(|r| !dead.contains(r)).count();
                 let l = m.instance.bounds(q).l.min(live);
                 if held < l {
@@ -319,6 +320,44 @@ async fn views_where(
     out
 }
 
+/// Starts each of `procs` as a node with the view log over its net of `nets` (the object
+/// talks to its neighbours in `instance`'s graph), reporting to `monitor`, rebuilt from
+/// `spec` at each view; waits until every node has view 0 and a leader. The handles, and
+/// the view each node agreed.
+async fn start_views<A: CsObject>(
+    spec: &SystemSpec,
+    instance: &Instance,
+    initial: &[CsState],
+    procs: Vec<A>,
+    nets: Vec<Net<lkcs::net::Wire<A::Msg>>>,
+    monitor: &Monitor,
+    logs: &Logs,
+) -> (Vec<NodeHandle>, Vec<ViewStatus>) {
+    let view0 = view0(initial);
+    let mut handles = Vec::new();
+    for (obj, net) in procs.into_iter().zip(nets) {
+        let me = obj.id();
+        let neighbours = instance.topology().neighbors(me).iter().copied().collect();
+        let rebuild = rebuild_from::<A>(spec.clone(), instance.clone(), me);
+        let h = Node::spawn_with_views(
+            obj,
+            net,
+            options(view0.clone(), neighbours),
+            rebuild,
+            Some(monitor.observer()),
+            logs.logger(),
+        )
+        .unwrap();
+        handles.push(h);
+    }
+    let all: Vec<&NodeHandle> = handles.iter().collect();
+    let agreed = views_where(&all, "view 0 with a leader", |v| {
+        v.number == 0 && v.leader.is_some()
+    })
+    .await;
+    (handles, agreed)
+}
+
 fn ids(range: impl IntoIterator<Item = u32>) -> BTreeSet<ProcessId> {
     range.into_iter().map(ProcessId).collect()
 }
@@ -365,27 +404,9 @@ impl CrashRun {
         let cut = Arc::new(AtomicBool::new(false));
         let proxied = (self.fault == Fault::CutOffInCs).then(|| cut.clone());
         let nets = nets::<lkcs::net::Wire<A::Msg>>(n, "views crash", &logs, proxied).await;
-        let view0 = view0(&initial);
-        let mut handles = Vec::new();
-        for (obj, net) in procs.into_iter().zip(nets) {
-            let me = obj.id();
-            let neighbours = instance.topology().neighbors(me).iter().copied().collect();
-            let rebuild = rebuild_from::<A>(self.spec.clone(), instance.clone(), me);
-            let h = Node::spawn_with_views(
-                obj,
-                net,
-                options(view0.clone(), neighbours),
-                rebuild,
-                Some(monitor.observer()),
-                logs.logger(),
-            )
-            .unwrap();
-            handles.push(h);
-        }
-        let all: Vec<&NodeHandle> = handles.iter().collect();
-        let agreed = views_where(&all, "view 0 with a leader", |v| {
-            v.number == 0 && v.leader.is_some()
-        })
+        let (handles, agreed) = start_views(
+            &self.spec, &instance, &initial, procs, nets, &monitor, &logs,
+        )
         .await;
         assert!(
             agreed
@@ -510,9 +531,10 @@ fn a_member_cut_off_in_the_cs_fences_before_the_others_reclaim_its_slot() {
 }
 
 /// LKCS's round trip on ring:6 with (l, k) = (1, 3), every member starting in the CS: P4
-/// leaves, and P2 dies in the CS. In view 1 (the
+/// exits the CS, and P2 dies in it. In view 1 (the
 /// path P3-P4-P5-P0-P1) P1's and P3's neighbourhoods have two members, where the round trip
-/// has no room between its tightened bounds (`l + 1 < k`). The view lowers those two lower
+/// has no room between its operating bounds (`l + 1 < k`: here k = |N_i| + 1 is not
+/// tightened). The view lowers those two lower
 /// bounds (a deficit view) instead of being refused, which fenced every member: P0, P1, P3
 /// and P4, whose exits could drop a lowered bound, have their exits gated; their entries go
 /// on (P4 enters again), P0's and P1's exits wait (both leaving would break P1's bound), and
@@ -573,29 +595,8 @@ async fn no_room<A: CsObject>(
     let monitor = Monitor::new(&instance, &initial);
     let n = procs.len() as u32;
     let nets = nets::<lkcs::net::Wire<A::Msg>>(n, "views no room", &logs, None).await;
-    let view0 = view0(&initial);
-    let mut handles = Vec::new();
-    for (obj, net) in procs.into_iter().zip(nets) {
-        let me = obj.id();
-        let neighbours = instance.topology().neighbors(me).iter().copied().collect();
-        let rebuild = rebuild_from::<A>(spec.clone(), instance.clone(), me);
-        let h = Node::spawn_with_views(
-            obj,
-            net,
-            options(view0.clone(), neighbours),
-            rebuild,
-            Some(monitor.observer()),
-            logs.logger(),
-        )
-        .unwrap();
-        handles.push(h);
-    }
-    let all: Vec<&NodeHandle> = handles.iter().collect();
-    views_where(&all, "view 0 with a leader", |v| {
-        v.number == 0 && v.leader.is_some()
-    })
-    .await;
-    // every member starts in the CS; P4 leaves (no bound is at its limit around it), and P2
+    let (handles, _) = start_views(&spec, &instance, &initial, procs, nets, &monitor, &logs).await;
+    // every member starts in the CS; P4 exits (no bound is at its limit around it), and P2
     // dies in the CS: its slot goes with it, and the view counts it out
     reach(&handles[4], CsState::OutCs)
         .await

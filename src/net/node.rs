@@ -247,14 +247,16 @@ pub enum ExitGate {
     /// No gate: exits go as the algorithm lets them.
     #[default]
     Open,
-    /// A lower bound that counts the member was lowered to what the view started with: its
-    /// exits wait for a view that restores the bounds, which a waiting exit proposes once
-    /// entries may have brought the counts back.
+    /// Every lower bound lowered around the member was lowered to what the view started
+    /// with: its exits wait for a view that restores the bounds, which a waiting exit
+    /// proposes at once and again every `max(evict_after, write_timeout)` while it waits (a
+    /// view started from the states entries brought up).
     UntilRestored,
     /// A lower bound that counts the member cannot be built among the view's members,
-    /// whatever they enter (it equals the upper bound of a neighbourhood an eviction shrank,
-    /// or LKCS's round trip has no room there): its exits wait for a view that has a member
-    /// it lost back (an evicted member that rejoins; one that left does not come back).
+    /// whatever they enter (it reaches the upper bound of a neighbourhood an eviction
+    /// shrank, or LKCS's round trip has no room there): its exits wait for a view that has a
+    /// member it lost back (one evicted, or one that left, started again). The operator's
+    /// move is to start that member again.
     UntilRejoin,
 }
 

@@ -13,7 +13,8 @@
 //!   view that arrived early are handled, and a waiting call starts its move again; a member
 //!   the view leaves out **fences** (its waiting call gets [`NodeError::Evicted`](super::NodeError::Evicted))
 //!   and **rejoins** (see [`run`]). In a deficit view (a lower bound lowered) the exits of
-//!   the members a lowered bound counts wait, until a restore view lifts the gate.
+//!   the members a lowered bound counts wait, until a restore view lifts the gate (or a view
+//!   with a lost member back, where no restore can: [`Rebuilt::restorable`]).
 //!
 //! The leases that make an eviction safe for a member that is only paused or cut off are in
 //! `lease.rs`, driven from here (see the node module's doc). Not here yet
@@ -255,7 +256,7 @@ pub(super) struct NodeViews<M: Send + 'static> {
     /// The change the object is frozen for (the next view's number).
     pub(super) frozen: Option<u64>,
     /// A deficit view lowered a bound that counts this member: its exits wait for a view
-    /// that restores the bounds.
+    /// that restores it (`restorable` says which kind can).
     pub(super) gate_exits: bool,
     /// A restore view may lift that gate ([`Rebuilt::restorable`]).
     pub(super) restorable: bool,

@@ -19,8 +19,8 @@ pub struct Rebuilt<A> {
     /// Whether this member's exits wait in the view: a deficit view lowered a lower bound
     /// of a neighbourhood the member is in ([`ViewSystem::gates_exits`]).
     pub deficit: bool,
-    /// Whether a restore view may lift that gate ([`ViewSystem::restorable`]): a lowered
-    /// bound around the member waits for entries, not only for a member to rejoin. A member
+    /// Whether a restore view may lift that gate ([`ViewSystem::restorable`]): every bound
+    /// lowered around the member waits for entries, none for a member to rejoin. A member
     /// whose exit waits proposes restores only then.
     pub restorable: bool,
 }
