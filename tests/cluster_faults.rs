@@ -937,8 +937,8 @@ fn wait_for_gate(node: &mut LineNode, want: &str, started: Instant) -> String {
 /// (`gate=rejoin`) instead of being refused, which fenced every member. P4 enters again, P5
 /// (`gate=open`) exits and enters, and P1's exit waits. P2, started again with the same
 /// command, rejoins: every gate lifts. No upper bound broken. (P1's exit carried across
-/// that view change, once timed out, is not required to complete: under load it hung in 1
-/// of 8 runs, an open defect.)
+/// that view change, once timed out, is not required to complete: under load it did not
+/// in 2 of 8 runs, an open defect.)
 #[test]
 fn lkcs_without_room_after_a_kill_gates_the_neighbourhood_until_the_member_rejoins() {
     let quota =
