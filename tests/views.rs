@@ -380,14 +380,19 @@ struct CrashRun {
     fault: Fault,
 }
 
+/// The runtime the crash runs use: two worker threads, time and I/O.
+fn two_threads() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 impl SystemVisitor for CrashRun {
     type Output = ();
     fn visit<A: CsObject>(self, instance: &Instance, initial: &[CsState], procs: Vec<A>) {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = two_threads();
         let (instance, initial) = (instance.clone(), initial.to_vec());
         rt.block_on(async move {
             tokio::time::timeout(GUARD, self.crash(instance, initial, procs)).await
@@ -559,11 +564,7 @@ struct NoRoomRun;
 impl SystemVisitor for NoRoomRun {
     type Output = ();
     fn visit<A: CsObject>(self, instance: &Instance, initial: &[CsState], procs: Vec<A>) {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = two_threads();
         let (instance, initial) = (instance.clone(), initial.to_vec());
         rt.block_on(async move {
             tokio::time::timeout(GUARD, no_room(no_room_spec(), instance, initial, procs)).await

@@ -587,7 +587,7 @@ impl<A: CsObject> Core<A> {
         self.views.as_ref().is_some_and(|v| {
             !views::lock(&v.shared.lease).granted()
                 || v.frozen.is_some()
-                || (v.gate_exits && seq == Sequence::Exit)
+                || (v.exit_gate != ExitGate::Open && seq == Sequence::Exit)
         })
     }
 
@@ -837,11 +837,7 @@ impl<A: CsObject> Core<A> {
             s.finished = self.finished.len();
             s.all_finished = all_finished;
             s.quiet = quiet;
-            s.exit_gate = match self.views.as_ref().map(|v| (v.gate_exits, v.restorable)) {
-                Some((true, true)) => ExitGate::UntilRestored,
-                Some((true, false)) => ExitGate::UntilRejoin,
-                _ => ExitGate::Open,
-            };
+            s.exit_gate = self.views.as_ref().map_or(ExitGate::Open, |v| v.exit_gate);
         });
     }
 

@@ -65,8 +65,11 @@ impl<A: CsObject> Core<A> {
         views::lock(&v.shared.lease).installed(&rebuilt.members);
         v.members = rebuilt.members;
         v.frozen = None;
-        v.gate_exits = rebuilt.deficit;
-        v.restorable = rebuilt.restorable;
+        v.exit_gate = match (rebuilt.deficit, rebuilt.restorable) {
+            (false, _) => ExitGate::Open,
+            (true, true) => ExitGate::UntilRestored,
+            (true, false) => ExitGate::UntilRejoin,
+        };
         let ahead = std::mem::take(&mut v.ahead);
         let early = ahead.len();
         self.obj = rebuilt.obj;
@@ -111,13 +114,13 @@ impl<A: CsObject> Core<A> {
                 CsState::InCs => "in the CS",
                 CsState::OutCs => "out of the CS",
             },
-            match self.views.as_ref().map(|v| (v.gate_exits, v.restorable)) {
-                Some((true, true)) => " in a deficit view (exits wait)",
-                Some((true, false)) => {
+            match self.views.as_ref().map_or(ExitGate::Open, |v| v.exit_gate) {
+                ExitGate::UntilRestored => " in a deficit view (exits wait)",
+                ExitGate::UntilRejoin => {
                     " in a deficit view (exits wait); a bound here has no room for the \
                      algorithm until a member the view lost is back"
                 }
-                _ => "",
+                ExitGate::Open => "",
             },
             match early {
                 0 => String::new(),
@@ -212,8 +215,7 @@ impl<A: CsObject> Core<A> {
     pub(super) fn give_up(&mut self, view: u64, why: String) {
         if let Some(v) = &mut self.views {
             // no exit to gate: the calls fail until a view has the member again
-            v.gate_exits = false;
-            v.restorable = false;
+            v.exit_gate = ExitGate::Open;
         }
         self.status.send_modify(|s| {
             s.fenced = Some(Fenced { view, why });

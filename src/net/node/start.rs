@@ -263,7 +263,7 @@ impl<A: CsObject> ViewCore for CoreRef<A> {
             let deficit = core
                 .views
                 .as_ref()
-                .is_some_and(|v| v.gate_exits && v.restorable);
+                .is_some_and(|v| v.exit_gate == ExitGate::UntilRestored);
             deficit && matches!(core.waiting, Some((Sequence::Exit, _)))
         })
     }

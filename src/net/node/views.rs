@@ -30,7 +30,7 @@ pub(super) use task::run;
 pub use transport::LinkTransport;
 
 use super::lease::{margin_holds, Lease, LeaseWatch, CLOCK_DRIFT};
-use super::Wire;
+use super::{ExitGate, Wire};
 use crate::cs::CsState;
 use crate::id::ProcessId;
 use crate::net::frame::MAX_FRAME_LEN;
@@ -255,11 +255,9 @@ pub(super) struct NodeViews<M: Send + 'static> {
     pub(super) processes: BTreeMap<ProcessId, u64>,
     /// The change the object is frozen for (the next view's number).
     pub(super) frozen: Option<u64>,
-    /// A deficit view lowered a bound that counts this member: its exits wait for a view
-    /// that restores it (`restorable` says which kind can).
-    pub(super) gate_exits: bool,
-    /// A restore view may lift that gate ([`Rebuilt::restorable`]).
-    pub(super) restorable: bool,
+    /// Whether a deficit view lowered a bound that counts this member, and what lifts the
+    /// gate on its exits (from [`Rebuilt::deficit`] and [`Rebuilt::restorable`]).
+    pub(super) exit_gate: ExitGate,
     /// Messages of a later view than the object's, from their sender, kept until it installs.
     pub(super) ahead: Vec<(ProcessId, u64, M)>,
     /// The links' peer timeout: a peer declared unreachable was last heard this long ago.
@@ -288,8 +286,7 @@ impl<M: Send + 'static> NodeViews<M> {
             members: initial.members.keys().copied().collect(),
             processes: initial.members.clone(),
             frozen: None,
-            gate_exits: false,
-            restorable: false,
+            exit_gate: ExitGate::Open,
             ahead: Vec::new(),
             silence,
         }
