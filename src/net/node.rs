@@ -744,7 +744,7 @@ impl<A: CsObject> Core<A> {
                     Some(view) => Wire::InView { view, clock, msg },
                     None => Wire::Cs { clock, msg },
                 };
-                if let Err(e) = self.net.send(to, wire) {
+                if let Err(e) = self.send_wire(to, wire) {
                     self.log(LogEvent::Dropped {
                         peer: to,
                         reason: format!("a send the object made: {e}"),
@@ -754,6 +754,41 @@ impl<A: CsObject> Core<A> {
             let Some(msg) = local.pop_front() else { break };
             self.obj.set_time(self.now());
             self.obj.on_message(me, msg, &mut out);
+        }
+    }
+
+    /// Sends `wire` to `to`, or keeps it while `to`'s link has not met the process the view
+    /// has ([`NodeViews::held`]; [`Core::release_held`] sends it then).
+    fn send_wire(&mut self, to: ProcessId, wire: Wire<A::Msg>) -> Result<(), String> {
+        if let Some(held) = self.views.as_mut().and_then(|v| v.held.get_mut(&to)) {
+            if held.queue.len() >= MAX_AHEAD {
+                return Err(format!(
+                    "{MAX_AHEAD} messages kept for a process of {to} its link has not met"
+                ));
+            }
+            held.queue.push(wire);
+            return Ok(());
+        }
+        self.net.send(to, wire).map_err(|e| e.to_string())
+    }
+
+    /// Sends what was kept for `p` ([`NodeViews::held`]) once its link met the process the
+    /// view has.
+    pub(super) fn release_held(&mut self, p: ProcessId) {
+        let Some(v) = &mut self.views else { return };
+        let met = self.net.gauges().incarnation(p);
+        let ready = v.held.get(&p).is_some_and(|h| met == Some(h.incarnation));
+        if !ready {
+            return;
+        }
+        let held = v.held.remove(&p).expect("checked");
+        for wire in held.queue {
+            if let Err(e) = self.net.send(p, wire) {
+                self.log(LogEvent::Dropped {
+                    peer: p,
+                    reason: format!("a message kept until its link met the view's process: {e}"),
+                });
+            }
         }
     }
 
@@ -787,24 +822,25 @@ impl<A: CsObject> Core<A> {
         }
         let known: Vec<ProcessId> = self.finished.iter().copied().collect();
         let view = self.views.as_ref().map_or(0, |v| v.number);
-        for &p in &self.peers {
-            let send = |w| {
-                if let Err(e) = self.net.send(p, w) {
-                    (self.log)(
-                        self.me,
-                        &LogEvent::Dropped {
-                            peer: p,
-                            reason: format!("the end of the run: {e}"),
-                        },
-                    );
+        let peers: Vec<ProcessId> = self.peers.iter().copied().collect();
+        for p in peers {
+            let send = |core: &mut Self, w| {
+                if let Err(e) = core.send_wire(p, w) {
+                    core.log(LogEvent::Dropped {
+                        peer: p,
+                        reason: format!("the end of the run: {e}"),
+                    });
                 }
             };
-            send(Wire::Finished {
-                view,
-                ids: known.clone(),
-            });
+            send(
+                self,
+                Wire::Finished {
+                    view,
+                    ids: known.clone(),
+                },
+            );
             if all {
-                send(Wire::Bye { view });
+                send(self, Wire::Bye { view });
                 self.bye_marks.insert(p, self.net.gauges().handed(p));
             }
         }

@@ -83,6 +83,7 @@ where
                 self.inc = Incoming::default();
                 self.publish();
                 self.incarnation = Some(hello.incarnation);
+                self.gauge.set_incarnation(hello.incarnation);
                 let _ = self.events.send(NetEvent::Restarted {
                     peer: self.peer,
                     previous: known,
@@ -156,6 +157,7 @@ where
             return None;
         }
         self.incarnation = Some(hello.incarnation);
+        self.gauge.set_incarnation(hello.incarnation);
         // the unacknowledged tail goes out again from `serve`, interleaved with reading: two
         // sides that both wrote their whole tail before reading would make no progress over
         // connections that keep failing

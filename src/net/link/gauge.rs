@@ -11,7 +11,7 @@
 use crate::id::ProcessId;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 
@@ -36,6 +36,10 @@ pub(crate) struct Gauge {
     flush_written: AtomicU64,
     /// Wakes the link's task for an acknowledgement request.
     flush: Notify,
+    /// The incarnation of the process the link's session is with, once it met one: a
+    /// message handed after this reads a new incarnation goes to that process (the link
+    /// started afresh with it before publishing it).
+    incarnation: Mutex<Option<u64>>,
 }
 
 impl Gauge {
@@ -56,6 +60,14 @@ impl Gauge {
 
     pub(super) fn set_connected(&self, connected: bool) {
         self.connected.store(connected, Ordering::SeqCst);
+    }
+
+    /// The link's session is now with process `incarnation` of the peer.
+    pub(super) fn set_incarnation(&self, incarnation: u64) {
+        *self
+            .incarnation
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(incarnation);
     }
 
     pub(super) fn end(&self) {
@@ -128,6 +140,19 @@ impl LinkGauges {
     /// process, the link was lost or stopped), or the peer is unreachable now.
     pub fn settled(&self, to: ProcessId, mark: u64) -> bool {
         self.0.get(&to).is_none_or(|g| g.settled_to(mark))
+    }
+
+    /// The incarnation of the process of `to` that its link's session is with, once the
+    /// link met one (`None` before its first connection, or for a member not a peer). A
+    /// message sent after this returns `Some(i)` goes to process `i` or a later one: a link
+    /// that meets a new process drops what was queued for the old one, and only then
+    /// publishes the new incarnation.
+    pub(crate) fn incarnation(&self, to: ProcessId) -> Option<u64> {
+        self.0.get(&to).and_then(|g| {
+            *g.incarnation
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        })
     }
 
     /// Asks `to`'s link to acknowledge what it delivered now rather than with its next

@@ -61,6 +61,42 @@ impl<A: CsObject> Core<A> {
             self.bye_marks.remove(p);
             self.renewed.insert(*p, number);
         }
+        let now = tokio::time::Instant::now();
+        for p in renewed.iter().filter(|p| **p != self.me) {
+            // a member back in the view: its link's silence, and an unreachable mark, were
+            // its previous process's (or its own before the view had it again); the view
+            // evicts it again if it stays silent for `evict_after` from now
+            v.shared.links.restart_silence(*p, now);
+            self.unreachable.remove(p);
+        }
+        // what this node sends a member whose link has not met the view's process of it
+        // waits until it has: kept for the same process across views, dropped when the
+        // view has another (the messages were for a process it no longer has)
+        let gauges = self.net.gauges();
+        let mut before = std::mem::take(&mut v.held);
+        for (&p, &incarnation) in processes.iter().filter(|(p, _)| **p != self.me) {
+            match before.remove(&p) {
+                Some(h) if h.incarnation == incarnation => {
+                    v.held.insert(p, h);
+                }
+                _ if !views::link_meets(
+                    gauges.incarnation(p),
+                    incarnation,
+                    v.shared.links.saw_restart(p),
+                ) =>
+                {
+                    v.held.insert(
+                        p,
+                        views::Held {
+                            incarnation,
+                            queue: Vec::new(),
+                        },
+                    );
+                }
+                _ => {}
+            }
+        }
+        let dropped: usize = before.values().map(|h| h.queue.len()).sum();
         v.processes = processes.clone();
         views::lock(&v.shared.lease).installed(&rebuilt.members);
         v.members = rebuilt.members;
@@ -73,6 +109,21 @@ impl<A: CsObject> Core<A> {
         let ahead = std::mem::take(&mut v.ahead);
         let early = ahead.len();
         self.obj = rebuilt.obj;
+        if dropped > 0 {
+            self.log(LogEvent::View(format!(
+                "view {number}: {dropped} messages kept for processes the view no longer has \
+                 dropped"
+            )));
+        }
+        let waiting_links: Vec<ProcessId> = self
+            .views
+            .as_ref()
+            .map(|v| v.held.keys().copied().collect())
+            .unwrap_or_default();
+        for p in waiting_links {
+            // its link may have met the process since the view was decided
+            self.release_held(p);
+        }
         if rejoined {
             // back in a view after an eviction: its calls work again
             self.status.send_modify(|s| s.fenced = None);

@@ -104,6 +104,8 @@ impl<A: CsObject> Core<A> {
                     v.shared.links.restarted(peer, previous, incarnation);
                     v.shared.links.up(peer);
                 }
+                // a view that has the new process already: what it sent it meanwhile goes
+                self.release_held(peer);
             }
             NetEvent::Connected(p) => {
                 if let Some(v) = &self.views {
@@ -114,6 +116,7 @@ impl<A: CsObject> Core<A> {
                     self.connected.insert(p);
                     self.publish_status();
                 }
+                self.release_held(p);
             }
         }
     }

@@ -262,6 +262,32 @@ pub(super) struct NodeViews<M: Send + 'static> {
     pub(super) ahead: Vec<(ProcessId, u64, M)>,
     /// The links' peer timeout: a peer declared unreachable was last heard this long ago.
     pub(super) silence: Duration,
+    /// What this node sends a member whose link has not yet met the process the view has
+    /// (a restarted member readmitted before this node's link reconnected to it), kept in
+    /// order until the link meets that process: the link drops what it queued for the old
+    /// process when it meets the new one, and a message of the view for the new process
+    /// must not go with it.
+    pub(super) held: BTreeMap<ProcessId, Held<M>>,
+}
+
+/// Messages kept for a member's process `incarnation` until its link meets it
+/// ([`NodeViews::held`]).
+#[derive(Debug)]
+pub(super) struct Held<M> {
+    pub(super) incarnation: u64,
+    pub(super) queue: Vec<Wire<M>>,
+}
+
+/// Whether a link whose session is with process `met` of a member (`None`: it never
+/// connected) delivers to process `incarnation`, the view's: the same process, or the
+/// member's first process (place 0, which the view names by 0) while the link saw no
+/// restart. A link that never connected delivers what it queued to the first process it
+/// meets, which is the view's.
+pub(super) fn link_meets(met: Option<u64>, incarnation: u64, saw_restart: bool) -> bool {
+    match met {
+        None => true,
+        Some(i) => i == incarnation || (incarnation == 0 && !saw_restart),
+    }
 }
 
 impl<M: Send + 'static> NodeViews<M> {
@@ -289,6 +315,7 @@ impl<M: Send + 'static> NodeViews<M> {
             exit_gate: ExitGate::Open,
             ahead: Vec::new(),
             silence,
+            held: BTreeMap::new(),
         }
     }
 

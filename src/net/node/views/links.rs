@@ -90,6 +90,20 @@ impl ViewLinks {
         }
     }
 
+    /// Restarts `p`'s silence at `now`, if its link is down: a member back in the view (a
+    /// new process, or the one evicted) counts its silence from its return, not from its
+    /// previous process's.
+    pub(in crate::net::node) fn restart_silence(&self, p: ProcessId, now: Instant) {
+        if let Some(since) = lock(&self.down).get_mut(&p) {
+            *since = now;
+        }
+    }
+
+    /// Whether `p`'s link ever met a new process of it.
+    pub(in crate::net::node) fn saw_restart(&self, p: ProcessId) -> bool {
+        lock(&self.processes).restarted.contains_key(&p)
+    }
+
     /// The link to `p` is up again.
     pub(in crate::net::node) fn up(&self, p: ProcessId) {
         lock(&self.down).remove(&p);

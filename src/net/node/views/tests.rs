@@ -118,3 +118,26 @@ fn a_process_back_in_the_view_counts_silences_from_its_return() {
     );
     assert!(links.is_down(p(2)), "the link is still down");
 }
+
+/// A message for a member's process goes at once only when its link delivers to that
+/// process: the one it met, the first process (place 0) while it saw no restart, or any
+/// process for a link that never connected (its queue goes to the first it meets).
+#[test]
+fn a_link_meets_the_views_process_only_when_it_talks_to_it() {
+    assert!(link_meets(None, 77, false), "never connected");
+    assert!(link_meets(None, 77, true), "never connected");
+    assert!(link_meets(Some(77), 77, true), "the same process");
+    assert!(
+        link_meets(Some(0x5eed), 0, false),
+        "the first process, no restart seen"
+    );
+    assert!(
+        !link_meets(Some(0x5eed), 0, true),
+        "the first process, which the link saw replaced"
+    );
+    assert!(
+        !link_meets(Some(0x5eed), 88, false),
+        "a new process the link has not met: held until it has"
+    );
+    assert!(!link_meets(Some(77), 88, true), "an older new process");
+}
