@@ -833,7 +833,6 @@ fn sigterm_is_a_graceful_leave() {
     });
 }
 
-/// Whether the line protocol's `status` answer lists member `i` in its view.
 /// The view number a member's line-protocol `status` names (`view=N`).
 fn view_number(status: &str) -> Option<u64> {
     status
@@ -842,6 +841,7 @@ fn view_number(status: &str) -> Option<u64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// Whether the line protocol's `status` answer lists member `i` in its view.
 fn in_members(status: &str, i: usize) -> bool {
     status
         .split_whitespace()

@@ -841,7 +841,14 @@ impl<A: CsObject> Core<A> {
             );
             if all {
                 send(self, Wire::Bye { view });
-                self.bye_marks.insert(p, self.net.gauges().handed(p));
+                // what is held for `p` (its link has not met the view's process) is handed
+                // later, before anything sent after: the mark counts it
+                let held = self
+                    .views
+                    .as_ref()
+                    .and_then(|v| v.held.get(&p))
+                    .map_or(0, |h| h.queue.len() as u64);
+                self.bye_marks.insert(p, self.net.gauges().handed(p) + held);
             }
         }
         if all {
