@@ -773,11 +773,16 @@ impl<A: CsObject> Core<A> {
     }
 
     /// Sends what was kept for `p` ([`NodeViews::held`]) once its link met the process the
-    /// view has.
+    /// view has (the rule that made the node keep it, [`views::link_meets`]). The link
+    /// publishes a process it meets before it reports `Restarted` or `Connected`, whose
+    /// handling calls this.
     pub(super) fn release_held(&mut self, p: ProcessId) {
         let Some(v) = &mut self.views else { return };
         let met = self.net.gauges().incarnation(p);
-        let ready = v.held.get(&p).is_some_and(|h| met == Some(h.incarnation));
+        let ready = v
+            .held
+            .get(&p)
+            .is_some_and(|h| views::link_meets(met, h.incarnation, v.shared.links.saw_restart(p)));
         if !ready {
             return;
         }

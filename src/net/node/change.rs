@@ -115,15 +115,6 @@ impl<A: CsObject> Core<A> {
                  dropped"
             )));
         }
-        let waiting_links: Vec<ProcessId> = self
-            .views
-            .as_ref()
-            .map(|v| v.held.keys().copied().collect())
-            .unwrap_or_default();
-        for p in waiting_links {
-            // its link may have met the process since the view was decided
-            self.release_held(p);
-        }
         if rejoined {
             // back in a view after an eviction: its calls work again
             self.status.send_modify(|s| s.fenced = None);
