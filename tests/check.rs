@@ -11,27 +11,6 @@ mod support;
 use lkcs::{check, parse_initial, CheckConfig, CsState, Lmutin, LmutinRules, Topology, Verdict};
 use support::{cfg, maekawa_check, sweep, MAEKAWA_BOUND, PAPER};
 
-/// Deviation 5 as built (`LmutinRules::CORRECTED`): safety, invariants and no deadlock on
-/// the triangle, l = 1, every member in the CS at the start, one pair each (9.4 M states).
-#[test]
-fn proves_the_set_aside_rule_on_the_triangle() {
-    let t = Topology::ring(3).unwrap();
-    let init = parse_initial("in:0,1,2", 3).unwrap();
-    let (inst, procs) = Lmutin::system(&t, &[1; 3], &init, LmutinRules::CORRECTED).unwrap();
-    let r = check(&inst, procs, &cfg(1, None));
-    assert_eq!(
-        r.verdict,
-        Verdict::Proved,
-        "{}",
-        r.counterexample.join("\n")
-    );
-    assert!(
-        r.states > 1_000_000,
-        "{} states: the rule's messages were explored",
-        r.states
-    );
-}
-
 #[test]
 fn proves_every_bound_and_start_on_three_processes() {
     let (instances, _) = sweep("complete:3", 1, None);

@@ -107,7 +107,7 @@ fn a_duplicating_network_without_end_is_bounded_by_the_budgets() {
     let by_states = run(
         &s,
         CheckConfig {
-            max_states: Some(20_000),
+            max_states: Some(5_000),
             ..on(Network::Duplicating)
         },
     );

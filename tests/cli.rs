@@ -522,6 +522,9 @@ fn bad_input_exits_2_with_one_line_per_problem() {
     }
 }
 
+/// `lkcs check` proves 0-LMUTIN on the triangle (from the start it picks, every member in the
+/// CS) and reports the states of the search it ran: the count the library's checker gives
+/// for the same system, rules and search.
 #[test]
 fn check_proves_a_triangle_and_reports_its_state_count() {
     let out = lkcs(&[
@@ -531,7 +534,7 @@ fn check_proves_a_triangle_and_reports_its_state_count() {
         "--topology",
         "complete:3",
         "--l",
-        "1",
+        "0",
         "--pairs",
         "1",
         "--json",
@@ -544,7 +547,19 @@ fn check_proves_a_triangle_and_reports_its_state_count() {
     );
     let v = json(&out);
     assert_eq!(v["verdict"], "proved");
-    assert!(v["states"].as_u64().unwrap() > 100_000, "{v}");
+    assert_eq!(v["search"], "reduced");
+    let t = lkcs::Topology::complete(3).unwrap();
+    let init = lkcs::parse_initial(v["initial"].as_str().unwrap(), 3).unwrap();
+    let (inst, procs) =
+        lkcs::Lmutin::system(&t, &[0; 3], &init, lkcs::LmutinRules::CORRECTED).unwrap();
+    let library = lkcs::check(&inst, procs, &lkcs::CheckConfig::default());
+    assert_eq!(library.verdict, lkcs::Verdict::Proved);
+    assert_eq!(v["states"].as_u64(), Some(library.states as u64), "{v}");
+    assert!(
+        library.states > 10_000,
+        "a real search: {} states",
+        library.states
+    );
     assert!(v["states_per_second"].as_f64().unwrap() > 0.0);
 }
 

@@ -565,8 +565,11 @@ fn gcs_keeps_its_bounds_and_recovers_between_seeded_faults() {
 #[test]
 fn dense_faults_never_break_a_bound() {
     for seed in [5, 6] {
-        check("sim-dense-maekawa", MAEKAWA, seed, SPAN, Pace::Dense, false);
-        check("sim-dense-gcs", GCS, seed, SPAN, Pace::Dense, false);
+        // each simulation is a turmoil world of its own thread; the names keep their files apart
+        procs::side_by_side(
+            [("sim-dense-maekawa", MAEKAWA), ("sim-dense-gcs", GCS)],
+            |(name, quota)| check(name, quota, seed, SPAN, Pace::Dense, false),
+        );
     }
 }
 
@@ -578,10 +581,13 @@ fn replay() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(8);
-    for (name, quota) in [("sim-replay-maekawa", MAEKAWA), ("sim-replay-gcs", GCS)] {
-        check(name, quota, seed, SPAN, Pace::Sparse, true);
-        check(name, quota, seed, SPAN, Pace::Dense, false);
-    }
+    procs::side_by_side(
+        [("sim-replay-maekawa", MAEKAWA), ("sim-replay-gcs", GCS)],
+        |(name, quota)| {
+            check(name, quota, seed, SPAN, Pace::Sparse, true);
+            check(name, quota, seed, SPAN, Pace::Dense, false);
+        },
+    );
 }
 
 /// The harness can fail: a deliberately broken cluster (the lease four times `evict_after`,

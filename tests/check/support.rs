@@ -36,7 +36,7 @@ pub fn cfg(pairs: usize, max_states: Option<usize>) -> CheckConfig {
 /// below prove these. Deviation 5's messages multiply the states (complete:3, l = 1 from
 /// in:0: 0.9 M states with hold-and-wait, more than 14 M without a verdict in 60 s with
 /// deviation 5), so it is proved on the triangle from its all-in start
-/// (`tests/check.rs`, `proves_the_set_aside_rule_on_the_triangle`) and swept by the simulator.
+/// (`tests/proofs.rs`, `proves_the_set_aside_rule_on_the_triangle`) and swept by the simulator.
 pub const PAPER: LmutinRules = LmutinRules {
     hold_and_wait: true,
     ..LmutinRules::CORRECTED
