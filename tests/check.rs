@@ -1,7 +1,8 @@
 //! The exhaustive checker on LMUTIN, LMUTEX, Maekawa, CDC and DDC, fast tier: every instance
 //! on three processes, path:4 and star:4 with l = 1, the counterexamples (proof that the
 //! checker can fail), and the migrating controller on three processes; `cargo test
-//! --release` runs it. The proof tier, `tests/proofs.rs`, adds the four-process sweeps:
+//! --release` runs it. The proof tier, `tests/proofs.rs`, adds the four-process sweeps and
+//! lmutin-5 on the triangle:
 //! `cargo test --release --test proofs` (a target `cargo test` leaves out, so the proof tier
 //! builds one test binary over the library the fast tier built; `.ci/run` runs it too).
 

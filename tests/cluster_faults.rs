@@ -641,7 +641,9 @@ fn a_member_started_after_its_eviction_rejoins_inactive_instead_of_using_its_ini
 /// while its lease held.
 #[test]
 fn a_paused_member_is_evicted_then_rejoins_by_itself() {
-    // the others cycle until the member driven by hand quits: their count is only a floor
+    // the others cannot end their run while the member driven by hand is in the view (it
+    // never finishes) or evicted but reachable (it never says bye), and it held them up until
+    // view 1: their count is only a floor
     let pairs = 1000;
     side_by_side([QUOTAS[1], QUOTAS[0]], |(name, quota, n)| {
         let victim = 1;
@@ -727,7 +729,9 @@ fn a_paused_member_is_evicted_then_rejoins_by_itself() {
 /// broken, counting a member active only while its lease holds.
 #[test]
 fn a_healed_minority_rejoins_by_itself() {
-    // the others cycle until the minority, driven by hand, quits: their count is only a floor
+    // the others cannot end their run while the minority, driven by hand, is in the view (it
+    // never finishes) or evicted but reachable (it never says bye), and it held them up until
+    // view 1: their count is only a floor
     let pairs = 1000;
     let minority = [0usize, 1];
     side_by_side([QUOTAS[1], QUOTAS[0]], |(name, quota, n)| {
@@ -813,7 +817,8 @@ fn wait_state(line: &mut LineNode, want: &str, before: &[&str], name: &str) {
 /// the member out.
 #[test]
 fn sigterm_is_a_graceful_leave() {
-    // the others cycle until the leaver is out of the view: their count is only a floor
+    // the leaver stays in the view, unfinished, until the view without it installs: the
+    // others' count is only a floor
     let pairs = 1000;
     side_by_side([QUOTAS[0], QUOTAS[1]], |(name, quota, n)| {
         let (file, _, monitor) = cluster(&format!("leave-{name}"), quota, n);
@@ -860,7 +865,9 @@ fn in_members(status: &str, i: usize) -> bool {
 /// complete their pairs, with no upper bound broken.
 #[test]
 fn a_member_fenced_twice_by_short_pauses_rejoins_each_time() {
-    // the others cycle until the member driven by hand quits: their count is only a floor
+    // the others cannot end their run while the member driven by hand is in the view (it
+    // never finishes) or evicted but reachable (it never says bye), and it held them up until
+    // view 1: their count is only a floor
     let pairs = 1000;
     let (name, quota, n) = QUOTAS[1];
     let victim = 1;
