@@ -28,6 +28,13 @@ use std::time::{Duration, Instant};
 /// unreachable for 2.5 s is evicted (the margin `(1.5 s + 40 ms)·1.01 < 2.5 s·0.99` holds).
 const VIEWS: &str = "lease_heartbeat_ms = 100\nlease_ms = 1500\nevict_after_ms = 2500\n";
 
+/// The pairs of the `--workload cycle` members where another member keeps them running
+/// whatever their count, which is then only a floor: a member driven through the line
+/// protocol never finishes and never says bye, so the others cannot end their run while it is
+/// in the view or evicted but reachable (and it held them up until view 1); a member leaving
+/// on SIGTERM stays in the view, unfinished, until the view without it installs.
+const FLOOR_PAIRS: usize = 1000;
+
 /// For a member no view can have back once evicted: it waits 1 s to rejoin before it exits
 /// 1 (the default wait is `2·evict_after + lease + 2 s`).
 const QUICK_GIVE_UP: [&str; 2] = ["--rejoin-timeout", "1"];
@@ -641,10 +648,7 @@ fn a_member_started_after_its_eviction_rejoins_inactive_instead_of_using_its_ini
 /// while its lease held.
 #[test]
 fn a_paused_member_is_evicted_then_rejoins_by_itself() {
-    // the others cannot end their run while the member driven by hand is in the view (it
-    // never finishes) or evicted but reachable (it never says bye), and it held them up until
-    // view 1: their count is only a floor
-    let pairs = 1000;
+    let pairs = FLOOR_PAIRS;
     side_by_side([QUOTAS[1], QUOTAS[0]], |(name, quota, n)| {
         let victim = 1;
         let run = OneByHand::start(&format!("pause-rejoin-{name}"), quota, n, victim, pairs);
@@ -729,10 +733,7 @@ fn a_paused_member_is_evicted_then_rejoins_by_itself() {
 /// broken, counting a member active only while its lease holds.
 #[test]
 fn a_healed_minority_rejoins_by_itself() {
-    // the others cannot end their run while the minority, driven by hand, is in the view (it
-    // never finishes) or evicted but reachable (it never says bye), and it held them up until
-    // view 1: their count is only a floor
-    let pairs = 1000;
+    let pairs = FLOOR_PAIRS;
     let minority = [0usize, 1];
     side_by_side([QUOTAS[1], QUOTAS[0]], |(name, quota, n)| {
         let (proxies, files) = proxied(&format!("heal-{name}"), quota, n);
@@ -817,9 +818,7 @@ fn wait_state(line: &mut LineNode, want: &str, before: &[&str], name: &str) {
 /// the member out.
 #[test]
 fn sigterm_is_a_graceful_leave() {
-    // the leaver stays in the view, unfinished, until the view without it installs: the
-    // others' count is only a floor
-    let pairs = 1000;
+    let pairs = FLOOR_PAIRS;
     side_by_side([QUOTAS[0], QUOTAS[1]], |(name, quota, n)| {
         let (file, _, monitor) = cluster(&format!("leave-{name}"), quota, n);
         let victim = 3;
@@ -865,10 +864,7 @@ fn in_members(status: &str, i: usize) -> bool {
 /// complete their pairs, with no upper bound broken.
 #[test]
 fn a_member_fenced_twice_by_short_pauses_rejoins_each_time() {
-    // the others cannot end their run while the member driven by hand is in the view (it
-    // never finishes) or evicted but reachable (it never says bye), and it held them up until
-    // view 1: their count is only a floor
-    let pairs = 1000;
+    let pairs = FLOOR_PAIRS;
     let (name, quota, n) = QUOTAS[1];
     let victim = 1;
     let run = OneByHand::start("short-pauses", quota, n, victim, pairs);

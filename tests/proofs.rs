@@ -2,7 +2,8 @@
 //! and the migrating controller on four processes, deviation 5 (the set-aside rule) on the
 //! triangle from its all-in start, and LKCS's round trip bounded on its smallest instances.
 //! `cargo test` leaves this target out (it is declared with `test = false`); run it with
-//! `cargo test --release --test proofs`, as `.ci/run` does. The fast tier is `tests/check.rs`; both share `tests/check/support.rs`.
+//! `cargo test --release --test proofs`, as `.ci/run` does. The fast tier is `tests/check.rs`;
+//! both share `tests/check/support.rs`.
 //!
 //! Budget (2 cores, the default reduced search, instances spread over both cores): as the
 //! fast tier explores every instance on three processes completely (38 + 24 instances), this
