@@ -10,10 +10,12 @@
 //!
 //! **LKCS** builds its objects only from a start strictly inside the bounds it may break by
 //! a round trip or a sidetrack (`l_i + 1 ≤ |CS_i| ≤ k_i − 1` where it tightens them): a lower
-//! bound the start meets exactly is lowered by one more (a deficit view), and a start at an
-//! upper bound where LKCS tightens it is refused by [`SystemSpec::build`] (a view that would
-//! need its entries gated until the count falls: not built; `docs/fault-tolerance.md`). The
-//! round trip also needs room between its operating bounds (`L_i < K_i`, where `L_i = l_i + 1`
+//! bound the start meets exactly is lowered by one more (a deficit view), and an upper bound
+//! `k_i < c_i` the start meets exactly (a round trip's move through the reserve was in place
+//! at the freeze) is built **raised** by one, its tightened bound then `k_i`, which the start
+//! meets (a **surplus view**, [`ViewSystem::surplus`]): the entries of the members that bound
+//! counts wait ([`ViewSystem::gates_entries`]) until a view started after an exit there
+//! restores it, so the count never passes `k_i`. The round trip also needs room between its operating bounds (`L_i < K_i`, where `L_i = l_i + 1`
 //! if `l_i > 0` and `K_i = k_i − 1` if `k_i < |N_i| + 1`): a neighbourhood that an eviction shrank can leave a bound with none, and
 //! that lower bound is lowered until there is (a deficit view again) rather than the view
 //! refused.
@@ -33,6 +35,14 @@
 //! for the count ([`ViewSystem::restorable`]), one with a lost member back where it was
 //! lowered for `k_i − 1` or the room. Entries go on, and so does every member no lowered
 //! bound counts.
+//!
+//! A raised upper bound is the mirror image: only an entry of a member of `i`'s closed
+//! neighbourhood adds to `|CS_i|`, and all of them wait, so `|CS_i| ≤ k_i` holds through the
+//! view whatever the algorithm would let through with `k_i + 1`; every other bound is built as
+//! asked (or lowered), and the algorithm keeps it. While the count stays at `k_i` the bound
+//! itself refuses those entries, so the gate holds back only entries that follow an exit in the
+//! view: a waiting entry asks for a view of the same members started from the states then,
+//! which builds `k_i` as asked once the count is below it.
 //!
 //! Messages of the view's objects name processes of the view's system: a node translates the
 //! destination with [`ViewSystem::cluster_id`] and the sender with [`ViewSystem::dense`] at
@@ -111,6 +121,12 @@ impl ViewSystem {
                 // (l_i + 1 ≤ |CS_i|): a start at l_i is lowered one more
                 l -= 1;
             }
+            // LKCS starts at most at the bound it tightens (|CS_i| ≤ k_i − 1 where k_i < c):
+            // a start at k_i is built with k_i raised one (a surplus view, entries gated)
+            let k = match spec.algorithm == Algorithm::Lkcs && ask.k < c && active >= ask.k {
+                true => ask.k + 1,
+                false => ask.k,
+            };
             let cap =
                 ask.k
                     .saturating_sub(1)
@@ -118,7 +134,7 @@ impl ViewSystem {
             l = l.min(cap);
             caps.push(cap);
             asked.push(ask);
-            built.push(Bounds { l, k: ask.k });
+            built.push(Bounds { l, k });
         }
         let spec = restricted_spec(spec, topology, &members, &built, states);
         Ok(ViewSystem {
@@ -158,8 +174,9 @@ impl ViewSystem {
     }
 
     /// The bounds the view's system is built with around its process `d`: as asked, with the
-    /// lower bound lowered (in a deficit view) to what the start has and the algorithm takes
-    /// (see the module doc).
+    /// lower bound lowered (in a deficit view) to what the start has and the algorithm takes,
+    /// and LKCS's upper bound raised by one (in a surplus view) where the start meets a bound
+    /// it tightens (see the module doc).
     pub fn built(&self, d: ProcessId) -> Option<Bounds> {
         self.built.get(d.index()).copied()
     }
@@ -196,6 +213,34 @@ impl ViewSystem {
     pub fn restorable(&self, d: ProcessId) -> bool {
         let mut lowered = self.lowered_around(d).peekable();
         lowered.peek().is_some() && lowered.all(|i| self.asked[i].l <= self.cap[i])
+    }
+
+    /// The members (cluster ids) around which an upper bound was raised by one: LKCS started
+    /// at an upper bound `k_i < c_i` it tightens. Not empty exactly in a surplus view, where
+    /// the entries of the members those bounds count wait ([`ViewSystem::gates_entries`]).
+    pub fn surplus(&self) -> Vec<ProcessId> {
+        self.members
+            .iter()
+            .zip(self.asked.iter().zip(&self.built))
+            .filter(|(_, (a, b))| b.k > a.k)
+            .map(|(&p, _)| p)
+            .collect()
+    }
+
+    /// Whether the entries of the view's process `d` must wait in this view: `d` is in the
+    /// closed neighbourhood of a member whose upper bound was raised ([`ViewSystem::surplus`]).
+    /// Only such an entry adds to a raised bound's count, so with all of them waiting the
+    /// count never passes the bound asked. A view of the same members started after an exit
+    /// there lifts the gate: a bound is raised only for what the start has, never for what
+    /// the algorithm takes. `false` for a process the view does not have.
+    pub fn gates_entries(&self, d: ProcessId) -> bool {
+        let closed = match d.index() < self.members.len() {
+            true => self.spec.topology.closed(d),
+            false => Vec::new(),
+        };
+        closed
+            .into_iter()
+            .any(|i| self.built[i.index()].k > self.asked[i.index()].k)
     }
 
     /// The members of `d`'s closed neighbourhood (indices of the view) whose lower bound was

@@ -925,21 +925,31 @@ impl OneByHand {
 
 /// The exit gate a member's line-protocol `status` names (`gate=...`).
 fn gate(status: &str) -> Option<&str> {
+    field(status, "gate")
+}
+
+/// The value of `key` in a line-protocol `status` (`key=...`).
+fn field<'a>(status: &'a str, key: &str) -> Option<&'a str> {
     status
         .split_whitespace()
-        .find_map(|w| w.strip_prefix("gate="))
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
 }
 
 /// Asks `node` its status until its gate is `want`; the last status.
 fn wait_for_gate(node: &mut LineNode, want: &str, started: Instant) -> String {
+    wait_for_field(node, "gate", want, started)
+}
+
+/// Asks `node` its status until its `key` is `want`; the last status.
+fn wait_for_field(node: &mut LineNode, key: &str, want: &str, started: Instant) -> String {
     loop {
         let status = node.ask("status");
-        if gate(&status) == Some(want) {
+        if field(&status, key) == Some(want) {
             return status;
         }
         assert!(
             started.elapsed() < GUARD,
-            "never saw gate={want}; last: {status}"
+            "never saw {key}={want}; last: {status}"
         );
         thread::sleep(Duration::from_millis(50));
     }
@@ -1015,6 +1025,64 @@ fn lkcs_without_room_after_a_kill_gates_the_neighbourhood_until_the_member_rejoi
     assert_eq!(nodes[1].ask("exit"), "ok", "P1's exit, the gate lifted");
     assert_eq!(nodes[1].ask("state"), "ok inactive");
     back.quit();
+    for node in nodes {
+        node.quit();
+    }
+    assert_eq!(monitor.violations(), Vec::<String>::new());
+    assert!(monitor.tokens_checked() > 0, "no entry's token was checked");
+}
+
+/// LKCS's round trip on complete:5 with (l, k) = (0, 3), which it runs with the tightened
+/// bound 2: five `lkcs node` processes on the line protocol, P0 and P1 starting in the CS.
+/// P2 enters through the reserve (3 in the CS, at the bound), and P4 is killed (SIGKILL). The
+/// view without it starts at an upper bound LKCS tightens (3 of 4, below the neighbourhood's
+/// size): it is built with that bound raised and every survivor's entries gated
+/// (`entry_gate=restore`) instead of being refused, which fenced every member. P3's entry
+/// waits; P1's exit is not gated, and after it P3's entry brings a view that restores the
+/// bound (`entry_gate=open`) and enters. The monitor checks the upper bound after every move.
+#[test]
+fn lkcs_started_at_a_bound_it_tightens_after_a_kill_gates_entries_until_an_exit() {
+    let quota =
+        "algorithm = \"lkcs\"\ntopology = \"complete:5\"\nl = 0\nk = 3\ninitial = \"in:0,1\"";
+    let (file, _, monitor) = cluster("lkcs-surplus", quota, 5);
+    let dir = file.parent().unwrap().to_path_buf();
+    let started = Instant::now();
+    let mut nodes: Vec<LineNode> = (0..5)
+        .map(|i| LineNode::spawn(&file, i, &monitor, &dir.join(format!("{i}.log")), started))
+        .collect();
+    entered(
+        &nodes[2].ask("enter"),
+        "P2's entry through the reserve in view 0",
+    );
+    let mut victim = nodes.remove(4);
+    // SAFETY: kill(2) on a child of this test that has not been reaped
+    assert_eq!(
+        unsafe { libc::kill(victim.child.id() as libc::pid_t, libc::SIGKILL) },
+        0
+    );
+    victim.done.store(true, Ordering::SeqCst);
+    let _ = victim.child.wait();
+    // nodes: P0, P1, P2, P3; every one of them is in the raised bound's neighbourhood
+    for node in nodes.iter_mut() {
+        let status = wait_for_field(node, "entry_gate", "restore", started);
+        assert!(!in_members(&status, 4), "a view without P4: {status}");
+        assert_eq!(gate(&status), Some("open"), "no exit waits: {status}");
+    }
+    let waited = nodes[3].ask("enter 300");
+    assert!(
+        waited.starts_with("error: timed out"),
+        "P3's entry waits at the gate: {waited}"
+    );
+    assert_eq!(nodes[1].ask("exit"), "ok", "P1 exits in the surplus view");
+    entered(
+        &nodes[3].ask("enter"),
+        "P3's entry once a view restores the bound",
+    );
+    for node in nodes.iter_mut() {
+        let status = wait_for_field(node, "entry_gate", "open", started);
+        assert!(!in_members(&status, 4), "still without P4: {status}");
+    }
+    assert_eq!(nodes[3].ask("state"), "ok active");
     for node in nodes {
         node.quit();
     }

@@ -28,8 +28,8 @@ mod procs;
 
 use lkcs::net::io::{Accept, BoxFuture, BoxStream, Listener, Network, Stream};
 use lkcs::net::{
-    rebuild_from, Cluster, ExitGate, LeaseWatch, Logger, Net, NetError, Node, NodeHandle, Observer,
-    Wire,
+    rebuild_from, Cluster, EntryGate, ExitGate, LeaseWatch, Logger, Net, NetError, Node,
+    NodeHandle, Observer, Wire,
 };
 use lkcs::{CsObject, CsState, FencingToken, Instance, ProcessId, SystemVisitor};
 use rand::{Rng, SeedableRng};
@@ -364,6 +364,9 @@ struct Outcome {
     /// Members whose status showed their exits gated until a lost member's return
     /// ([`ExitGate::UntilRejoin`]), sampled every 100 ms of simulated time.
     rejoin_gated: Vec<usize>,
+    /// Members whose status showed their entries gated in a surplus view
+    /// ([`EntryGate::UntilRestored`]), sampled as above.
+    entry_gated: Vec<usize>,
 }
 
 /// Runs the cluster of `quota` under `faults` for `faults`' span plus `tail` of quiet, each
@@ -413,16 +416,21 @@ fn run(
     let mut next = 0;
     let mut healing: Vec<(Duration, Fault)> = Vec::new();
     let mut rejoin_gated = std::collections::BTreeSet::new();
+    let mut entry_gated = std::collections::BTreeSet::new();
     let mut sampled = Duration::ZERO;
     while sim.elapsed() < end {
         let t = sim.elapsed();
         if t >= sampled + Duration::from_millis(100) {
             sampled = t;
             for (i, h) in nodes.lock().unwrap().iter().enumerate() {
-                if h.as_ref()
-                    .is_some_and(|h| h.status().exit_gate == ExitGate::UntilRejoin)
-                {
+                let Some(status) = h.as_ref().map(NodeHandle::status) else {
+                    continue;
+                };
+                if status.exit_gate == ExitGate::UntilRejoin {
                     rejoin_gated.insert(i);
+                }
+                if status.entry_gate == EntryGate::UntilRestored {
+                    entry_gated.insert(i);
                 }
             }
         }
@@ -483,6 +491,7 @@ fn run(
             .collect(),
         entries: w.entries.iter().map(Vec::len).sum(),
         rejoin_gated: rejoin_gated.into_iter().collect(),
+        entry_gated: entry_gated.into_iter().collect(),
     }
 }
 
@@ -677,6 +686,47 @@ fn lkcs_without_room_after_a_crash_keeps_its_bounds_and_recovers_at_the_rejoin()
             o.status
         );
     }
+}
+
+/// LKCS's round trip on complete:5 with (l, k) = (0, 3), which it runs with the tightened
+/// bound 2.
+const LKCS_TIGHT: &str = "algorithm = \"lkcs\"\ntopology = \"complete:5\"\nl = 0\nk = 3";
+
+/// LKCS's round trip on complete:5 with (l, k) = (0, 3), every member holding the CS 200 ms
+/// at each entry, so that a third member is often in through the reserve. A member's host
+/// crashes and starts again 6 s later. A view change that freezes the cluster with 3 of the 4
+/// survivors in the CS starts at an upper bound LKCS tightens: it is a surplus view (the
+/// entries gated until an exit and a restore view) instead of being refused, which fenced
+/// every member. No upper bound broken, the tokens in order, and every member enters again
+/// after the restart, for each seed; the seeds together must show a surplus view (32 and 36
+/// do here: whether the freeze finds 3 in the CS depends on the schedule).
+#[test]
+fn lkcs_at_a_tightened_bound_after_a_crash_gates_entries_and_recovers() {
+    let mut gated = 0;
+    for seed in 31..=36 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let at = Duration::from_millis(rng.random_range(6000..9000));
+        let victim = rng.random_range(0..N);
+        let faults = [(at, at + Duration::from_secs(6), Fault::Crash(victim))];
+        let what = format!("sim-lkcs-surplus, seed {seed}, faults {faults:?}");
+        let (hold, settle) = (Duration::from_millis(200), Duration::from_secs(15));
+        let o = run(
+            "sim-lkcs-surplus",
+            LKCS_TIGHT,
+            seed,
+            &faults,
+            settle,
+            hold,
+            Setup::InMemory,
+        );
+        judge(&o, true, &what);
+        eprintln!("{what}: entries gated at {:?}", o.entry_gated);
+        gated += usize::from(!o.entry_gated.is_empty());
+    }
+    assert!(
+        gated > 0,
+        "no seed's view change started at the tightened bound"
+    );
 }
 
 /// Crashes of a majority at once, each host started again 1 to 4 s later: three of the five

@@ -13,8 +13,9 @@ mod ports;
 
 use lkcs::net::view::{View, ViewConfig};
 use lkcs::net::{
-    rebuild_from, ExitGate, Identity, LogEvent, Logger, MemberAddress, Net, NetConfig, NetError,
-    Node, NodeError, NodeHandle, Observer, SecretKey, Timing, Trust, ViewOptions, ViewStatus,
+    rebuild_from, EntryGate, ExitGate, Identity, LogEvent, Logger, MemberAddress, Net, NetConfig,
+    NetError, Node, NodeError, NodeHandle, Observer, SecretKey, Timing, Trust, ViewOptions,
+    ViewStatus,
 };
 use lkcs::{
     Algorithm, CsObject, CsState, FencingToken, Instance, ProcessId, SystemSpec, SystemVisitor,
@@ -689,6 +690,142 @@ async fn no_room<A: CsObject>(
     for exit in exits {
         exit.abort();
     }
+}
+
+/// LKCS's round trip on torus:3x3 with (l, k) = (0, 4): P0's closed neighbourhood is P0, P1,
+/// P2, P3, P6, and LKCS runs it with the tightened bound 3. P0, P1 and P3 start in the CS; P6
+/// enters through P0's reserve (4 in P0's neighbourhood, at the bound asked), and P8, outside
+/// that neighbourhood, dies. View 1's start meets P0's bound where LKCS tightens it: it is
+/// built with that bound raised by one (a surplus view) instead of being refused, which
+/// fenced every member. The entries of P0's neighbourhood wait (P2's), while P7, which the
+/// raised bound does not count, makes pairs and every exit goes on. Once P1 exits, P2's
+/// waiting entry brings a view of the same members that builds the bound as asked, and P2
+/// enters. The monitor checks the bounds the view asks for after every move.
+#[test]
+fn a_view_started_at_an_upper_bound_lkcs_tightens_gates_the_entries_near_it() {
+    surplus_spec().build(SurplusRun).unwrap();
+}
+
+fn surplus_spec() -> SystemSpec {
+    let mut initial = vec![CsState::OutCs; 9];
+    for p in [0, 1, 3] {
+        initial[p] = CsState::InCs;
+    }
+    SystemSpec {
+        l: Some(0),
+        k: Some(4),
+        initial: Some(initial),
+        ..SystemSpec::new(Algorithm::Lkcs, Topology::torus(3, 3).unwrap())
+    }
+}
+
+struct SurplusRun;
+
+impl SystemVisitor for SurplusRun {
+    type Output = ();
+    fn visit<A: CsObject>(self, instance: &Instance, initial: &[CsState], procs: Vec<A>) {
+        let rt = two_threads();
+        let (instance, initial) = (instance.clone(), initial.to_vec());
+        rt.block_on(async move {
+            tokio::time::timeout(GUARD, surplus(surplus_spec(), instance, initial, procs)).await
+        })
+        .expect("hang guard");
+    }
+}
+
+async fn surplus<A: CsObject>(
+    spec: SystemSpec,
+    instance: Instance,
+    initial: Vec<CsState>,
+    procs: Vec<A>,
+) {
+    let logs = Logs::default();
+    let monitor = Monitor::new(&instance, &initial);
+    let n = procs.len() as u32;
+    let nets = nets::<lkcs::net::Wire<A::Msg>>(n, "views surplus", &logs, None).await;
+    let (handles, _) = start_views(&spec, &instance, &initial, procs, nets, &monitor, &logs).await;
+    reach(&handles[6], CsState::InCs)
+        .await
+        .expect("P6 enters through P0's reserve in view 0");
+    let dead = ProcessId(8);
+    monitor.dead(dead);
+    handles[8].shutdown();
+    let survivors: Vec<&NodeHandle> = handles.iter().filter(|h| h.id() != dead).collect();
+    let views = views_where(&survivors, "a view without P8", |v| {
+        v.pending.is_none() && !v.members.contains(&dead)
+    })
+    .await;
+    assert!(
+        views.iter().all(|v| v.members == ids(0..8)),
+        "the survivors' view: {views:?}"
+    );
+    let neighbourhood = [0u32, 1, 2, 3, 6];
+    for h in &survivors {
+        let status = h.status();
+        assert_eq!(
+            status.fenced,
+            None,
+            "{} did not fence: the view was built",
+            h.id()
+        );
+        let gate = match neighbourhood.contains(&h.id().0) {
+            true => EntryGate::UntilRestored,
+            false => EntryGate::Open,
+        };
+        assert_eq!(status.entry_gate, gate, "{}'s entry gate", h.id());
+        assert_eq!(status.exit_gate, ExitGate::Open, "{}'s exit gate", h.id());
+    }
+    // P2's entry waits at the gate; P7, which the raised bound does not count, makes pairs
+    let entry = {
+        let h = handles[2].clone();
+        tokio::spawn(async move { reach(&h, CsState::InCs).await })
+    };
+    pairs(handles[7].clone(), 5)
+        .await
+        .expect("P7 completes its pairs in the surplus view");
+    assert!(
+        !entry.is_finished(),
+        "P2's entry waits at the gate of the surplus view: {:?}",
+        handles[2].status().view
+    );
+    // an exit is never gated; after it, a view from the states then restores the bound
+    reach(&handles[1], CsState::OutCs)
+        .await
+        .expect("P1 exits in the surplus view");
+    tokio::time::timeout(WAIT, entry)
+        .await
+        .expect("P2's entry completes once a view restores P0's bound")
+        .expect("task")
+        .expect("P2 enters");
+    let restored = handles[2].status();
+    assert_eq!(restored.entry_gate, EntryGate::Open, "P2's gate is lifted");
+    assert!(
+        restored.view.as_ref().is_some_and(|v| v.number >= 2),
+        "a restore view lifted the gate: {:?}",
+        restored.view
+    );
+    assert_eq!(
+        monitor.violations(),
+        Vec::<String>::new(),
+        "no bound broken"
+    );
+    let log = logs.0.lock().unwrap();
+    let surplus_logged = |p: u32| {
+        log.iter().any(|(q, e)| {
+            *q == ProcessId(p)
+                && e.contains("the object restarts")
+                && e.contains("in a surplus view (entries wait)")
+        })
+    };
+    for p in neighbourhood {
+        assert!(surplus_logged(p), "P{p} logged its gated entries");
+    }
+    assert!(!surplus_logged(7), "P7's entries are never gated");
+    assert!(
+        log.iter()
+            .any(|(q, e)| *q == ProcessId(2) && e.contains("proposed to restore")),
+        "P2's waiting entry proposed the restore"
+    );
 }
 
 /// A node that runs the view log must reach every member of the initial view: a net

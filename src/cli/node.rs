@@ -2,7 +2,9 @@
 //! a line protocol on stdin/stdout or by the cycle workload.
 
 use clap::Args;
-use lkcs::net::{Cluster, ExitGate, LeaseWatch, NodeError, NodeHandle, NodeStatus, Observer};
+use lkcs::net::{
+    Cluster, EntryGate, ExitGate, LeaseWatch, NodeError, NodeHandle, NodeStatus, Observer,
+};
 use lkcs::{CsState, ProcessId, Sequence, Stats, Waiting};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -497,8 +499,13 @@ async fn serve(h: &NodeHandle) -> ExitCode {
                     ExitGate::UntilRestored => "restore",
                     ExitGate::UntilRejoin => "rejoin",
                 };
+                let entry_gate = match s.entry_gate {
+                    EntryGate::Open => "open",
+                    EntryGate::UntilRestored => "restore",
+                };
                 format!(
-                    "ok peers={} unreachable={} sent={} view={view} members={members} gate={gate}",
+                    "ok peers={} unreachable={} sent={} view={view} members={members} gate={gate} \
+                     entry_gate={entry_gate}",
                     ids(s.peers.iter()),
                     ids(s.unreachable.iter()),
                     s.sent

@@ -92,9 +92,9 @@ pub use io::Listener;
 pub use link::{LinkGauges, Net, NetEvent, NetSender, StatusFn};
 pub use metrics::{CallOutcome, NodeMetrics, PeerMetrics, WaitHistogram, WAIT_BUCKETS};
 pub use node::{
-    margin_holds, rebuild_from, ExitGate, Fenced, LeaseWatch, LinkTransport, Node, NodeError,
-    NodeHandle, NodeStatus, Observer, Rebuild, Rebuilt, ViewFrame, ViewOptions, ViewStatus, Wire,
-    CLOCK_DRIFT, MAX_VIEW_FRAME,
+    margin_holds, rebuild_from, EntryGate, ExitGate, Fenced, LeaseWatch, LinkTransport, Node,
+    NodeError, NodeHandle, NodeStatus, Observer, Rebuild, Rebuilt, ViewFrame, ViewOptions,
+    ViewStatus, Wire, CLOCK_DRIFT, MAX_VIEW_FRAME,
 };
 pub use status::{ask_status, MemberReport};
 

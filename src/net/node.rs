@@ -238,6 +238,9 @@ pub struct NodeStatus {
     pub quiet: bool,
     /// Whether the member's exits wait at the gate of a deficit view, and what lifts it.
     pub exit_gate: ExitGate,
+    /// Whether the member's entries wait at the gate of a surplus view (LKCS started at an
+    /// upper bound it tightens), until a view started after an exit there.
+    pub entry_gate: EntryGate,
 }
 
 /// The gate a deficit view puts on a member's exits ([`NodeStatus::exit_gate`];
@@ -258,6 +261,22 @@ pub enum ExitGate {
     /// member it lost back (one evicted, or one that left, started again). The operator's
     /// move is to start that member again.
     UntilRejoin,
+}
+
+/// The gate a surplus view puts on a member's entries ([`NodeStatus::entry_gate`];
+/// docs/fault-tolerance.md, "Local quotas"): LKCS runs only from a start strictly below an
+/// upper bound it tightens, and a view whose start meets one is built with that bound raised
+/// by one, the entries of the members it counts waiting, so the count never passes the bound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EntryGate {
+    /// No gate: entries go as the algorithm lets them.
+    #[default]
+    Open,
+    /// An upper bound that counts the member was raised for what the view started with: its
+    /// entries wait for a view that builds it as asked, which a waiting entry proposes at
+    /// once and again every `max(evict_after, write_timeout)` while it waits (a view started
+    /// from the states exits brought down).
+    UntilRestored,
 }
 
 /// Why a member fenced ([`NodeStatus::fenced`]).
@@ -581,13 +600,14 @@ impl<A: CsObject> Core<A> {
     }
 
     /// Whether a call of `seq` must wait without starting: no majority has granted the
-    /// member a lease yet, the object is frozen for a view change, or the view is a deficit
-    /// view and `seq` is an exit.
+    /// member a lease yet, the object is frozen for a view change, the view is a deficit view
+    /// and `seq` is an exit, or it is a surplus view and `seq` is an entry.
     fn held(&self, seq: Sequence) -> bool {
         self.views.as_ref().is_some_and(|v| {
             !views::lock(&v.shared.lease).granted()
                 || v.frozen.is_some()
                 || (v.exit_gate != ExitGate::Open && seq == Sequence::Exit)
+                || (v.entry_gate != EntryGate::Open && seq == Sequence::Entry)
         })
     }
 
@@ -886,6 +906,10 @@ impl<A: CsObject> Core<A> {
             s.all_finished = all_finished;
             s.quiet = quiet;
             s.exit_gate = self.views.as_ref().map_or(ExitGate::Open, |v| v.exit_gate);
+            s.entry_gate = self
+                .views
+                .as_ref()
+                .map_or(EntryGate::Open, |v| v.entry_gate);
         });
     }
 

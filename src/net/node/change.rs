@@ -106,6 +106,10 @@ impl<A: CsObject> Core<A> {
             (true, true) => ExitGate::UntilRestored,
             (true, false) => ExitGate::UntilRejoin,
         };
+        v.entry_gate = match rebuilt.gates_entries {
+            false => EntryGate::Open,
+            true => EntryGate::UntilRestored,
+        };
         let ahead = std::mem::take(&mut v.ahead);
         let early = ahead.len();
         self.obj = rebuilt.obj;
@@ -151,7 +155,7 @@ impl<A: CsObject> Core<A> {
             None => "none",
         };
         self.log(LogEvent::View(format!(
-            "view {number}: the object restarts {}{}; the call waiting: {waiting}{}",
+            "view {number}: the object restarts {}{}{}; the call waiting: {waiting}{}",
             match self.obj.state() {
                 CsState::InCs => "in the CS",
                 CsState::OutCs => "out of the CS",
@@ -163,6 +167,14 @@ impl<A: CsObject> Core<A> {
                      algorithm until a member the view lost is back"
                 }
                 ExitGate::Open => "",
+            },
+            match self
+                .views
+                .as_ref()
+                .map_or(EntryGate::Open, |v| v.entry_gate)
+            {
+                EntryGate::UntilRestored => " in a surplus view (entries wait)",
+                EntryGate::Open => "",
             },
             match early {
                 0 => String::new(),
@@ -258,11 +270,13 @@ impl<A: CsObject> Core<A> {
         if let Some(v) = &mut self.views {
             // no exit to gate: the calls fail until a view has the member again
             v.exit_gate = ExitGate::Open;
+            v.entry_gate = EntryGate::Open;
         }
         self.status.send_modify(|s| {
             s.fenced = Some(Fenced { view, why });
             s.token = None;
             s.exit_gate = ExitGate::Open;
+            s.entry_gate = EntryGate::Open;
         });
         self.metrics.fenced();
         if self.published.borrow().0 == CsState::InCs {

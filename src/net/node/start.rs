@@ -260,11 +260,14 @@ impl<A: CsObject> ViewCore for CoreRef<A> {
     fn gated(&self) -> bool {
         self.shared.upgrade().is_some_and(|shared| {
             let core = shared.lock();
-            let deficit = core
-                .views
-                .as_ref()
-                .is_some_and(|v| v.exit_gate == ExitGate::UntilRestored);
-            deficit && matches!(core.waiting, Some((Sequence::Exit, _)))
+            let Some(v) = core.views.as_ref() else {
+                return false;
+            };
+            match core.waiting {
+                Some((Sequence::Exit, _)) => v.exit_gate == ExitGate::UntilRestored,
+                Some((Sequence::Entry, _)) => v.entry_gate == EntryGate::UntilRestored,
+                None => false,
+            }
         })
     }
 }

@@ -30,7 +30,7 @@ pub(super) use task::run;
 pub use transport::LinkTransport;
 
 use super::lease::{margin_holds, Lease, LeaseWatch, CLOCK_DRIFT};
-use super::{ExitGate, Wire};
+use super::{EntryGate, ExitGate, Wire};
 use crate::cs::CsState;
 use crate::id::ProcessId;
 use crate::net::frame::MAX_FRAME_LEN;
@@ -195,7 +195,8 @@ pub(super) trait ViewCore: Send + Sync {
     /// This member is out of view `view`, or lost its lease there, for the reason `why`: it
     /// gives up its slot, its calls return `Evicted`, and it rejoins.
     fn evicted(&self, view: u64, why: String);
-    /// Whether an exit waits at a deficit view's gate that a restore view may lift.
+    /// Whether a call waits at a gate that a restore view may lift: an exit at a deficit
+    /// view's, or an entry at a surplus view's.
     fn gated(&self) -> bool;
 }
 
@@ -258,6 +259,9 @@ pub(super) struct NodeViews<M: Send + 'static> {
     /// Whether a deficit view lowered a bound that counts this member, and what lifts the
     /// gate on its exits (from [`Rebuilt::deficit`] and [`Rebuilt::restorable`]).
     pub(super) exit_gate: ExitGate,
+    /// Whether a surplus view raised an upper bound that counts this member, whose entries
+    /// then wait (from [`Rebuilt::gates_entries`]).
+    pub(super) entry_gate: EntryGate,
     /// Messages of a later view than the object's, from their sender, kept until it installs.
     pub(super) ahead: Vec<(ProcessId, u64, M)>,
     /// The links' peer timeout: a peer declared unreachable was last heard this long ago.
@@ -313,6 +317,7 @@ impl<M: Send + 'static> NodeViews<M> {
             processes: initial.members.clone(),
             frozen: None,
             exit_gate: ExitGate::Open,
+            entry_gate: EntryGate::Open,
             ahead: Vec::new(),
             silence,
             held: BTreeMap::new(),

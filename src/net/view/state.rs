@@ -148,9 +148,10 @@ pub enum Proposal {
     },
     /// A member leaves on its own (it exited first if it was active).
     Leave(ProcessId),
-    /// View `view` is a deficit view (it lowered a lower bound, and exits wait): change to a
-    /// view of the same members started from their states now, which restores the bounds
-    /// if entries brought the counts back up (docs/fault-tolerance.md).
+    /// View `view` is a deficit view (it lowered a lower bound, and exits wait) or a surplus
+    /// view (it raised an upper bound, and entries wait): change to a view of the same
+    /// members started from their states now, which restores the bounds if entries brought
+    /// the counts back up, or exits down (docs/fault-tolerance.md).
     Restore {
         /// The deficit view: a proposal made in an older view is ignored.
         view: u64,

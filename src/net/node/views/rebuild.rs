@@ -23,6 +23,10 @@ pub struct Rebuilt<A> {
     /// lowered around the member waits for entries, none for a member to rejoin. A member
     /// whose exit waits proposes restores only then.
     pub restorable: bool,
+    /// Whether this member's entries wait in the view: a surplus view raised an upper bound
+    /// of a neighbourhood the member is in ([`ViewSystem::gates_entries`]); a view started
+    /// after an exit there lifts the gate.
+    pub gates_entries: bool,
 }
 
 /// Builds this member's object for an installed view, from the view's start.
@@ -61,6 +65,7 @@ pub fn rebuild_from<A: CsObject>(
             members: system.members().to_vec(),
             deficit: system.gates_exits(dense),
             restorable: system.restorable(dense),
+            gates_entries: system.gates_entries(dense),
         })
     })
 }

@@ -437,7 +437,8 @@ pub(in crate::net::node) async fn run<M: Send + 'static>(
             && restored.is_none_or(|at| at.elapsed() >= again)
         {
             // a deficit view: once entries brought the counts back, a view started from the
-            // states now restores the bounds, and the exits go on
+            // states now restores the bounds, and the exits go on; a surplus view: the same
+            // once an exit brought a count below its bound, and the entries go on
             restored = Some(Instant::now());
             let (group, log, view) = (group.clone(), log.clone(), installed);
             tokio::spawn(async move {
