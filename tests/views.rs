@@ -574,8 +574,8 @@ impl SystemVisitor for NoRoomRun {
     }
 }
 
-/// `h` reaches `s`, calling again after `PeerUnreachable` (LKCS fails a call on any
-/// unreachable peer until the view change removes it).
+/// `h` reaches `s`, calling again after `PeerUnreachable` (a call that waits on a peer's
+/// permission fails while that peer is unreachable, until the view change removes it).
 async fn reach(h: &NodeHandle, s: CsState) -> Result<(), NodeError> {
     loop {
         match h.reach(s).await {

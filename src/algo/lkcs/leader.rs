@@ -977,6 +977,34 @@ impl CsObject for LeaderProc {
         Some(self.operating)
     }
 
+    /// The members of the closed neighbourhood whose permission of the pending sequence's
+    /// type has not come (or was parked or preempted back): a call fails on an unreachable
+    /// peer only when it waits on that peer.
+    fn awaiting(&self) -> Vec<ProcessId> {
+        let Some(seq) = self.pending else {
+            return Vec::new();
+        };
+        let granters = &self.granters[At::of(seq).index()];
+        self.closed
+            .iter()
+            .filter(|q| !granters.contains(q))
+            .copied()
+            .collect()
+    }
+
+    /// The holders of this process's arbiters of a type with no free slot: those a request
+    /// waiting here waits on.
+    fn lent_to(&self) -> Vec<ProcessId> {
+        let mut held: BTreeSet<ProcessId> = self
+            .arbiters
+            .iter()
+            .filter(|a| a.granted().len() >= a.capacity())
+            .flat_map(|a| a.granted().iter().map(|s| s.id))
+            .collect();
+        held.remove(&self.id);
+        held.into_iter().collect()
+    }
+
     fn check_invariants(&self) -> Result<(), String> {
         for (name, a) in ["MUTIN", "MUTEX"].iter().zip(&self.arbiters) {
             a.check().map_err(|e| format!("{name} {e}"))?;

@@ -202,3 +202,37 @@ fn a_blocked_sequence_parks_its_grants_and_unparks_when_the_blocker_grants() {
     assert_eq!(p.state(), CsState::InCs);
     assert!(out.take_completed());
 }
+
+/// A pending entry names the members whose MUTEX permission has not come, and only them
+/// (a call fails on an unreachable peer only when it waits on that peer); an idle process
+/// names nobody. A full arbiter names its holders as those it lent to.
+#[test]
+fn a_pending_sequence_awaits_exactly_the_permissions_still_missing() {
+    let mut p = system(LkcsRules::CORRECTED).procs[3].clone();
+    let mut out = Outbox::new();
+    assert_eq!(p.awaiting(), Vec::<ProcessId>::new(), "idle: nobody");
+    p.begin_entry(&mut out).unwrap();
+    out.drain().for_each(drop);
+    assert_eq!(
+        p.awaiting(),
+        (0..5).map(ProcessId).collect::<Vec<_>>(),
+        "every member of the closed neighbourhood, itself included"
+    );
+    for q in [1, 4] {
+        p.on_message(ProcessId(q), LkcsMsg::Grant { at: At::Mutex }, &mut out);
+    }
+    assert_eq!(
+        p.awaiting(),
+        vec![ProcessId(0), ProcessId(2), ProcessId(3)],
+        "P1's and P4's grants came"
+    );
+    // a MUTIN grant is not what the entry waits for
+    p.on_message(ProcessId(2), LkcsMsg::Grant { at: At::Mutin }, &mut out);
+    assert_eq!(p.awaiting(), vec![ProcessId(0), ProcessId(2), ProcessId(3)]);
+    // MUTIN is full (capacity 3, held by P2, P3, P4 out of the CS): they are lent to
+    let idle = system(LkcsRules::CORRECTED).procs[1].clone();
+    assert_eq!(
+        idle.lent_to(),
+        vec![ProcessId(2), ProcessId(3), ProcessId(4)]
+    );
+}
