@@ -12,10 +12,11 @@
 //! a round trip or a sidetrack (`l_i + 1 ≤ |CS_i| ≤ k_i − 1` where it tightens them): a lower
 //! bound the start meets exactly is lowered by one more (a deficit view), and an upper bound
 //! `k_i < c_i` the start meets exactly (a round trip's move through the reserve was in place
-//! at the freeze) is built **raised** by one, its tightened bound then `k_i`, which the start
-//! meets (a **surplus view**, [`ViewSystem::surplus`]): the entries of the members that bound
-//! counts wait ([`ViewSystem::gates_entries`]) until a view started after an exit there
-//! restores it, so the count never passes `k_i`. The round trip also needs room between its operating bounds (`L_i < K_i`, where `L_i = l_i + 1`
+//! at the freeze) is built **raised** by one, so that the start is within what LKCS runs
+//! that neighbourhood with (`k_i` tightened from `k_i + 1`, or `k_i + 1 = c_i` untightened): a
+//! **surplus view** ([`ViewSystem::surplus`]). The entries of the members that bound counts
+//! wait ([`ViewSystem::gates_entries`]) until a view started after an exit there restores
+//! it; the gate alone keeps the count at most `k_i`. The round trip also needs room between its operating bounds (`L_i < K_i`, where `L_i = l_i + 1`
 //! if `l_i > 0` and `K_i = k_i − 1` if `k_i < |N_i| + 1`): a neighbourhood that an eviction shrank can leave a bound with none, and
 //! that lower bound is lowered until there is (a deficit view again) rather than the view
 //! refused.
@@ -41,8 +42,13 @@
 //! view whatever the algorithm would let through with `k_i + 1`; every other bound is built as
 //! asked (or lowered), and the algorithm keeps it. While the count stays at `k_i` the bound
 //! itself refuses those entries, so the gate holds back only entries that follow an exit in the
-//! view: a waiting entry asks for a view of the same members started from the states then,
-//! which builds `k_i` as asked once the count is below it.
+//! view: the member whose exit brought the count down asks for a view of the same members
+//! started from the states then, which builds `k_i` as asked.
+//!
+//! The leader rules (`Leaders`) tighten every bound within two hops of a leader, `k_i` even
+//! where it is `c_i` and `l_i` even where it is 0: a view whose start meets such a bound there
+//! is still refused by [`SystemSpec::build`] (the round trip, the default, tightens only
+//! where a move can break a bound, which the rules above cover).
 //!
 //! Messages of the view's objects name processes of the view's system: a node translates the
 //! destination with [`ViewSystem::cluster_id`] and the sender with [`ViewSystem::dense`] at

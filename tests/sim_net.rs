@@ -698,12 +698,12 @@ const LKCS_TIGHT: &str = "algorithm = \"lkcs\"\ntopology = \"complete:5\"\nl = 0
 /// survivors in the CS starts at an upper bound LKCS tightens: it is a surplus view (the
 /// entries gated until an exit and a restore view) instead of being refused, which fenced
 /// every member. No upper bound broken, the tokens in order, and every member enters again
-/// after the restart, for each seed; the seeds together must show a surplus view (32 and 36
-/// do here: whether the freeze finds 3 in the CS depends on the schedule).
+/// after the restart, for each seed; the seeds together must show a surplus view (7 of the
+/// 12 do here: whether the freeze finds 3 in the CS depends on the schedule).
 #[test]
 fn lkcs_at_a_tightened_bound_after_a_crash_gates_entries_and_recovers() {
     let mut gated = 0;
-    for seed in 31..=36 {
+    for seed in 31..=42 {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let at = Duration::from_millis(rng.random_range(6000..9000));
         let victim = rng.random_range(0..N);

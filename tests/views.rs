@@ -59,6 +59,11 @@ fn timing() -> Timing {
 struct Logs(Arc<Mutex<Vec<(ProcessId, String)>>>);
 
 impl Logs {
+    /// Whether some member logged an event that `f` accepts.
+    fn any(&self, f: impl Fn(ProcessId, &str) -> bool) -> bool {
+        self.0.lock().unwrap().iter().any(|(p, e)| f(*p, e))
+    }
+
     fn logger(&self) -> Logger {
         let logs = self.0.clone();
         Arc::new(move |me, e: &LogEvent| {
@@ -760,20 +765,26 @@ async fn surplus<A: CsObject>(
         "the survivors' view: {views:?}"
     );
     let neighbourhood = [0u32, 1, 2, 3, 6];
+    // the view's status is published before the object's install sets the gates: wait for
+    // each survivor's install of view 1
     for h in &survivors {
+        let p = h.id();
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while !logs.any(|q, e| q == p && e.contains("view 1: the object restarts")) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{p} never installed view 1"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         let status = h.status();
-        assert_eq!(
-            status.fenced,
-            None,
-            "{} did not fence: the view was built",
-            h.id()
-        );
-        let gate = match neighbourhood.contains(&h.id().0) {
+        assert_eq!(status.fenced, None, "{p} did not fence: the view was built");
+        let gate = match neighbourhood.contains(&p.0) {
             true => EntryGate::UntilRestored,
             false => EntryGate::Open,
         };
-        assert_eq!(status.entry_gate, gate, "{}'s entry gate", h.id());
-        assert_eq!(status.exit_gate, ExitGate::Open, "{}'s exit gate", h.id());
+        assert_eq!(status.entry_gate, gate, "{p}'s entry gate");
+        assert_eq!(status.exit_gate, ExitGate::Open, "{p}'s exit gate");
     }
     // P2's entry waits at the gate; P7, which the raised bound does not count, makes pairs
     let entry = {
@@ -788,7 +799,11 @@ async fn surplus<A: CsObject>(
         "P2's entry waits at the gate of the surplus view: {:?}",
         handles[2].status().view
     );
-    // an exit is never gated; after it, a view from the states then restores the bound
+    // no one of P0's neighbourhood has exited: no restore was proposed, the view is still 1
+    let before = handles[2].status().view.map(|v| v.number);
+    assert_eq!(before, Some(1), "no view change before an exit near P0");
+    // an exit is never gated; after it, P1 proposes a view from the states then, which
+    // restores the bound
     reach(&handles[1], CsState::OutCs)
         .await
         .expect("P1 exits in the surplus view");
@@ -821,10 +836,15 @@ async fn surplus<A: CsObject>(
         assert!(surplus_logged(p), "P{p} logged its gated entries");
     }
     assert!(!surplus_logged(7), "P7's entries are never gated");
-    assert!(
-        log.iter()
-            .any(|(q, e)| *q == ProcessId(2) && e.contains("proposed to restore")),
-        "P2's waiting entry proposed the restore"
+    let proposers: BTreeSet<ProcessId> = log
+        .iter()
+        .filter(|(_, e)| e.contains("proposed to restore"))
+        .map(|(q, _)| *q)
+        .collect();
+    assert_eq!(
+        proposers,
+        ids([1]),
+        "P1, whose exit brought the count down, proposed the restore, and no one else"
     );
 }
 

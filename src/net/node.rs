@@ -273,9 +273,10 @@ pub enum EntryGate {
     #[default]
     Open,
     /// An upper bound that counts the member was raised for what the view started with: its
-    /// entries wait for a view that builds it as asked, which a waiting entry proposes at
-    /// once and again every `max(evict_after, write_timeout)` while it waits (a view started
-    /// from the states exits brought down).
+    /// entries wait for a view that builds it as asked (a view of the same members started
+    /// from the states then). A member of that neighbourhood proposes it as soon as its own
+    /// exit completes (only such an exit brings the count down), and again every
+    /// `max(evict_after, write_timeout)` until a view installs.
     UntilRestored,
 }
 
@@ -707,6 +708,12 @@ impl<A: CsObject> Core<A> {
                 return;
             }
             if state != was.0 {
+                if let Some(v) = self.views.as_mut() {
+                    // an exit in a surplus view: the raised bounds counting this member fell
+                    if state == CsState::OutCs && v.entry_gate != EntryGate::Open {
+                        v.exited_gated = true;
+                    }
+                }
                 let token = match state {
                     CsState::InCs => {
                         let view = self.views.as_ref().map_or(0, |v| v.number);

@@ -110,6 +110,7 @@ impl<A: CsObject> Core<A> {
             false => EntryGate::Open,
             true => EntryGate::UntilRestored,
         };
+        v.exited_gated = false;
         let ahead = std::mem::take(&mut v.ahead);
         let early = ahead.len();
         self.obj = rebuilt.obj;

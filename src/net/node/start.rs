@@ -263,11 +263,9 @@ impl<A: CsObject> ViewCore for CoreRef<A> {
             let Some(v) = core.views.as_ref() else {
                 return false;
             };
-            match core.waiting {
-                Some((Sequence::Exit, _)) => v.exit_gate == ExitGate::UntilRestored,
-                Some((Sequence::Entry, _)) => v.entry_gate == EntryGate::UntilRestored,
-                None => false,
-            }
+            let exit_waits = matches!(core.waiting, Some((Sequence::Exit, _)));
+            (exit_waits && v.exit_gate == ExitGate::UntilRestored)
+                || (v.exited_gated && v.entry_gate == EntryGate::UntilRestored)
         })
     }
 }

@@ -14,7 +14,10 @@
 //!   the view leaves out **fences** (its waiting call gets [`NodeError::Evicted`](super::NodeError::Evicted))
 //!   and **rejoins** (see [`run`]). In a deficit view (a lower bound lowered) the exits of
 //!   the members a lowered bound counts wait, until a restore view lifts the gate (or a view
-//!   with a lost member back, where no restore can: [`Rebuilt::restorable`]).
+//!   with a lost member back, where no restore can: [`Rebuilt::restorable`]); in a surplus
+//!   view (an upper bound raised) the entries of the members a raised bound counts wait,
+//!   until a restore view that one of them proposes once its exit has completed
+//!   ([`Rebuilt::gates_entries`]).
 //!
 //! The leases that make an eviction safe for a member that is only paused or cut off are in
 //! `lease.rs`, driven from here (see the node module's doc). Not here yet
@@ -195,8 +198,10 @@ pub(super) trait ViewCore: Send + Sync {
     /// This member is out of view `view`, or lost its lease there, for the reason `why`: it
     /// gives up its slot, its calls return `Evicted`, and it rejoins.
     fn evicted(&self, view: u64, why: String);
-    /// Whether a call waits at a gate that a restore view may lift: an exit at a deficit
-    /// view's, or an entry at a surplus view's.
+    /// Whether a restore view may lift a gate now: an exit waits at a deficit view's, or this
+    /// member's exit completed in a surplus view that gates its entries (only such an exit
+    /// brings a raised bound's count down; an entry waiting there proposes nothing, since
+    /// the count it waits on is what the view started with until such an exit).
     fn gated(&self) -> bool;
 }
 
@@ -262,6 +267,10 @@ pub(super) struct NodeViews<M: Send + 'static> {
     /// Whether a surplus view raised an upper bound that counts this member, whose entries
     /// then wait (from [`Rebuilt::gates_entries`]).
     pub(super) entry_gate: EntryGate,
+    /// An exit completed here while the entries were gated: the count of every raised bound
+    /// that counts this member fell, and a restore view may lift the gate (cleared at each
+    /// install).
+    pub(super) exited_gated: bool,
     /// Messages of a later view than the object's, from their sender, kept until it installs.
     pub(super) ahead: Vec<(ProcessId, u64, M)>,
     /// The links' peer timeout: a peer declared unreachable was last heard this long ago.
@@ -318,6 +327,7 @@ impl<M: Send + 'static> NodeViews<M> {
             frozen: None,
             exit_gate: ExitGate::Open,
             entry_gate: EntryGate::Open,
+            exited_gated: false,
             ahead: Vec::new(),
             silence,
             held: BTreeMap::new(),

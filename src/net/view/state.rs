@@ -153,7 +153,7 @@ pub enum Proposal {
     /// members started from their states now, which restores the bounds if entries brought
     /// the counts back up, or exits down (docs/fault-tolerance.md).
     Restore {
-        /// The deficit view: a proposal made in an older view is ignored.
+        /// The deficit or surplus view: a proposal made in an older view is ignored.
         view: u64,
     },
 }

@@ -101,7 +101,8 @@ pub(in crate::net::node) async fn run<M: Send + 'static>(
     let mut proposed: BTreeMap<ProcessId, Instant> = BTreeMap::new();
     let again = options.evict_after.max(options.config.write_timeout);
     let mut last: Option<ViewStatus> = None;
-    // the last restore proposed (an exit gated by a deficit view): another waits as long
+    // the last restore proposed (an exit gated by a deficit view, or an exit completed in a
+    // surplus view): another waits as long
     let mut restored: Option<Instant> = None;
     // the last request to leave
     let mut left: Option<Instant> = None;
@@ -438,7 +439,8 @@ pub(in crate::net::node) async fn run<M: Send + 'static>(
         {
             // a deficit view: once entries brought the counts back, a view started from the
             // states now restores the bounds, and the exits go on; a surplus view: the same
-            // once an exit brought a count below its bound, and the entries go on
+            // once this member's exit brought the raised counts below their bounds, and the
+            // entries go on
             restored = Some(Instant::now());
             let (group, log, view) = (group.clone(), log.clone(), installed);
             tokio::spawn(async move {
