@@ -648,6 +648,22 @@ fn a_broken_lease_margin_is_caught_and_replays_from_its_seed() {
     }
 }
 
+/// Runs `quota` with one member's host, drawn from `seed`, crashed 6 to 9 s in and started
+/// again 6 s later, every member holding the CS `hold` at each entry, then 15 s of quiet;
+/// requires the run to be safe and live ([`judge`]). The outcome, the run's name with its
+/// schedule, and the crashed member.
+fn one_crash(name: &str, quota: &str, seed: u64, hold: Duration) -> (Outcome, String, usize) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let at = Duration::from_millis(rng.random_range(6000..9000));
+    let victim = rng.random_range(0..N);
+    let faults = [(at, at + Duration::from_secs(6), Fault::Crash(victim))];
+    let what = format!("{name}, seed {seed}, faults {faults:?}");
+    let settle = Duration::from_secs(15);
+    let o = run(name, quota, seed, &faults, settle, hold, Setup::InMemory);
+    judge(&o, true, &what);
+    (o, what, victim)
+}
+
 /// LKCS's round trip on ring:5 with (l, k) = (1, 3).
 const LKCS_NARROW: &str = "algorithm = \"lkcs\"\ntopology = \"ring:5\"\nl = 1\nk = 3";
 
@@ -662,22 +678,8 @@ const LKCS_NARROW: &str = "algorithm = \"lkcs\"\ntopology = \"ring:5\"\nl = 1\nk
 #[test]
 fn lkcs_without_room_after_a_crash_keeps_its_bounds_and_recovers_at_the_rejoin() {
     for seed in [21, 22] {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let at = Duration::from_millis(rng.random_range(6000..9000));
-        let victim = rng.random_range(0..N);
-        let faults = [(at, at + Duration::from_secs(6), Fault::Crash(victim))];
-        let what = format!("sim-lkcs-no-room, seed {seed}, faults {faults:?}");
-        let (hold, settle) = (Duration::from_millis(5), Duration::from_secs(15));
-        let o = run(
-            "sim-lkcs-no-room",
-            LKCS_NARROW,
-            seed,
-            &faults,
-            settle,
-            hold,
-            Setup::InMemory,
-        );
-        judge(&o, true, &what);
+        let hold = Duration::from_millis(5);
+        let (o, what, victim) = one_crash("sim-lkcs-no-room", LKCS_NARROW, seed, hold);
         // on ring:5 every survivor is in a neighbour's neighbourhood of the crashed member
         let survivors: Vec<usize> = (0..N).filter(|&m| m != victim).collect();
         assert_eq!(
@@ -704,22 +706,8 @@ const LKCS_TIGHT: &str = "algorithm = \"lkcs\"\ntopology = \"complete:5\"\nl = 0
 fn lkcs_at_a_tightened_bound_after_a_crash_gates_entries_and_recovers() {
     let mut gated = 0;
     for seed in 31..=42 {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let at = Duration::from_millis(rng.random_range(6000..9000));
-        let victim = rng.random_range(0..N);
-        let faults = [(at, at + Duration::from_secs(6), Fault::Crash(victim))];
-        let what = format!("sim-lkcs-surplus, seed {seed}, faults {faults:?}");
-        let (hold, settle) = (Duration::from_millis(200), Duration::from_secs(15));
-        let o = run(
-            "sim-lkcs-surplus",
-            LKCS_TIGHT,
-            seed,
-            &faults,
-            settle,
-            hold,
-            Setup::InMemory,
-        );
-        judge(&o, true, &what);
+        let hold = Duration::from_millis(200);
+        let (o, what, _) = one_crash("sim-lkcs-surplus", LKCS_TIGHT, seed, hold);
         eprintln!("{what}: entries gated at {:?}", o.entry_gated);
         gated += usize::from(!o.entry_gated.is_empty());
     }

@@ -592,34 +592,63 @@ async fn reach(h: &NodeHandle, s: CsState) -> Result<(), NodeError> {
     }
 }
 
+/// Starts `procs` as view nodes (their nets named `name`), moves member `first.0` to state
+/// `first.1` in view 0, then kills member `dead`'s node (its slot goes with it, and the
+/// monitor counts it out), and waits until every survivor has a view of all the others. The
+/// handles, the logs and the monitor.
+async fn move_then_kill<A: CsObject>(
+    spec: &SystemSpec,
+    instance: &Instance,
+    initial: &[CsState],
+    procs: Vec<A>,
+    name: &str,
+    first: (usize, CsState),
+    dead: u32,
+) -> (Vec<NodeHandle>, Logs, Monitor) {
+    let logs = Logs::default();
+    let monitor = Monitor::new(instance, initial);
+    let n = procs.len() as u32;
+    let nets = nets::<lkcs::net::Wire<A::Msg>>(n, name, &logs, None).await;
+    let (handles, _) = start_views(spec, instance, initial, procs, nets, &monitor, &logs).await;
+    reach(&handles[first.0], first.1)
+        .await
+        .unwrap_or_else(|e| panic!("P{} reaches {:?} in view 0: {e}", first.0, first.1));
+    let dead = ProcessId(dead);
+    monitor.dead(dead);
+    handles[dead.index()].shutdown();
+    let survivors: Vec<&NodeHandle> = handles.iter().filter(|h| h.id() != dead).collect();
+    let views = views_where(&survivors, &format!("a view without {dead}"), |v| {
+        v.pending.is_none() && !v.members.contains(&dead)
+    })
+    .await;
+    let others: BTreeSet<ProcessId> = (0..n).map(ProcessId).filter(|p| *p != dead).collect();
+    assert!(
+        views.iter().all(|v| v.members == others),
+        "the survivors' view: {views:?}"
+    );
+    (handles, logs, monitor)
+}
+
 async fn no_room<A: CsObject>(
     spec: SystemSpec,
     instance: Instance,
     initial: Vec<CsState>,
     procs: Vec<A>,
 ) {
-    let logs = Logs::default();
-    let monitor = Monitor::new(&instance, &initial);
-    let n = procs.len() as u32;
-    let nets = nets::<lkcs::net::Wire<A::Msg>>(n, "views no room", &logs, None).await;
-    let (handles, _) = start_views(&spec, &instance, &initial, procs, nets, &monitor, &logs).await;
     // every member starts in the CS; P4 exits (no bound is at its limit around it), and P2
     // dies in the CS: its slot goes with it, and the view counts it out
-    reach(&handles[4], CsState::OutCs)
-        .await
-        .expect("P4 exits in view 0");
-    let dead = ProcessId(2);
-    monitor.dead(dead);
-    handles[2].shutdown();
-    let survivors: Vec<&NodeHandle> = handles.iter().filter(|h| h.id() != dead).collect();
-    let views = views_where(&survivors, "a view without P2", |v| {
-        v.pending.is_none() && !v.members.contains(&dead)
-    })
+    let (handles, logs, monitor) = move_then_kill(
+        &spec,
+        &instance,
+        &initial,
+        procs,
+        "views no room",
+        (4, CsState::OutCs),
+        2,
+    )
     .await;
-    assert!(
-        views.iter().all(|v| v.members == ids([0, 1, 3, 4, 5])),
-        "the survivors' view: {views:?}"
-    );
+    let dead = ProcessId(2);
+    let survivors: Vec<&NodeHandle> = handles.iter().filter(|h| h.id() != dead).collect();
     // entries go on in the deficit view
     reach(&handles[4], CsState::InCs)
         .await
@@ -744,26 +773,19 @@ async fn surplus<A: CsObject>(
     initial: Vec<CsState>,
     procs: Vec<A>,
 ) {
-    let logs = Logs::default();
-    let monitor = Monitor::new(&instance, &initial);
-    let n = procs.len() as u32;
-    let nets = nets::<lkcs::net::Wire<A::Msg>>(n, "views surplus", &logs, None).await;
-    let (handles, _) = start_views(&spec, &instance, &initial, procs, nets, &monitor, &logs).await;
-    reach(&handles[6], CsState::InCs)
-        .await
-        .expect("P6 enters through P0's reserve in view 0");
-    let dead = ProcessId(8);
-    monitor.dead(dead);
-    handles[8].shutdown();
-    let survivors: Vec<&NodeHandle> = handles.iter().filter(|h| h.id() != dead).collect();
-    let views = views_where(&survivors, "a view without P8", |v| {
-        v.pending.is_none() && !v.members.contains(&dead)
-    })
+    // P6 enters through P0's reserve in view 0, and P8 dies
+    let (handles, logs, monitor) = move_then_kill(
+        &spec,
+        &instance,
+        &initial,
+        procs,
+        "views surplus",
+        (6, CsState::InCs),
+        8,
+    )
     .await;
-    assert!(
-        views.iter().all(|v| v.members == ids(0..8)),
-        "the survivors' view: {views:?}"
-    );
+    let dead = ProcessId(8);
+    let survivors: Vec<&NodeHandle> = handles.iter().filter(|h| h.id() != dead).collect();
     let neighbourhood = [0u32, 1, 2, 3, 6];
     // the view's status is published before the object's install sets the gates: wait for
     // each survivor's install of view 1

@@ -87,6 +87,27 @@ use trip::TripProc;
 #[cfg(doc)]
 use crate::config::Instance;
 
+/// The members of `closed` whose permission has not come (not in `granters`): what a pending
+/// sequence of either flavour awaits ([`CsObject::awaiting`]).
+fn not_granted(
+    closed: &[ProcessId],
+    granters: &std::collections::BTreeSet<ProcessId>,
+) -> Vec<ProcessId> {
+    closed
+        .iter()
+        .filter(|q| !granters.contains(q))
+        .copied()
+        .collect()
+}
+
+/// The processes in `held` other than `me`, ascending, once each: what a process of either
+/// flavour lent ([`CsObject::lent_to`]).
+fn lent_but(me: ProcessId, held: impl IntoIterator<Item = ProcessId>) -> Vec<ProcessId> {
+    let mut held: std::collections::BTreeSet<ProcessId> = held.into_iter().collect();
+    held.remove(&me);
+    held.into_iter().collect()
+}
+
 /// One process of LKCS: the leader rules or the round trip, as [`Lkcs::build`] chose for the
 /// whole system. Every [`CsObject`] call goes to the flavour.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -984,25 +984,17 @@ impl CsObject for LeaderProc {
         let Some(seq) = self.pending else {
             return Vec::new();
         };
-        let granters = &self.granters[At::of(seq).index()];
-        self.closed
-            .iter()
-            .filter(|q| !granters.contains(q))
-            .copied()
-            .collect()
+        super::not_granted(&self.closed, &self.granters[At::of(seq).index()])
     }
 
     /// The holders of this process's arbiters of a type with no free slot: those a request
     /// waiting here waits on.
     fn lent_to(&self) -> Vec<ProcessId> {
-        let mut held: BTreeSet<ProcessId> = self
+        let full = self
             .arbiters
             .iter()
-            .filter(|a| a.granted().len() >= a.capacity())
-            .flat_map(|a| a.granted().iter().map(|s| s.id))
-            .collect();
-        held.remove(&self.id);
-        held.into_iter().collect()
+            .filter(|a| a.granted().len() >= a.capacity());
+        super::lent_but(self.id, full.flat_map(|a| a.granted().iter().map(|s| s.id)))
     }
 
     fn check_invariants(&self) -> Result<(), String> {

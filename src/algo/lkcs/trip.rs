@@ -753,24 +753,14 @@ impl CsObject for TripProc {
         if self.pending.is_none() {
             return Vec::new();
         }
-        self.closed
-            .iter()
-            .filter(|q| !self.granters.contains(q))
-            .copied()
-            .collect()
+        super::not_granted(&self.closed, &self.granters)
     }
 
     /// The holders of this process's arbiters of a type with no free slot (those a request
     /// waiting here waits on), and the holder of its trip lock.
     fn lent_to(&self) -> Vec<ProcessId> {
-        let mut held: BTreeSet<ProcessId> = self
-            .arbiters
-            .iter()
-            .filter(|a| a.full())
-            .flat_map(|a| a.granted.keys().copied())
-            .collect();
-        held.extend(self.lock.holder.map(|h| h.trip.id));
-        held.remove(&self.id);
-        held.into_iter().collect()
+        let full = self.arbiters.iter().filter(|a| a.full());
+        let held = full.flat_map(|a| a.granted.keys().copied());
+        super::lent_but(self.id, held.chain(self.lock.holder.map(|h| h.trip.id)))
     }
 }
