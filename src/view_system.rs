@@ -48,7 +48,9 @@
 //! The leader rules (`Leaders`) tighten every bound within two hops of a leader, `k_i` even
 //! where it is `c_i` and `l_i` even where it is 0: a view whose start meets such a bound there
 //! is still refused by [`SystemSpec::build`] (the round trip, the default, tightens only
-//! where a move can break a bound, which the rules above cover).
+//! where a move can break a bound, which the rules above cover). Under the leader rules the
+//! raise applies outside their region too, where nothing is tightened: safe, and the same
+//! exit and restore lift the gate.
 //!
 //! Messages of the view's objects name processes of the view's system: a node translates the
 //! destination with [`ViewSystem::cluster_id`] and the sender with [`ViewSystem::dense`] at

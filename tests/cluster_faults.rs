@@ -1038,8 +1038,9 @@ fn lkcs_without_room_after_a_kill_gates_the_neighbourhood_until_the_member_rejoi
 /// view without it starts at an upper bound LKCS tightens (3 of 4, below the neighbourhood's
 /// size): it is built with that bound raised and every survivor's entries gated
 /// (`entry_gate=restore`) instead of being refused, which fenced every member. P3's entry
-/// waits; P1's exit is not gated, and after it P3's entry brings a view that restores the
-/// bound (`entry_gate=open`) and enters. The monitor checks the upper bound after every move.
+/// waits; P1's exit is not gated, and after it P1 asks for a view of the same members that
+/// restores the bound (`entry_gate=open`, a later view, no one fenced), and P3's entry
+/// completes. The monitor checks the upper bound after every move.
 #[test]
 fn lkcs_started_at_a_bound_it_tightens_after_a_kill_gates_entries_until_an_exit() {
     let quota =
@@ -1063,10 +1064,12 @@ fn lkcs_started_at_a_bound_it_tightens_after_a_kill_gates_entries_until_an_exit(
     victim.done.store(true, Ordering::SeqCst);
     let _ = victim.child.wait();
     // nodes: P0, P1, P2, P3; every one of them is in the raised bound's neighbourhood
+    let mut surplus_views = Vec::new();
     for node in nodes.iter_mut() {
         let status = wait_for_field(node, "entry_gate", "restore", started);
         assert!(!in_members(&status, 4), "a view without P4: {status}");
         assert_eq!(gate(&status), Some("open"), "no exit waits: {status}");
+        surplus_views.push(view_number(&status).expect("a view"));
     }
     let waited = nodes[3].ask("enter 300");
     assert!(
@@ -1078,9 +1081,16 @@ fn lkcs_started_at_a_bound_it_tightens_after_a_kill_gates_entries_until_an_exit(
         &nodes[3].ask("enter"),
         "P3's entry once a view restores the bound",
     );
-    for node in nodes.iter_mut() {
+    for (node, surplus) in nodes.iter_mut().zip(surplus_views) {
         let status = wait_for_field(node, "entry_gate", "open", started);
         assert!(!in_members(&status, 4), "still without P4: {status}");
+        // a fenced member's gate is open too: the gate lifted in a later view, in which the
+        // member holds its place
+        assert!(
+            view_number(&status).is_some_and(|v| v > surplus),
+            "a restore view lifted the gate: {status}"
+        );
+        assert_ne!(node.ask("state"), "ok evicted", "no one fenced");
     }
     assert_eq!(nodes[3].ask("state"), "ok active");
     for node in nodes {

@@ -732,9 +732,9 @@ async fn no_room<A: CsObject>(
 /// that neighbourhood, dies. View 1's start meets P0's bound where LKCS tightens it: it is
 /// built with that bound raised by one (a surplus view) instead of being refused, which
 /// fenced every member. The entries of P0's neighbourhood wait (P2's), while P7, which the
-/// raised bound does not count, makes pairs and every exit goes on. Once P1 exits, P2's
-/// waiting entry brings a view of the same members that builds the bound as asked, and P2
-/// enters. The monitor checks the bounds the view asks for after every move.
+/// raised bound does not count, makes pairs and every exit goes on. Once P1 exits, P1 asks
+/// for a view of the same members, which builds the bound as asked, and P2's waiting entry
+/// completes. The monitor checks the bounds the view asks for after every move.
 #[test]
 fn a_view_started_at_an_upper_bound_lkcs_tightens_gates_the_entries_near_it() {
     surplus_spec().build(SurplusRun).unwrap();
@@ -846,6 +846,15 @@ async fn surplus<A: CsObject>(
         Vec::<String>::new(),
         "no bound broken"
     );
+    // P1 logs its proposal once the log answered it, which may come after P2's entry
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !logs.any(|q, e| q == ProcessId(1) && e.contains("proposed to restore")) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "P1 never logged its restore proposal"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let log = logs.0.lock().unwrap();
     let surplus_logged = |p: u32| {
         log.iter().any(|(q, e)| {

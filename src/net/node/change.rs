@@ -110,7 +110,6 @@ impl<A: CsObject> Core<A> {
             false => EntryGate::Open,
             true => EntryGate::UntilRestored,
         };
-        v.exited_gated = false;
         let ahead = std::mem::take(&mut v.ahead);
         let early = ahead.len();
         self.obj = rebuilt.obj;
@@ -135,6 +134,11 @@ impl<A: CsObject> Core<A> {
         }
         // a move that completed unclaimed is in the reported state, which the object starts in
         self.after(Outbox::new());
+        if let Some(v) = &mut self.views {
+            // cleared after that publication: a process that joins out while it showed in
+            // (its first state from the cluster file) made no exit in this view
+            v.exited_gated = false;
+        }
         self.learn_finished(&[]);
         self.publish_status();
         // the run's end news of this view that came early

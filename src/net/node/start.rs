@@ -257,15 +257,18 @@ impl<A: CsObject> ViewCore for CoreRef<A> {
         }
     }
 
-    fn gated(&self) -> bool {
-        self.shared.upgrade().is_some_and(|shared| {
+    fn gated(&self) -> Option<views::Restore> {
+        self.shared.upgrade().and_then(|shared| {
             let core = shared.lock();
-            let Some(v) = core.views.as_ref() else {
-                return false;
-            };
+            let v = core.views.as_ref()?;
             let exit_waits = matches!(core.waiting, Some((Sequence::Exit, _)));
-            (exit_waits && v.exit_gate == ExitGate::UntilRestored)
-                || (v.exited_gated && v.entry_gate == EntryGate::UntilRestored)
+            if exit_waits && v.exit_gate == ExitGate::UntilRestored {
+                Some(views::Restore::Deficit)
+            } else if v.exited_gated && v.entry_gate == EntryGate::UntilRestored {
+                Some(views::Restore::Surplus)
+            } else {
+                None
+            }
         })
     }
 }

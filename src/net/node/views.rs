@@ -181,6 +181,18 @@ impl ViewOptions {
     }
 }
 
+/// Why a member asks for a restore view ([`ViewCore::gated`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Restore {
+    /// Its exit waits at a deficit view's gate: asked again every `max(evict_after,
+    /// write_timeout)` while it waits, across views (a restore too early starts the same
+    /// deficit view again).
+    Deficit,
+    /// Its exit completed in a surplus view that gates its entries: asked at once in that
+    /// view, and again as often while no view installs.
+    Surplus,
+}
+
 /// What the view task does to the node's core.
 pub(super) trait ViewCore: Send + Sync {
     /// Publishes the view when it changed; `false` once the node stopped.
@@ -198,11 +210,12 @@ pub(super) trait ViewCore: Send + Sync {
     /// This member is out of view `view`, or lost its lease there, for the reason `why`: it
     /// gives up its slot, its calls return `Evicted`, and it rejoins.
     fn evicted(&self, view: u64, why: String);
-    /// Whether a restore view may lift a gate now: an exit waits at a deficit view's, or this
-    /// member's exit completed in a surplus view that gates its entries (only such an exit
-    /// brings a raised bound's count down; an entry waiting there proposes nothing, since
-    /// the count it waits on is what the view started with until such an exit).
-    fn gated(&self) -> bool;
+    /// Whether a restore view may lift a gate now, and why ([`Restore`]): an exit waits at a
+    /// deficit view's, or this member's exit completed in a surplus view that gates its
+    /// entries (only such an exit brings a raised bound's count down; an entry waiting there
+    /// proposes nothing, since the count it waits on is what the view started with until
+    /// such an exit).
+    fn gated(&self) -> Option<Restore>;
 }
 
 /// The view as a node knows it, in its [`NodeStatus`](super::NodeStatus).

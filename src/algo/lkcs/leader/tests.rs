@@ -212,10 +212,14 @@ fn a_pending_sequence_awaits_exactly_the_permissions_still_missing() {
     let mut out = Outbox::new();
     assert_eq!(p.awaiting(), Vec::<ProcessId>::new(), "idle: nobody");
     p.begin_entry(&mut out).unwrap();
-    out.drain().for_each(drop);
+    let ts = match sends(&mut out)[0].1 {
+        LkcsMsg::Request { at: At::Mutex, ts } => ts,
+        other => panic!("{other:?}"),
+    };
+    let everyone: Vec<ProcessId> = (0..5).map(ProcessId).collect();
     assert_eq!(
         p.awaiting(),
-        (0..5).map(ProcessId).collect::<Vec<_>>(),
+        everyone,
         "every member of the closed neighbourhood, itself included"
     );
     for q in [1, 4] {
@@ -229,6 +233,34 @@ fn a_pending_sequence_awaits_exactly_the_permissions_still_missing() {
     // a MUTIN grant is not what the entry waits for
     p.on_message(ProcessId(2), LkcsMsg::Grant { at: At::Mutin }, &mut out);
     assert_eq!(p.awaiting(), vec![ProcessId(0), ProcessId(2), ProcessId(3)]);
+    // triggered: the sequence asks again by trigger, and waits for every sidetrack grant; a
+    // normal grant does not count any more
+    p.on_message(
+        ProcessId(0),
+        LkcsMsg::Trigger { at: At::Mutex, ts },
+        &mut out,
+    );
+    assert_eq!(
+        sends(&mut out).len(),
+        5,
+        "a RequestByTrigger to each member"
+    );
+    assert_eq!(
+        p.awaiting(),
+        everyone,
+        "the grants before the trigger are dropped"
+    );
+    p.on_message(
+        ProcessId(1),
+        LkcsMsg::SidetrackGrant { at: At::Mutex },
+        &mut out,
+    );
+    p.on_message(ProcessId(2), LkcsMsg::Grant { at: At::Mutex }, &mut out);
+    assert_eq!(
+        p.awaiting(),
+        vec![ProcessId(0), ProcessId(2), ProcessId(3), ProcessId(4)],
+        "P1's sidetrack grant came; P2's normal one does not count"
+    );
     // MUTIN is full (capacity 3, held by P2, P3, P4 out of the CS): they are lent to
     let idle = system(LkcsRules::CORRECTED).procs[1].clone();
     assert_eq!(

@@ -3,7 +3,7 @@
 //! eviction or a restart, and proposes the evictions, the leave and the restores.
 
 use super::transport::LinkTransport;
-use super::{encode, lock, ViewCore, ViewFrame, ViewOptions, ViewShared, ViewStatus};
+use super::{encode, lock, Restore, ViewCore, ViewFrame, ViewOptions, ViewShared, ViewStatus};
 use crate::cs::CsState;
 use crate::id::ProcessId;
 use crate::net::link::NetSender;
@@ -101,9 +101,10 @@ pub(in crate::net::node) async fn run<M: Send + 'static>(
     let mut proposed: BTreeMap<ProcessId, Instant> = BTreeMap::new();
     let again = options.evict_after.max(options.config.write_timeout);
     let mut last: Option<ViewStatus> = None;
-    // the last restore proposed (an exit gated by a deficit view, or an exit completed in a
-    // surplus view): another waits as long
-    let mut restored: Option<Instant> = None;
+    // the last restore proposed, and in which view (an exit gated by a deficit view, or an
+    // exit completed in a surplus view): another waits as long, except for a surplus view's
+    // first in a later view (an exit there is news a restore of an earlier view had not)
+    let mut restored: Option<(Instant, u64)> = None;
     // the last request to leave
     let mut left: Option<Instant> = None;
     loop {
@@ -432,16 +433,17 @@ pub(in crate::net::node) async fn run<M: Send + 'static>(
                 }
             });
         }
-        if member
-            && state.pending.is_none()
-            && core.gated()
-            && restored.is_none_or(|at| at.elapsed() >= again)
-        {
+        let due = |why: Restore| {
+            restored.is_none_or(|(at, view)| {
+                at.elapsed() >= again || (why == Restore::Surplus && view < installed)
+            })
+        };
+        if member && state.pending.is_none() && core.gated().is_some_and(due) {
             // a deficit view: once entries brought the counts back, a view started from the
             // states now restores the bounds, and the exits go on; a surplus view: the same
             // once this member's exit brought the raised counts below their bounds, and the
             // entries go on
-            restored = Some(Instant::now());
+            restored = Some((Instant::now(), installed));
             let (group, log, view) = (group.clone(), log.clone(), installed);
             tokio::spawn(async move {
                 let outcome = group.propose(Proposal::Restore { view }).await;
