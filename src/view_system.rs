@@ -193,12 +193,7 @@ impl ViewSystem {
     /// in a deficit view, where the exits of the members those bounds count wait
     /// ([`ViewSystem::gates_exits`]).
     pub fn deficit(&self) -> Vec<ProcessId> {
-        self.members
-            .iter()
-            .zip(self.asked.iter().zip(&self.built))
-            .filter(|(_, (a, b))| b.l < a.l)
-            .map(|(&p, _)| p)
-            .collect()
+        self.members_where(lowered)
     }
 
     /// Whether the exits of the view's process `d` must wait in this view: `d` is in the
@@ -208,7 +203,7 @@ impl ViewSystem {
     /// every neighbourhood: a deficit view gates every exit. `false` for a process the view
     /// does not have.
     pub fn gates_exits(&self, d: ProcessId) -> bool {
-        self.lowered_around(d).next().is_some()
+        self.around(d, lowered).next().is_some()
     }
 
     /// Whether a view of the same members, started later from the states that entries
@@ -219,20 +214,15 @@ impl ViewSystem {
     /// restores. `false` where [`ViewSystem::gates_exits`] is false, and for a process the
     /// view does not have.
     pub fn restorable(&self, d: ProcessId) -> bool {
-        let mut lowered = self.lowered_around(d).peekable();
-        lowered.peek().is_some() && lowered.all(|i| self.asked[i].l <= self.cap[i])
+        let mut below = self.around(d, lowered).peekable();
+        below.peek().is_some() && below.all(|i| self.asked[i].l <= self.cap[i])
     }
 
     /// The members (cluster ids) around which an upper bound was raised by one: LKCS started
     /// at an upper bound `k_i < c_i` it tightens. Not empty exactly in a surplus view, where
     /// the entries of the members those bounds count wait ([`ViewSystem::gates_entries`]).
     pub fn surplus(&self) -> Vec<ProcessId> {
-        self.members
-            .iter()
-            .zip(self.asked.iter().zip(&self.built))
-            .filter(|(_, (a, b))| b.k > a.k)
-            .map(|(&p, _)| p)
-            .collect()
+        self.members_where(raised)
     }
 
     /// Whether the entries of the view's process `d` must wait in this view: `d` is in the
@@ -242,18 +232,26 @@ impl ViewSystem {
     /// there lifts the gate: a bound is raised only for what the start has, never for what
     /// the algorithm takes. `false` for a process the view does not have.
     pub fn gates_entries(&self, d: ProcessId) -> bool {
-        let closed = match d.index() < self.members.len() {
-            true => self.spec.topology.closed(d),
-            false => Vec::new(),
-        };
-        closed
-            .into_iter()
-            .any(|i| self.built[i.index()].k > self.asked[i.index()].k)
+        self.around(d, raised).next().is_some()
     }
 
-    /// The members of `d`'s closed neighbourhood (indices of the view) whose lower bound was
-    /// lowered; none for a process the view does not have.
-    fn lowered_around(&self, d: ProcessId) -> impl Iterator<Item = usize> + '_ {
+    /// The members (cluster ids) whose bounds, as asked and as built, meet `changed`.
+    fn members_where(&self, changed: fn(&Bounds, &Bounds) -> bool) -> Vec<ProcessId> {
+        self.members
+            .iter()
+            .zip(self.asked.iter().zip(&self.built))
+            .filter(|(_, (a, b))| changed(a, b))
+            .map(|(&p, _)| p)
+            .collect()
+    }
+
+    /// The members of `d`'s closed neighbourhood (indices of the view) whose bounds, as asked
+    /// and as built, meet `changed`; none for a process the view does not have.
+    fn around(
+        &self,
+        d: ProcessId,
+        changed: fn(&Bounds, &Bounds) -> bool,
+    ) -> impl Iterator<Item = usize> + '_ {
         let closed = match d.index() < self.members.len() {
             true => self.spec.topology.closed(d),
             false => Vec::new(),
@@ -261,8 +259,18 @@ impl ViewSystem {
         closed
             .into_iter()
             .map(|i| i.index())
-            .filter(|&i| self.built[i].l < self.asked[i].l)
+            .filter(move |&i| changed(&self.asked[i], &self.built[i]))
     }
+}
+
+/// A lower bound built below the one asked (a deficit view's).
+fn lowered(asked: &Bounds, built: &Bounds) -> bool {
+    built.l < asked.l
+}
+
+/// An upper bound built above the one asked (a surplus view's).
+fn raised(asked: &Bounds, built: &Bounds) -> bool {
+    built.k > asked.k
 }
 
 /// The largest lower bound the round trip can run with around a member whose bounds are
