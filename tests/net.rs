@@ -1826,8 +1826,11 @@ fn a_dropped_member_without_views_delivers_what_it_sent_before_its_node_stops() 
 
 /// A call that does not wait on a stopped member is not failed by it: in CDC, member 3
 /// stops, and once the others know it is unreachable, members 1 and 2 still enter and exit
-/// through the controller (member 0), every call `Ok`. The same holds for MUTIN and
-/// (l,k)-GCS, whose calls name the quorum members they wait on (`CsObject::awaiting`).
+/// through the controller (member 0), every call `Ok`. The controller's own entry while
+/// member 1 holds the CS waits on member 1 (it records whom it granted): it runs out its
+/// own timeout, unfailed by member 3, and completes once member 1 exits. The same holds
+/// for MUTIN and (l,k)-GCS, whose calls name the quorum members they wait on
+/// (`CsObject::awaiting`).
 #[test]
 fn a_call_that_does_not_need_a_stopped_member_is_not_failed_by_it() {
     let (mut m, logs) = start_members_logged(
@@ -1852,7 +1855,7 @@ fn a_call_that_does_not_need_a_stopped_member_is_not_failed_by_it() {
         waited += Duration::from_millis(20);
     }
     for round in 0..20 {
-        for mm in m.iter_mut().skip(1) {
+        for mm in m.iter_mut() {
             let id = mm.id();
             mm.enter_timeout(GUARD)
                 .unwrap_or_else(|e| panic!("member {id}, round {round}: enter: {e}"));
@@ -1860,6 +1863,18 @@ fn a_call_that_does_not_need_a_stopped_member_is_not_failed_by_it() {
                 .unwrap_or_else(|e| panic!("member {id}, round {round}: exit: {e}"));
         }
     }
+    m[1].enter_timeout(GUARD).expect("member 1's entry");
+    let waited = m[0]
+        .enter_timeout(Duration::from_millis(300))
+        .expect_err("member 1 holds the CS");
+    assert!(
+        waited.is_timeout(),
+        "the controller's entry waits on member 1, not on member 3: {waited}"
+    );
+    m[1].exit_timeout(GUARD).expect("member 1's exit");
+    m[0].enter_timeout(GUARD)
+        .expect("the controller's entry, carried on once member 1 exited");
+    assert!(m[0].is_active());
 }
 
 /// Both sides of a link queue a backlog of several socket buffers before either reads: a

@@ -457,6 +457,11 @@ pub struct Migrating<R: RequestsInfo, G: MigrationInfo = Migration> {
     migration: G,
     now: u64,
     rules: MigratingRules,
+    /// The controller's record of whom it granted the CS to last, until that server's
+    /// exit-cs reaches it (`None` elsewhere, and where the grant was another controller's):
+    /// what the controller's own entry waits on ([`CsObject::awaiting`]). It decides no
+    /// move.
+    holder: Option<ProcessId>,
 }
 
 #[cfg(test)]

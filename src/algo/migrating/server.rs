@@ -28,6 +28,13 @@ impl<R: RequestsInfo, G: MigrationInfo> Migrating<R, G> {
             migration,
             now: 0,
             rules,
+            holder: match id == controller {
+                true => initial
+                    .iter()
+                    .position(|s| *s == CsState::InCs)
+                    .map(ProcessId::from),
+                false => None,
+            },
         }
     }
 
@@ -58,7 +65,10 @@ impl<R: RequestsInfo, G: MigrationInfo> Migrating<R, G> {
         }
     }
 
-    fn grant(&self, j: ProcessId, out: &mut Outbox<MigratingMsg<R::Transfer>>) {
+    fn grant(&mut self, j: ProcessId, out: &mut Outbox<MigratingMsg<R::Transfer>>) {
+        if self.active {
+            self.holder = Some(j);
+        }
         out.send(j, MigratingMsg::Granted { epoch: self.epoch });
     }
 
@@ -109,6 +119,7 @@ impl<R: RequestsInfo, G: MigrationInfo> Migrating<R, G> {
         }
         out.send(k, MigratingMsg::BecomeController { epoch, info });
         self.active = false;
+        self.holder = None;
         self.epoch = epoch;
         self.controller = if self.rules.literal_controller_one {
             ProcessId(0)
@@ -222,6 +233,7 @@ impl<R: RequestsInfo, G: MigrationInfo> CsObject for Migrating<R, G> {
             }
             MigratingMsg::ExitCs { next } => {
                 if self.active {
+                    self.holder = None;
                     self.on_exit_cs(next, out);
                 } else if !self.rules.unstamped_controller {
                     self.forward(MigratingMsg::ExitCs { next }, out);
@@ -273,12 +285,15 @@ impl<R: RequestsInfo, G: MigrationInfo> CsObject for Migrating<R, G> {
 
     /// A pending entry waits for the controller's grant: the controller as known here, when
     /// it is another server (a request it forwards on migrates with it). The controller's
-    /// own entry waits for whoever holds the CS, which it does not record: empty.
+    /// own entry waits for the server it granted the CS to, until its exit-cs arrives (empty
+    /// when it granted none since it became the controller, or granted itself).
     fn awaiting(&self) -> Vec<ProcessId> {
-        if self.pending == Some(Sequence::Entry) && !self.active && self.controller != self.id {
-            vec![self.controller]
-        } else {
-            Vec::new()
+        match (self.pending, self.active) {
+            (Some(Sequence::Entry), false) if self.controller != self.id => vec![self.controller],
+            (Some(Sequence::Entry), true) => {
+                self.holder.filter(|h| *h != self.id).into_iter().collect()
+            }
+            _ => Vec::new(),
         }
     }
 

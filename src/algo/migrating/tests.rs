@@ -152,3 +152,51 @@ fn counter_and_timer_conditions() {
     assert!(!m.test_migration_condition(14));
     assert!(m.test_migration_condition(15));
 }
+
+#[test]
+fn the_controllers_own_entry_waits_on_the_server_it_granted_the_cs_to() {
+    let mut c = controller(4, MigrationCondition::Never);
+    let mut out = Outbox::new();
+    c.on_message(p(2), req(2, 1), &mut out);
+    c.on_message(p(0), Msg::WakeUp, &mut out);
+    assert_eq!(
+        sends(&mut out).last(),
+        Some(&(p(2), Msg::Granted { epoch: 0 }))
+    );
+    c.begin_entry(&mut out).unwrap();
+    assert_eq!(sends(&mut out), vec![(p(0), req(0, 1))]);
+    c.on_message(p(0), req(0, 1), &mut out);
+    // P2's request left the queue with its grant: P0's is the head, and the CS is busy
+    assert!(sends(&mut out).is_empty(), "no grant while P2 holds the CS");
+    assert_eq!(
+        c.awaiting(),
+        vec![p(2)],
+        "P2 holds the CS the controller's entry waits for"
+    );
+    // P2's exit-cs (it heard of no successor): the controller grants the head, itself
+    c.on_message(p(2), Msg::ExitCs { next: None }, &mut out);
+    assert_eq!(sends(&mut out), vec![(p(0), Msg::Granted { epoch: 0 })]);
+    assert_eq!(c.awaiting(), Vec::<ProcessId>::new(), "it granted itself");
+    c.on_message(p(0), Msg::Granted { epoch: 0 }, &mut out);
+    assert_eq!((c.state(), c.pending()), (CsState::InCs, None));
+    assert_eq!(c.awaiting(), Vec::<ProcessId>::new(), "nothing pending");
+}
+
+#[test]
+fn a_controller_started_with_another_server_in_the_cs_waits_on_it() {
+    let initial = [CsState::OutCs, CsState::InCs, CsState::OutCs];
+    let topology = crate::topology::Topology::complete(3).expect("a graph");
+    let (_, mut procs) = Cdc::system(
+        &topology,
+        &initial,
+        MigrationCondition::Never,
+        MigratingRules::CORRECTED,
+    )
+    .expect("a valid system");
+    let mut out = Outbox::new();
+    procs[0].begin_entry(&mut out).unwrap();
+    assert_eq!(procs[0].awaiting(), vec![p(1)], "P1 started in the CS");
+    // a server that is not the controller waits on the controller, as before
+    procs[2].begin_entry(&mut out).unwrap();
+    assert_eq!(procs[2].awaiting(), vec![p(0)]);
+}
