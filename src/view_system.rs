@@ -45,12 +45,17 @@
 //! view: the member whose exit brought the count down asks for a view of the same members
 //! started from the states then, which builds `k_i` as asked.
 //!
-//! The leader rules (`Leaders`) tighten every bound within two hops of a leader, `k_i` even
-//! where it is `c_i` and `l_i` even where it is 0: a view whose start meets such a bound there
-//! is still refused by [`SystemSpec::build`] (the round trip, the default, tightens only
-//! where a move can break a bound, which the rules above cover). Under the leader rules the
-//! raise applies outside their region too, where nothing is tightened: safe, and the same
-//! exit and restore lift the gate.
+//! **The leader rules** (`Leaders`, opt-in) tighten every bound within two hops of a leader,
+//! `k_i` even where it is `c_i` and `l_i` even where it is 0, and need a leader of degree at
+//! least 4 with `k_q − l_q ≥ 3` around it: a view whose start meets such a bound there, or
+//! whose eviction shrank the leader's neighbourhood below them, is one they refuse. Such a
+//! view runs the **round trip** instead (the default LKCS algorithm: the same guarantee, the
+//! same bounds asked, and the rules above for its start), and says so
+//! ([`ViewSystem::leader_rules_refused`]); the next view whose start the leader rules take
+//! (a rejoin, an eviction, a restore) runs them again. Every member decides alike, since the
+//! decision depends only on the cluster's spec and the view's start. Under the leader rules
+//! the raise applies outside their region too, where nothing is tightened: safe, and the
+//! same exit and restore lift the gate.
 //!
 //! Messages of the view's objects name processes of the view's system: a node translates the
 //! destination with [`ViewSystem::cluster_id`] and the sender with [`ViewSystem::dense`] at
@@ -58,10 +63,9 @@
 //! the member set.
 
 use crate::algo::lkcs::Leaders;
-use crate::catalog::{Algorithm, BoundsFile, SystemSpec};
+use crate::catalog::{Algorithm, BoundsFile, SystemSpec, SystemVisitor};
 use crate::config::{Bounds, Instance};
-use crate::cs::CsState;
-use crate::cs::Variant;
+use crate::cs::{CsObject, CsState, Variant};
 use crate::error::{ConfigError, Problem};
 use crate::id::ProcessId;
 use crate::topology::Topology;
@@ -79,6 +83,8 @@ pub struct ViewSystem {
     /// (below `k`, and within LKCS's round-trip room): a view of the same members lowers a
     /// bound asked above it again, however many members entered.
     cap: Vec<usize>,
+    /// Why the cluster's leader rules refused the view, which then runs the round trip.
+    leader_rules_refused: Option<ConfigError>,
 }
 
 impl ViewSystem {
@@ -90,7 +96,37 @@ impl ViewSystem {
     /// `instance` of different sizes ([`Problem::Invalid`]). The spec it gives is built by
     /// [`SystemSpec::build`], which may still refuse it: LKCS, for one, refuses some bounds
     /// near small neighbourhoods.
+    ///
+    /// A cluster that runs LKCS's leader rules (a leader named, the corrected variant) has
+    /// the view's system built here once: where the leader rules refuse it, the view runs
+    /// the round trip instead, and [`ViewSystem::leader_rules_refused`] says why.
     pub fn new(
+        spec: &SystemSpec,
+        instance: &Instance,
+        start: &BTreeMap<ProcessId, CsState>,
+    ) -> Result<ViewSystem, ConfigError> {
+        let view = ViewSystem::restrict(spec, instance, start)?;
+        let leader_rules = spec.algorithm == Algorithm::Lkcs
+            && spec.leader.is_some()
+            && spec.variant == Variant::Corrected;
+        if !leader_rules {
+            return Ok(view);
+        }
+        let refusal = match view.spec.build(Check) {
+            Ok(()) => return Ok(view),
+            Err(refusal) => refusal,
+        };
+        let round_trip = SystemSpec {
+            leader: None,
+            ..spec.clone()
+        };
+        let mut view = ViewSystem::restrict(&round_trip, instance, start)?;
+        view.leader_rules_refused = Some(refusal);
+        Ok(view)
+    }
+
+    /// [`ViewSystem::new`] for the algorithm `spec` names, whatever it refuses.
+    fn restrict(
         spec: &SystemSpec,
         instance: &Instance,
         start: &BTreeMap<ProcessId, CsState>,
@@ -151,7 +187,15 @@ impl ViewSystem {
             asked,
             built,
             cap: caps,
+            leader_rules_refused: None,
         })
+    }
+
+    /// Why the cluster's leader rules refused this view (its start meets a bound they
+    /// tighten, or an eviction left no leader they accept), which therefore runs LKCS's round
+    /// trip (see the module doc); `None` when the view runs the cluster's algorithm.
+    pub fn leader_rules_refused(&self) -> Option<&ConfigError> {
+        self.leader_rules_refused.as_ref()
     }
 
     /// The spec that builds the view's system (every member's object, over the view's
@@ -261,6 +305,14 @@ impl ViewSystem {
             .map(|i| i.index())
             .filter(move |&i| changed(&self.asked[i], &self.built[i]))
     }
+}
+
+/// Builds a system and keeps nothing: whether the spec builds.
+struct Check;
+
+impl SystemVisitor for Check {
+    type Output = ();
+    fn visit<A: CsObject>(self, _: &Instance, _: &[CsState], _: Vec<A>) {}
 }
 
 /// A lower bound built below the one asked (a deficit view's).
@@ -376,11 +428,17 @@ mod tests {
             vec![Bounds { l: 0, k: 4 }; s.topology.len()],
         )
         .expect("valid bounds");
+        // rows 0 and 2 active: every closed neighbourhood has one to three active, within
+        // the leader rules' (1, 3) near a leader, with or without one member
         let all_but = |gone: usize| {
+            let state = |p: usize| match (p / 4) % 2 {
+                0 => CsState::InCs,
+                _ => CsState::OutCs,
+            };
             start(
                 &(0..16)
                     .filter(|&p| p != gone)
-                    .map(|p| (p, CsState::OutCs))
+                    .map(|p| (p, state(p)))
                     .collect::<Vec<_>>(),
             )
         };
@@ -400,5 +458,44 @@ mod tests {
         s.leader = Some(Leaders::All);
         let v = ViewSystem::new(&s, &inst, &all_but(5)).expect("a view");
         assert_eq!(v.spec().leader, Some(Leaders::All));
+        assert!(v.leader_rules_refused().is_none(), "the leader rules run");
+    }
+
+    #[test]
+    fn a_view_the_leader_rules_refuse_runs_the_round_trip_and_says_why() {
+        // (1, 4) on complete:5 under the leader rules: with P4 evicted, every member has
+        // degree 3, below the leader's 4
+        let mut s = spec(Algorithm::Lkcs, "complete:5", Some(1), Some(4));
+        s.leader = Some(Leaders::Auto);
+        let inst = Instance::new(s.topology.clone(), vec![Bounds { l: 1, k: 4 }; 5])
+            .expect("valid bounds");
+        let four = start(&[
+            (0, CsState::InCs),
+            (1, CsState::InCs),
+            (2, CsState::OutCs),
+            (3, CsState::OutCs),
+        ]);
+        let v = ViewSystem::new(&s, &inst, &four).expect("a view");
+        let why = v
+            .leader_rules_refused()
+            .expect("the leader rules refuse a leader of degree 3")
+            .to_string();
+        assert!(
+            why.contains("|N_LDR| >= 4") && why.contains("is 3"),
+            "the refusal names the degree: {why}"
+        );
+        assert_eq!(v.spec().leader, None, "the view runs the round trip");
+        v.spec()
+            .build(Check)
+            .expect("the round trip builds the view");
+        // built as any round-trip view: (1, 4) over four with two active (L = 2, and k = 4
+        // = |N_i| + 1 not tightened) meets no bound, so nothing is gated
+        assert!(v.surplus().is_empty() && v.deficit().is_empty(), "{v:?}");
+        // the full cluster's start runs the leader rules
+        let mut five = four.clone();
+        five.insert(ProcessId::from(4), CsState::OutCs);
+        let v = ViewSystem::new(&s, &inst, &five).expect("a view");
+        assert!(v.leader_rules_refused().is_none(), "{v:?}");
+        assert_eq!(v.spec().leader, Some(Leaders::Auto));
     }
 }

@@ -1181,3 +1181,70 @@ fn a_member_readmitted_before_a_link_met_its_new_process_gets_that_views_message
     }
     assert_eq!(monitor.violations(), Vec::<String>::new());
 }
+
+/// LKCS's leader rules (`leader = "auto"`) on complete:5 with (l, k) = (1, 4), started with
+/// P0 and P1 active: the rules need a leader of degree at least 4, which a view of four
+/// members on a complete graph cannot have. P4 is killed: the view without it is one the
+/// leader rules refuse (before, every member fenced), so it runs the round trip, and each
+/// survivor's log says why. Calls go on both ways in that view: P2 and P3 enter, P0 exits,
+/// and no survivor fences. No bound broken.
+#[test]
+fn a_view_the_leader_rules_refuse_after_a_kill_runs_the_round_trip() {
+    let quota = "algorithm = \"lkcs\"\ntopology = \"complete:5\"\nl = 1\nk = 4\n\
+                 leader = \"auto\"\ninitial = \"in:0,1\"";
+    let (file, _, monitor) = cluster("lkcs-leader-refused", quota, 5);
+    let dir = file.parent().unwrap().to_path_buf();
+    let log = |i: usize| dir.join(format!("{i}.log"));
+    let started = Instant::now();
+    let mut nodes: Vec<LineNode> = (0..5)
+        .map(|i| LineNode::spawn(&file, i, &monitor, &log(i), started))
+        .collect();
+    entered(&nodes[2].ask("enter"), "P2's entry in view 0");
+    assert_eq!(nodes[2].ask("exit"), "ok", "P2's exit in view 0");
+    let mut victim = nodes.remove(4);
+    // SAFETY: kill(2) on a child of this test that has not been reaped
+    assert_eq!(
+        unsafe { libc::kill(victim.child.id() as libc::pid_t, libc::SIGKILL) },
+        0
+    );
+    victim.done.store(true, Ordering::SeqCst);
+    let _ = victim.child.wait();
+    for (i, node) in nodes.iter_mut().enumerate() {
+        loop {
+            let status = node.ask("status");
+            if view_number(&status).is_some_and(|v| v > 0) && !in_members(&status, 4) {
+                break;
+            }
+            assert!(
+                started.elapsed() < GUARD,
+                "P{i} never installed a view without P4; last: {status}"
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+        assert_ne!(node.ask("state"), "ok evicted", "P{i} did not fence");
+        let text = std::fs::read_to_string(log(i)).unwrap();
+        assert!(
+            text.contains("the leader rules refuse its start")
+                && text.contains("the round trip runs"),
+            "P{i}'s log says which algorithm the view runs:\n{text}"
+        );
+    }
+    entered(&nodes[2].ask("enter"), "P2's entry in the view without P4");
+    entered(&nodes[3].ask("enter"), "P3's entry in the view without P4");
+    assert_eq!(
+        nodes[0].ask("exit"),
+        "ok",
+        "P0's exit in the view without P4"
+    );
+    for (i, state) in ["inactive", "active", "active", "active"]
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(nodes[i].ask("state"), format!("ok {state}"), "P{i}'s state");
+    }
+    for node in nodes {
+        node.quit();
+    }
+    assert_eq!(monitor.violations(), Vec::<String>::new());
+    assert!(monitor.tokens_checked() > 0, "no entry's token was checked");
+}

@@ -717,6 +717,25 @@ fn lkcs_at_a_tightened_bound_after_a_crash_gates_entries_and_recovers() {
     );
 }
 
+/// LKCS's leader rules on complete:5 with (l, k) = (1, 4), the leader chosen automatically.
+const LKCS_LEADER: &str =
+    "algorithm = \"lkcs\"\ntopology = \"complete:5\"\nl = 1\nk = 4\nleader = \"auto\"";
+
+/// LKCS's leader rules on complete:5 with (l, k) = (1, 4): they need a leader of degree at
+/// least 4, so every view of four members is one they refuse (the view system's unit tests
+/// show the refusal), which fenced every member. A member's host crashes past its eviction:
+/// the view without it runs the round trip instead, the crashed member started again 6 s
+/// later rejoins (a view of five, which runs the leader rules if its start suits them). No
+/// upper bound broken, the tokens in order, and every member enters again after the restart,
+/// for two seeds.
+#[test]
+fn lkcs_views_the_leader_rules_refuse_after_a_crash_run_the_round_trip_and_recover() {
+    for seed in [51, 52] {
+        let hold = Duration::from_millis(5);
+        one_crash("sim-lkcs-leader", LKCS_LEADER, seed, hold);
+    }
+}
+
 /// Crashes of a majority at once, each host started again 1 to 4 s later: three of the five
 /// members drawn from `seed`, twice, 25 s apart; then, 25 s later, every host at once.
 fn majority_crashes(seed: u64) -> Vec<(Duration, Duration, Fault)> {

@@ -74,7 +74,18 @@ fn clusters() -> Vec<SystemSpec> {
         // narrow bounds: views where an eviction leaves the round trip no room
         spec(Algorithm::Lkcs, "complete:5", Some(3), Some(5)),
         spec(Algorithm::Lkcs, "ring:8", Some(1), Some(3)),
+        // the leader rules, which refuse some views: those run the round trip
+        leader(spec(Algorithm::Lkcs, "torus:4x4", Some(0), Some(4))),
+        leader(spec(Algorithm::Lkcs, "complete:6", Some(1), Some(5))),
     ]
+}
+
+/// `s` under LKCS's leader rules, the leader chosen automatically.
+fn leader(s: SystemSpec) -> SystemSpec {
+    SystemSpec {
+        leader: Some(lkcs::algo::lkcs::Leaders::Auto),
+        ..s
+    }
 }
 
 /// A random majority of `0..n`, sorted, with the states of `config`.
@@ -94,6 +105,7 @@ fn every_algorithm_restricted_to_a_majority_keeps_the_clusters_bounds_and_runs()
     let mut built = 0;
     let mut deficits = 0;
     let mut surpluses = 0;
+    let (mut leader_rules, mut refused) = (0, 0);
     for cluster in clusters() {
         let (inst, _) = cluster.build(Resolve).expect("the cluster builds");
         for seed in 0..12u64 {
@@ -111,6 +123,26 @@ fn every_algorithm_restricted_to_a_majority_keeps_the_clusters_bounds_and_runs()
             );
             let t = &view.spec().topology;
             assert_eq!(t.len(), start.len(), "{what}: one process per member");
+            let round_trip = SystemSpec {
+                leader: None,
+                ..cluster.clone()
+            };
+            let runs = match view.leader_rules_refused() {
+                Some(_) => {
+                    assert!(
+                        cluster.leader.is_some(),
+                        "{what}: refused by rules it lacks"
+                    );
+                    assert_eq!(view.spec().leader, None, "{what}: the round trip runs");
+                    refused += 1;
+                    &round_trip
+                }
+                None => {
+                    assert_eq!(view.spec().leader.is_some(), cluster.leader.is_some());
+                    leader_rules += usize::from(cluster.leader.is_some());
+                    &cluster
+                }
+            };
             let mut lowered = Vec::new();
             let mut raised = Vec::new();
             for d in t.processes() {
@@ -194,7 +226,9 @@ fn every_algorithm_restricted_to_a_majority_keeps_the_clusters_bounds_and_runs()
                 // every one of them entered (the most a start can have) would not gate d
                 let all_in: BTreeMap<ProcessId, CsState> =
                     start.keys().map(|&p| (p, CsState::InCs)).collect();
-                let full = ViewSystem::new(&cluster, &inst, &all_in).expect("a view of members");
+                // (with the algorithm this view runs: the round trip where the leader rules
+                // refused it)
+                let full = ViewSystem::new(runs, &inst, &all_in).expect("a view of members");
                 assert_eq!(
                     view.restorable(d),
                     near && !full.gates_exits(d),
@@ -231,7 +265,15 @@ fn every_algorithm_restricted_to_a_majority_keeps_the_clusters_bounds_and_runs()
         "the sweep covers views with and without a deficit or a surplus ({built} built, \
          {deficits} deficits, {surpluses} surpluses)"
     );
-    eprintln!("{built} views built, {deficits} deficit views, {surpluses} surplus views");
+    assert!(
+        leader_rules > 0 && refused > 0,
+        "the sweep covers views the leader rules run and views they refuse ({leader_rules} \
+         run, {refused} refused)"
+    );
+    eprintln!(
+        "{built} views built, {deficits} deficit views, {surpluses} surplus views; under the \
+         leader rules {leader_rules} views run them and {refused} the round trip"
+    );
 }
 
 #[test]
@@ -364,6 +406,59 @@ fn a_start_at_an_upper_bound_lkcs_tightens_is_a_surplus_view_not_a_refusal() {
     assert_eq!(restored.surplus(), Vec::<ProcessId>::new());
     assert!((0..8).all(|p| !restored.gates_entries(ProcessId::from(p))));
     assert_eq!(restored.built(ProcessId::from(0)).map(|b| b.k), Some(4));
+}
+
+/// LKCS's round trip on torus:4x4 with (l, k) = (1, 4), a view of all sixteen members
+/// started with P0, P1, P2, P3, P4, P8, P9 and P10 in the CS: P0's count meets its upper
+/// bound (4, which LKCS tightens) and P15's its lower bound (1). The view has both gates:
+/// P0's bound raised and its neighbourhood's entries waiting, P15's lowered and its
+/// neighbourhood's exits waiting, P3 and P12 in both. Each gate holds back only its own kind
+/// of move, and the move that lifts each is free: P0's exit (P0 is not in P15's
+/// neighbourhood) brings its count below the bound, and then P15's entry (P15 is not in
+/// P0's) brings every count inside the bounds the round trip runs.
+#[test]
+fn a_start_at_both_bounds_is_a_view_with_both_gates() {
+    let cluster = spec(Algorithm::Lkcs, "torus:4x4", Some(1), Some(4));
+    let (inst, _) = cluster.build(Resolve).expect("the cluster builds");
+    let id = |p: usize| ProcessId::from(p);
+    let view_of = |active: &[usize]| {
+        let start: BTreeMap<ProcessId, CsState> = (0..16)
+            .map(|p| match active.contains(&p) {
+                true => (id(p), CsState::InCs),
+                false => (id(p), CsState::OutCs),
+            })
+            .collect();
+        ViewSystem::new(&cluster, &inst, &start).expect("a view")
+    };
+    let view = view_of(&[0, 1, 2, 3, 4, 8, 9, 10]);
+    assert_eq!(view.surplus(), vec![id(0)], "P0's count is 4");
+    assert_eq!(view.deficit(), vec![id(15)], "P15's count is 1");
+    assert_eq!(view.built(id(0)).map(|b| (b.l, b.k)), Some((1, 5)));
+    assert_eq!(view.built(id(15)).map(|b| (b.l, b.k)), Some((0, 4)));
+    let entries: Vec<usize> = (0..16).filter(|&p| view.gates_entries(id(p))).collect();
+    let exits: Vec<usize> = (0..16).filter(|&p| view.gates_exits(id(p))).collect();
+    assert_eq!(entries, vec![0, 1, 3, 4, 12], "P0's neighbourhood");
+    assert_eq!(exits, vec![3, 11, 12, 14, 15], "P15's neighbourhood");
+    assert!(
+        exits.iter().all(|&p| view.restorable(id(p))),
+        "the lower bound was lowered for the count: an entry lifts it"
+    );
+    let report = view
+        .spec()
+        .build(Run(SimConfig::default()))
+        .expect("the round trip takes both changed bounds");
+    assert_eq!(report.safety_violations, 0, "{:?}", report.violations);
+    let after_exit = view_of(&[1, 2, 3, 4, 8, 9, 10]);
+    assert!(
+        after_exit.surplus().is_empty(),
+        "P0's exit lifts the surplus"
+    );
+    assert_eq!(after_exit.deficit(), vec![id(12), id(15)]);
+    let after_entry = view_of(&[1, 2, 3, 4, 8, 9, 10, 15]);
+    assert!(
+        after_entry.surplus().is_empty() && after_entry.deficit().is_empty(),
+        "P15's entry lifts the deficit: {after_entry:?}"
+    );
 }
 
 #[test]

@@ -113,6 +113,12 @@ impl<A: CsObject> Core<A> {
         let ahead = std::mem::take(&mut v.ahead);
         let early = ahead.len();
         self.obj = rebuilt.obj;
+        let algorithm = match rebuilt.leader_rules_refused {
+            Some(why) => {
+                format!("; the leader rules refuse its start ({why}): the round trip runs")
+            }
+            None => String::new(),
+        };
         if dropped > 0 {
             self.log(LogEvent::View(format!(
                 "view {number}: {dropped} messages kept for processes the view no longer has \
@@ -160,7 +166,8 @@ impl<A: CsObject> Core<A> {
             None => "none",
         };
         self.log(LogEvent::View(format!(
-            "view {number}: the object restarts {}{}{}; the call waiting: {waiting}{}",
+            "view {number}: the object restarts {}{}{}{algorithm}; the call waiting: \
+             {waiting}{}",
             match self.obj.state() {
                 CsState::InCs => "in the CS",
                 CsState::OutCs => "out of the CS",

@@ -27,6 +27,10 @@ pub struct Rebuilt<A> {
     /// of a neighbourhood the member is in ([`ViewSystem::gates_entries`]); a view started
     /// after an exit there lifts the gate.
     pub gates_entries: bool,
+    /// Why the cluster's leader rules refused the view, which therefore runs LKCS's round
+    /// trip ([`ViewSystem::leader_rules_refused`]); `None` when it runs the cluster's
+    /// algorithm.
+    pub leader_rules_refused: Option<String>,
 }
 
 /// Builds this member's object for an installed view, from the view's start.
@@ -66,6 +70,7 @@ pub fn rebuild_from<A: CsObject>(
             deficit: system.gates_exits(dense),
             restorable: system.restorable(dense),
             gates_entries: system.gates_entries(dense),
+            leader_rules_refused: system.leader_rules_refused().map(|e| e.to_string()),
         })
     })
 }
