@@ -72,6 +72,8 @@ pub mod leader;
 mod messages;
 pub mod trip;
 
+#[cfg(feature = "net")]
+pub use build::leader_key;
 pub use build::{Leaders, LkcsSystem, MIN_LEADER_DEGREE};
 pub use leader::LkcsRules;
 pub use messages::{At, LkcsMsg};

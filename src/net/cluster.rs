@@ -141,6 +141,7 @@ struct QuotaTable {
     bounds: Option<BoundsFile>,
     initial: Option<String>,
     variant: Option<String>,
+    #[serde(default, deserialize_with = "crate::algo::lkcs::leader_key")]
     leader: Option<String>,
     coterie: Option<String>,
     mx: Option<String>,

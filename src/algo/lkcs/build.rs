@@ -76,6 +76,33 @@ impl std::fmt::Display for Leaders {
     }
 }
 
+/// Reads a `leader` key of a TOML file (the cluster file's `[quota]`, a sweep grid) as the
+/// CLI's `--leader` reads its value: `"auto"`, `"all"`, or a leader's index, as a string
+/// (`"3"`) or an integer (`leader = 3`). What the text names is checked where it is parsed
+/// ([`Leaders`]'s `FromStr`); any other type is refused, naming what the key takes.
+#[cfg(feature = "net")]
+pub fn leader_key<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    struct Key;
+    impl serde::de::Visitor<'_> for Key {
+        type Value = String;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a leader: \"auto\", \"all\" or a leader's index")
+        }
+        fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<String, E> {
+            Ok(s.to_string())
+        }
+        fn visit_u64<E: serde::de::Error>(self, i: u64) -> Result<String, E> {
+            Ok(i.to_string())
+        }
+        fn visit_i64<E: serde::de::Error>(self, i: i64) -> Result<String, E> {
+            u64::try_from(i)
+                .map(|i| i.to_string())
+                .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(i), &self))
+        }
+    }
+    d.deserialize_any(Key).map(Some)
+}
+
 /// A built LKCS system: the problem instance the observer checks, the bounds the algorithm
 /// keeps in normal operation, the leader, the initial configuration and the processes.
 #[derive(Clone, Debug)]

@@ -86,6 +86,7 @@ struct GridFile {
     think: Option<u64>,
     maxreq: Option<usize>,
     migrate_after: Option<u64>,
+    #[serde(default, deserialize_with = "lkcs::algo::lkcs::leader_key")]
     leader: Option<String>,
     max_events: Option<u64>,
 }

@@ -71,6 +71,22 @@ fn the_quota_names_are_checked_in_order_and_with_the_rest() {
         "{p:?}"
     );
     assert_eq!(p.len(), 2, "the coterie and the bounds l = 1, k = 1: {p:?}");
+    // a leader's index as an integer reads as the string does (gcs then refuses the key)
+    let as_text = with("k = 2", "k = 2\nleader = \"3\"");
+    assert!(
+        matches!(&as_text[..], [Problem::NotApplicable { option, .. }] if option == "leader"),
+        "{as_text:?}"
+    );
+    assert_eq!(with("k = 2", "k = 2\nleader = 3"), as_text);
+    for bad in ["leader = true", "leader = -1"] {
+        let p = with("k = 2", &format!("k = 2\n{bad}"));
+        assert!(
+            p.iter().any(|p| p
+                .to_string()
+                .contains("a leader: \"auto\", \"all\" or a leader's index")),
+            "`{bad}` is refused naming what the key takes: {p:?}"
+        );
+    }
 }
 
 #[test]
