@@ -39,8 +39,9 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use lkcs::{
-    Algorithm, CsObject, CsState, Handle, Instance, Member, Quota, QuotaError, Runtime,
-    RuntimeConfig, RuntimeError, Sequence, SystemSpec, SystemVisitor, Topology, Variant,
+    cs::{CsObject, CsState, Sequence, Variant},
+    runtime::{Handle, Runtime, RuntimeConfig, RuntimeError},
+    Algorithm, Instance, Member, Quota, QuotaError, SystemSpec, SystemVisitor, Topology,
 };
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Condvar, Mutex};

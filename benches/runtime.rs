@@ -29,7 +29,7 @@
 //! neighbour unable to move within l_i..k_i for good, and a stopped leader no longer resolves
 //! deadlocks (tried with clients that stop after 200 pairs, as in the other groups: the first
 //! iteration left 14 of the 16 processes blocked). So an iteration runs
-//! [`lkcs::cycle_pairs`]: every process cycles until every process has done `PAIRS` (about a
+//! [`lkcs::runtime::cycle_pairs`]: every process cycles until every process has done `PAIRS` (about a
 //! quarter more pairs than n × `PAIRS` in all; the pairs and messages per iteration are
 //! measured, not assumed), with a 60 s limit per iteration that panics instead of hanging if
 //! the algorithm ever deadlocks.
@@ -41,8 +41,13 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use lkcs::{
-    cycle_pairs, grid_gcs_system, quorums_of, Coterie, CsObject, CsState, Handle, Leaders, Lkcs,
-    LkcsRules, Lmutin, LmutinRules, Runtime, RuntimeConfig, Sequence, Topology,
+    algo::lkcs::{Leaders, Lkcs, LkcsRules},
+    algo::lmutin::{Lmutin, LmutinRules},
+    algo::mutin::{grid_gcs_system, quorums_of},
+    cs::{CsObject, CsState, Sequence},
+    quorum::Coterie,
+    runtime::{cycle_pairs, Handle, Runtime, RuntimeConfig},
+    Topology,
 };
 use parking_lot::{Condvar, Mutex};
 use std::time::{Duration, Instant};

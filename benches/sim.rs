@@ -1,7 +1,7 @@
 //! Simulator speed (DESIGN.md §4): events handled per second, in one group per instance,
 //! against the ceiling of the same event loop with nothing else in it.
 //!
-//! - `simulate`: [`lkcs::simulate`] on the instance, concurrent workload, unit delays, the
+//! - `simulate`: [`lkcs::sim::simulate`] on the instance, concurrent workload, unit delays, the
 //!   default trace setting (throughput: the run's events, counted once before the group);
 //! - `bare_loop`: [`lkcs::sim::bare_event_loop`]: the simulator's own priority queue and event
 //!   type carrying the algorithm's message, the same number of events, as many deliveries in
@@ -22,7 +22,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use lkcs::cs::{CsObject, CsState};
 use lkcs::sim::{bare_event_loop, set_prefetch, simulate, Delay, SimConfig, Workload};
 use lkcs::topology::Topology;
-use lkcs::{Algorithm, Instance, SystemSpec, SystemVisitor, Variant};
+use lkcs::{cs::Variant, Algorithm, Instance, SystemSpec, SystemVisitor};
 use std::time::Duration;
 
 /// One benchmark instance: a spec and its pairs per process.
@@ -42,7 +42,7 @@ fn spec(algorithm: Algorithm, topology: &str, l: usize, k: Option<usize>) -> Sys
         initial: None,
         variant: Variant::Corrected,
         // LKCS: the leader rules, which docs/measurements/scale.md measured
-        leader: (algorithm == Algorithm::Lkcs).then_some(lkcs::Leaders::Auto),
+        leader: (algorithm == Algorithm::Lkcs).then_some(lkcs::algo::lkcs::Leaders::Auto),
         coterie: (algorithm == Algorithm::Gcs).then_some(lkcs::quota::QuorumSystem::Grid),
         mx: None,
         maxreq: None,

@@ -11,8 +11,10 @@
 //! deterministic but for the state counts of the rows bounded by memory (no time budget).
 
 use lkcs::{
-    check, format_initial, Algorithm, CheckConfig, CheckReport, CsObject, CsState, Instance,
-    Network, SystemSpec, SystemVisitor, Topology, Verdict,
+    check,
+    check::{CheckConfig, CheckReport, Network, Verdict},
+    cs::{CsObject, CsState},
+    format_initial, Algorithm, Instance, SystemSpec, SystemVisitor, Topology,
 };
 
 /// One instance: its name in the table and its spec.
@@ -100,7 +102,7 @@ impl SystemVisitor for Check<'_> {
         initial: &[CsState],
         procs: Vec<A>,
     ) -> Self::Output {
-        (check(instance, procs, self.0), initial.to_vec())
+        (check::check(instance, procs, self.0), initial.to_vec())
     }
 }
 
@@ -143,7 +145,7 @@ fn main() {
                 Verdict::Bounded => format!(
                     "bounded ({})",
                     match report.stopped_by {
-                        Some(lkcs::Limit::Memory) => "1 GiB",
+                        Some(lkcs::check::Limit::Memory) => "1 GiB",
                         _ => "states",
                     }
                 ),

@@ -7,7 +7,10 @@
 //! check's memory budget in GiB (default: none; THREADS checks run at once).
 
 use lkcs::{
-    check, lmutex_instance, lmutex_system, CheckConfig, Lmutin, LmutinRules, Search, Topology,
+    algo::lmutin::{lmutex_instance, lmutex_system, Lmutin, LmutinRules},
+    check,
+    check::{CheckConfig, Search},
+    Topology,
 };
 use std::sync::Mutex;
 use std::time::Instant;
@@ -50,7 +53,7 @@ fn main() {
             jobs.push((true, k, init));
         }
     }
-    let name = |(lmutex, b, init): &(bool, usize, Vec<lkcs::CsState>)| {
+    let name = |(lmutex, b, init): &(bool, usize, Vec<lkcs::cs::CsState>)| {
         let alg = if *lmutex { "lmutex k" } else { "lmutin l" };
         format!("{alg}={b} {}", lkcs::format_initial(init))
     };
@@ -76,10 +79,10 @@ fn main() {
                 let cpu0 = thread_cpu_seconds();
                 let r = if *lmutex {
                     let (inst, procs) = lmutex_system(&t, &vec![*b; n], init, PAPER).unwrap();
-                    check(&inst, procs, &cfg)
+                    check::check(&inst, procs, &cfg)
                 } else {
                     let (inst, procs) = Lmutin::system(&t, &vec![*b; n], init, PAPER).unwrap();
-                    check(&inst, procs, &cfg)
+                    check::check(&inst, procs, &cfg)
                 };
                 let cpu = thread_cpu_seconds() - cpu0;
                 println!(
@@ -94,7 +97,7 @@ fn main() {
                 );
                 let mut t = total.lock().unwrap();
                 t.0 += r.states;
-                t.1 += usize::from(r.verdict == lkcs::Verdict::Proved);
+                t.1 += usize::from(r.verdict == lkcs::check::Verdict::Proved);
                 t.2 += cpu;
             });
         }

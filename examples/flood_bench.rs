@@ -31,7 +31,7 @@
 mod bench {
     use lkcs::cs::{CsObject, CsState};
     use lkcs::net::{Identity, Logger, Net, NetConfig, Node, NodeHandle, SecretKey, Timing};
-    use lkcs::{Algorithm, Instance, ProcessId, Sequence, SystemSpec, SystemVisitor, Topology};
+    use lkcs::{cs::Sequence, Algorithm, Instance, ProcessId, SystemSpec, SystemVisitor, Topology};
     use std::collections::BTreeMap;
     use std::io::{Read, Write};
     use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};

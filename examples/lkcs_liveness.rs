@@ -30,7 +30,11 @@
 //! the event limit reached: a stall), or `refused` (no leader or no tight start: the CLI
 //! exits 2 on it; not a liveness failure).
 
-use lkcs::{simulate, Delay, Leaders, Lkcs, LkcsRules, SimConfig, Topology, Workload};
+use lkcs::{
+    algo::lkcs::{Leaders, Lkcs, LkcsRules},
+    sim::{simulate, Delay, SimConfig, Workload},
+    Topology,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::Mutex;

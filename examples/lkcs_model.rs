@@ -44,7 +44,11 @@
 //! waited at the end (in steps), or the step at which no request could move.
 
 use lkcs::cs::CsObject;
-use lkcs::{CsState, Leaders, Lkcs, LkcsRules, Topology};
+use lkcs::{
+    algo::lkcs::{Leaders, Lkcs, LkcsRules},
+    cs::CsState,
+    Topology,
+};
 
 /// A configuration with every count within `soft`, by a seeded min-conflicts local search of
 /// at most `flips` flips; `None` if it finds none.

@@ -15,7 +15,12 @@
 
 use lkcs::cs::CsObject;
 use lkcs::reach::ConfigurationGraph;
-use lkcs::{simulate, CsState, Delay, Leaders, Lkcs, LkcsRules, SimConfig, Topology, Workload};
+use lkcs::{
+    algo::lkcs::{Leaders, Lkcs, LkcsRules},
+    cs::CsState,
+    sim::{simulate, Delay, SimConfig, Workload},
+    Topology,
+};
 use std::collections::BTreeSet;
 
 fn main() {
@@ -127,7 +132,7 @@ fn main() {
 }
 
 /// The run's outcome in a few words.
-fn outcome(r: &lkcs::SimReport) -> String {
+fn outcome(r: &lkcs::sim::SimReport) -> String {
     if r.safety_violations > 0 {
         format!("{} bound(s) broken", r.safety_violations)
     } else if r.deadlock {

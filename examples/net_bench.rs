@@ -282,7 +282,7 @@ mod bench {
         for (i, l) in held.iter().enumerate() {
             let key = SecretKey::generate();
             let path = dir.join(format!("{i}.key"));
-            lkcs::net::cluster::write_key(&path, i, &key)?;
+            lkcs::net::write_key(&path, i, &key)?;
             text += &format!(
                 "\n[members.{i}]\naddress = \"127.0.0.1:{}\"\npublic_key = \"{}\"\nprivate_key = {:?}\n",
                 l.local_addr()?.port(),
@@ -660,7 +660,7 @@ mod bench {
     /// `Cipher::PureRust` is snow's default resolver alone (the RustCrypto cipher), the
     /// baseline the links ran before.
     fn channel_us_per_frame(size: usize, cipher: Cipher) -> Result<f64, Error> {
-        use lkcs::net::channel::{NOISE_PARAMS, PROLOGUE};
+        use lkcs::net::{NOISE_PARAMS, PROLOGUE};
         use snow::resolvers::DefaultResolver;
         let params: snow::params::NoiseParams = NOISE_PARAMS.parse()?;
         let builder = || match cipher {

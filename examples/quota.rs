@@ -4,7 +4,12 @@
 //!
 //! Run: `cargo run --release --example quota`
 
-use lkcs::{lmutex_system, CsState, Lmutin, LmutinRules, Runtime, RuntimeConfig, Topology};
+use lkcs::{
+    algo::lmutin::{lmutex_system, Lmutin, LmutinRules},
+    cs::CsState,
+    runtime::{Runtime, RuntimeConfig},
+    Topology,
+};
 use std::time::Duration;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

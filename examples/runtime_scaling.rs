@@ -30,8 +30,12 @@
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use lkcs::{
-    cycle_pairs, grid_gcs_system, quorums_of, Coterie, CsObject, Lmutin, LmutinRules, Runtime,
-    RuntimeConfig, Sequence, Topology,
+    algo::lmutin::{Lmutin, LmutinRules},
+    algo::mutin::{grid_gcs_system, quorums_of},
+    cs::{CsObject, Sequence},
+    quorum::Coterie,
+    runtime::{cycle_pairs, Runtime, RuntimeConfig},
+    Topology,
 };
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -16,8 +16,8 @@
 
 use lkcs::sim::{simulate, Delay, SimConfig, SimReport, Workload};
 use lkcs::{
-    Algorithm, BoundsFile, CsObject, CsState, Instance, PrintedRules, ProcessId, SystemSpec,
-    SystemVisitor, Topology,
+    cs::{CsObject, CsState},
+    Algorithm, BoundsFile, Instance, PrintedRules, ProcessId, SystemSpec, SystemVisitor, Topology,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -444,7 +444,7 @@ pub fn memory_limit() -> Option<usize> {
 /// Explores every interleaving of the system and checks the properties. `procs[i]` must be
 /// process `i`; `instance` gives the bounds.
 ///
-/// A mismatched system (see [`crate::check_system`]) or one of more than
+/// A mismatched system (see [`crate::cs::check_system`]) or one of more than
 /// [`MAX_CHECK_PROCESSES`] processes is not explored: the verdict is `Violated` with property
 /// `setup: ...`.
 pub fn check<A: CsObject>(instance: &Instance, procs: Vec<A>, cfg: &CheckConfig) -> CheckReport {

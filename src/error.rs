@@ -8,8 +8,6 @@ mod cluster;
 mod quota;
 #[cfg(feature = "net")]
 pub use cluster::ClusterProblem;
-#[cfg(feature = "net")]
-pub(crate) use cluster::OLD_FORMAT;
 pub(crate) use quota::{ids, MemberList};
 pub use quota::{BoundSide, QuotaProblem};
 
@@ -131,7 +129,7 @@ pub enum Problem {
         /// The processes left with L_i ≥ K_i, by id.
         processes: Vec<ProcessId>,
     },
-    /// Why LKCS's round trip refused the instance ([`crate::Lkcs::build_default`]); the
+    /// Why LKCS's round trip refused the instance ([`crate::algo::lkcs::Lkcs::build_default`]); the
     /// reason itself is the inner problem.
     RoundTrip(Box<Problem>),
     /// LKCS's leader rules were not run on an instance the round trip refused: they may take

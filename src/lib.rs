@@ -26,7 +26,7 @@
 //! ## Underneath: the algorithms, a simulator, a checker, a runtime
 //! The critical-section (CS) family of distributed algorithms as sans-IO state machines, with
 //! three drivers of the very same machines: a deterministic simulator ([`simulate`]), an
-//! exhaustive checker ([`check()`](check())) and a thread runtime ([`Runtime`]).
+//! exhaustive checker ([`check()`]) and a thread runtime ([`Runtime`]).
 //!
 //! | problem | safety at all times | local algorithm (graph) | global algorithm |
 //! |---|---|---|---|
@@ -51,12 +51,35 @@
 //! - [`Topology`], [`Instance`] (a graph with per-process [`Bounds`]) and safe initial
 //!   configurations ([`Instance::find_safe_initial`]).
 //!
+//! [`simulate`]: sim::simulate
+//! [`check()`]: check::check
+//! [`Runtime`]: runtime::Runtime
+//! [`Maekawa`]: algo::maekawa::Maekawa
+//! [`Coterie`]: quorum::Coterie
+//! [`Cdc`]: algo::migrating::Cdc
+//! [`Ddc`]: algo::migrating::Ddc
+//! [`Lmutex`]: algo::lmutin::Lmutex
+//! [`Kmex`]: algo::mutin::Kmex
+//! [`kmex_system`]: algo::mutin::kmex_system
+//! [`Lmutin`]: algo::lmutin::Lmutin
+//! [`Mutin`]: algo::mutin::Mutin
+//! [`Lkcs`]: algo::lkcs::Lkcs
+//! [`Gcs`]: cs::Gcs
+//! [`gcs_system`]: algo::mutin::gcs_system
+//! [`CsObject`]: cs::CsObject
+//! [`Outbox`]: cs::Outbox
+//! [`Complement`]: cs::Complement
+//! [`Arbiter`]: arbiter::Arbiter
+//!
 //! ## The runtime underneath a quota
 //! The same as `Quota::local(ring).at_least(1)`, assembled by hand: keep at least one of
 //! every three neighbouring workers active (l-mutual inclusion on a ring).
 //!
 //! ```
-//! use lkcs::{CsState, Lmutin, LmutinRules, Runtime, RuntimeConfig, Topology};
+//! use lkcs::algo::lmutin::{Lmutin, LmutinRules};
+//! use lkcs::cs::CsState;
+//! use lkcs::runtime::{Runtime, RuntimeConfig};
+//! use lkcs::Topology;
 //!
 //! let ring = Topology::ring(6)?;
 //! let l = vec![1; 6];
@@ -82,7 +105,9 @@
 //!
 //! ## Simulating
 //! ```
-//! use lkcs::{simulate, Lmutin, LmutinRules, SimConfig, Topology, Workload};
+//! use lkcs::algo::lmutin::{Lmutin, LmutinRules};
+//! use lkcs::sim::{simulate, SimConfig, Workload};
+//! use lkcs::Topology;
 //!
 //! let torus = Topology::torus(5, 5)?;
 //! let l = vec![2; 25];
@@ -124,8 +149,7 @@ pub mod topology;
 pub mod view_system;
 
 // The crate root shows the quota and the types the public modules share; every other item
-// lives in its module (`lkcs::sim::simulate`, `lkcs::runtime::Runtime`, ...). The flat paths
-// below keep working for programs written against them, hidden from the rendered root.
+// lives in its module (`lkcs::sim::simulate`, `lkcs::runtime::Runtime`, ...), and only there.
 #[cfg(not(loom))]
 pub use quota::{Member, MemberState, Quota, QuotaBuilder, QuotaError};
 
@@ -139,49 +163,3 @@ pub use id::{ProcessId, Stamp};
 pub use metrics::{PairRecord, Stats, Waiting};
 pub use token::{BadToken, FencingToken};
 pub use topology::Topology;
-
-#[doc(hidden)]
-pub use algo::lkcs::{At, Leaders, Lkcs, LkcsMsg, LkcsRules, LkcsSystem, MIN_LEADER_DEGREE};
-#[doc(hidden)]
-pub use algo::lmutin::{lmutex_instance, lmutex_system, Lmutex, Lmutin, LmutinMsg, LmutinRules};
-#[doc(hidden)]
-pub use algo::maekawa::{Maekawa, MaekawaMsg, MaekawaRules};
-#[doc(hidden)]
-pub use algo::migrating::{
-    mutex_instance, Cdc, CdcTransfer, CentralQueue, Ddc, DdcTransfer, DistributedQueue, Migrating,
-    MigratingMsg, MigratingRules, Migration, MigrationCondition, MigrationInfo, NextHint,
-    NextRequestorNotice, RequestsInfo,
-};
-#[doc(hidden)]
-pub use algo::mutin::{
-    check_global_initial, check_quorums, gcs_system, global_instance, grid_gcs_system, kmex_system,
-    quorums_of, reporters, Kmex, Mutin, MutinGcs, MutinMsg, MutinPhase, MutinRules,
-};
-#[doc(hidden)]
-pub use arbiter::{Action, Arbiter, ArbiterRules};
-#[cfg(feature = "check")]
-#[doc(hidden)]
-pub use check::{
-    check, check_with_progress, CheckConfig, CheckReport, Limit, Network, Progress, Search,
-    Verdict, MAX_CHECK_PROCESSES,
-};
-#[doc(hidden)]
-pub use cs::{
-    check_call, check_system, Complement, CsObject, CsState, Gcs, GcsMsg, GcsStage, Message,
-    Outbox, Sequence, Variant,
-};
-#[doc(hidden)]
-pub use quorum::Coterie;
-#[cfg(not(loom))]
-#[doc(hidden)]
-pub use runtime::cycle_pairs;
-#[doc(hidden)]
-pub use runtime::{
-    CondvarMailbox, CondvarReceiver, CondvarSender, CrossbeamMailbox, Handle, MailReceiver,
-    MailSender, Mailbox, MonitorViolation, Runtime, RuntimeConfig, RuntimeError, RuntimeReport,
-    StallSnapshot,
-};
-#[doc(hidden)]
-pub use sim::{simulate, Delay, SimConfig, SimReport, Violation, Workload, MAX_DELAY};
-#[doc(hidden)]
-pub use topology::{MAX_EDGES, MAX_PROCESSES};

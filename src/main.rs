@@ -9,10 +9,15 @@
 
 use clap::{Args, Parser, Subcommand};
 use lkcs::{
-    check_with_progress, format_initial, parse_initial, simulate, Algorithm, Bounds, BoundsFile,
-    CheckConfig, CheckReport, ConfigError, CsObject, CsState, Delay, Instance, Limit, Problem,
-    ProcessId, Progress, Search, SimConfig, SimReport, SystemSpec, SystemVisitor, Topology,
-    Variant, Verdict, Workload, MAX_CHECK_PROCESSES, MAX_DELAY,
+    check::{
+        check_with_progress, CheckConfig, CheckReport, Limit, Progress, Search, Verdict,
+        MAX_CHECK_PROCESSES,
+    },
+    cs::{CsObject, CsState, Variant},
+    format_initial, parse_initial,
+    sim::{simulate, Delay, SimConfig, SimReport, Workload, MAX_DELAY},
+    Algorithm, Bounds, BoundsFile, ConfigError, Instance, Problem, ProcessId, SystemSpec,
+    SystemVisitor, Topology,
 };
 use std::process::ExitCode;
 
@@ -588,7 +593,7 @@ fn run_check(args: &CheckArgs) -> ExitCode {
             Some(p) => return bad_input(&ConfigError::one(Problem::Invalid(p))),
         },
     };
-    let network = lkcs::Network::parse(&args.network).unwrap_or_default();
+    let network = lkcs::check::Network::parse(&args.network).unwrap_or_default();
     let max_memory = match args.max_memory {
         None => available_memory().map(|b| b / 4 * 3),
         Some(gib) => match amount_problem(
@@ -699,7 +704,7 @@ fn run_check(args: &CheckArgs) -> ExitCode {
             format!(" (printed: {})", printed_rules.join(", "))
         };
         let links = match network {
-            lkcs::Network::Fifo => String::new(),
+            lkcs::check::Network::Fifo => String::new(),
             other => format!(" over {other} links"),
         };
         say!(

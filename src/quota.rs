@@ -517,7 +517,7 @@ impl QuotaBuilder {
         self
     }
 
-    /// LKCS: run the round trip (`--variant trip`, [`crate::LkcsRules::TRIP`]) and nothing
+    /// LKCS: run the round trip (`--variant trip`, [`crate::algo::lkcs::LkcsRules::TRIP`]) and nothing
     /// else: no leader, and live on every instance its sweeps could start
     /// (`docs/lkcs-liveness.md`). The default runs it too (and refuses what it refuses);
     /// `round_trip()` says so explicitly, and refuses a leader named with it. It

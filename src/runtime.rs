@@ -12,7 +12,10 @@
 //! number of Exit/Entry pairs, keeping the finished ones cycling (tests, benchmarks).
 //!
 //! ```
-//! use lkcs::{CsState, Lmutin, LmutinRules, Runtime, RuntimeConfig, Topology};
+//! use lkcs::algo::lmutin::{Lmutin, LmutinRules};
+//! use lkcs::cs::CsState;
+//! use lkcs::runtime::{Runtime, RuntimeConfig};
+//! use lkcs::Topology;
 //!
 //! let ring = Topology::ring(4)?;
 //! let initial = vec![CsState::InCs; 4];

@@ -9,7 +9,13 @@
 #[path = "check/support.rs"]
 mod support;
 
-use lkcs::{check, parse_initial, CheckConfig, CsState, Lmutin, LmutinRules, Topology, Verdict};
+use lkcs::{
+    algo::lmutin::{Lmutin, LmutinRules},
+    check,
+    check::{CheckConfig, Verdict},
+    cs::CsState,
+    parse_initial, Topology,
+};
 use support::{cfg, maekawa_check, sweep, MAEKAWA_BOUND, PAPER};
 
 #[test]
@@ -30,7 +36,7 @@ fn proves_two_pairs_on_a_path_of_three() {
         let inst = Lmutin::instance(&t, &[l; 3]).unwrap();
         let init = inst.find_safe_initial().unwrap();
         let (inst, procs) = Lmutin::system(&t, &[l; 3], &init, PAPER).unwrap();
-        let r = check(&inst, procs, &cfg(2, None));
+        let r = check::check(&inst, procs, &cfg(2, None));
         assert_eq!(r.verdict, Verdict::Proved, "l={l}");
         eprintln!("path:3 l={l} 2 pairs: {} states", r.states);
     }
@@ -43,7 +49,7 @@ fn proves_path_and_star_of_four() {
         let inst = Lmutin::instance(&t, &[1; 4]).unwrap();
         let init = inst.find_safe_initial().unwrap();
         let (inst, procs) = Lmutin::system(&t, &[1; 4], &init, PAPER).unwrap();
-        let r = check(&inst, procs, &cfg(1, None));
+        let r = check::check(&inst, procs, &cfg(1, None));
         assert_eq!(r.verdict, Verdict::Proved, "{spec}");
         eprintln!("{spec} l=1 1 pair: {} states in {:?}", r.states, r.elapsed);
     }
@@ -54,7 +60,7 @@ fn printed_initial_grants_are_reported_unsafe() {
     let t = Topology::complete(3).unwrap();
     let init = parse_initial("in:0", 3).unwrap();
     let (inst, procs) = Lmutin::system(&t, &[1; 3], &init, LmutinRules::PRINTED).unwrap();
-    let r = check(&inst, procs, &cfg(1, None));
+    let r = check::check(&inst, procs, &cfg(1, None));
     assert!(
         matches!(r.verdict, Verdict::Violated { .. }),
         "{:?}",
@@ -73,7 +79,7 @@ fn a_broken_arbiter_is_reported_unsafe() {
     for p in procs.iter_mut() {
         *p = p.clone().with_arbiter_capacity(3);
     }
-    let r = check(&inst, procs, &cfg(1, None));
+    let r = check::check(&inst, procs, &cfg(1, None));
     assert_eq!(
         r.verdict,
         Verdict::Violated {
@@ -97,7 +103,7 @@ fn a_deadlock_is_reported() {
         ..PAPER
     };
     let (inst, procs) = Lmutin::system(&t, &[1; 3], &init, rules).unwrap();
-    let r = check(&inst, procs, &cfg(1, None));
+    let r = check::check(&inst, procs, &cfg(1, None));
     assert_eq!(
         r.verdict,
         Verdict::Violated {
@@ -136,9 +142,9 @@ fn maekawa_proved_on_three_processes() {
 /// (a central lock server), Maekawa is still proved.
 #[test]
 fn maekawa_proved_with_a_central_coterie() {
-    let c = lkcs::Coterie::explicit(3, vec![vec![0]; 3]).unwrap();
-    let (inst, procs) = lkcs::Maekawa::system(&c, &[CsState::OutCs; 3]).unwrap();
-    let r = check(&inst, procs, &cfg(1, None));
+    let c = lkcs::quorum::Coterie::explicit(3, vec![vec![0]; 3]).unwrap();
+    let (inst, procs) = lkcs::algo::maekawa::Maekawa::system(&c, &[CsState::OutCs; 3]).unwrap();
+    let r = check::check(&inst, procs, &cfg(1, None));
     assert_eq!(r.verdict, Verdict::Proved);
     eprintln!("maekawa central complete:3: {} states", r.states);
 }
@@ -152,11 +158,15 @@ fn maekawa_proved_with_a_central_coterie() {
 /// instance (bounded above, and proved from the empty start).
 #[test]
 fn maekawa_failed_on_arrival_only_deadlocks_in_the_checker() {
-    let c = lkcs::Coterie::grid(3).unwrap();
+    let c = lkcs::quorum::Coterie::grid(3).unwrap();
     let init = parse_initial("in:0", 3).unwrap();
-    let (inst, procs) =
-        lkcs::Maekawa::system_with(&c, &init, lkcs::MaekawaRules::ARRIVAL_ONLY_FAILED).unwrap();
-    let r = check(&inst, procs, &cfg(1, None));
+    let (inst, procs) = lkcs::algo::maekawa::Maekawa::system_with(
+        &c,
+        &init,
+        lkcs::algo::maekawa::MaekawaRules::ARRIVAL_ONLY_FAILED,
+    )
+    .unwrap();
+    let r = check::check(&inst, procs, &cfg(1, None));
     assert_eq!(
         r.verdict,
         Verdict::Violated {
@@ -179,7 +189,7 @@ fn maekawa_failed_on_arrival_only_deadlocks_in_the_checker() {
 
 mod migrating {
     use crate::support::{conditions, prove};
-    use lkcs::{CsState, MigrationCondition};
+    use lkcs::{algo::migrating::MigrationCondition, cs::CsState};
 
     #[test]
     fn proves_cdc_and_ddc_on_three_processes_from_every_start() {
@@ -212,7 +222,7 @@ mod migrating {
 /// default), the crate's full search and stateright's.
 #[test]
 fn the_three_searches_agree_on_the_counterexample_instances() {
-    use lkcs::Search;
+    use lkcs::check::Search;
     let t = Topology::complete(3).unwrap();
     let verdicts = |search: Search| {
         let c = CheckConfig {
@@ -223,7 +233,7 @@ fn the_three_searches_agree_on_the_counterexample_instances() {
         let printed = {
             let init = parse_initial("in:0", 3).unwrap();
             let (inst, procs) = Lmutin::system(&t, &[1; 3], &init, LmutinRules::PRINTED).unwrap();
-            check(&inst, procs, &c)
+            check::check(&inst, procs, &c)
         };
         let broken = {
             let init = parse_initial("in:0", 3).unwrap();
@@ -231,7 +241,7 @@ fn the_three_searches_agree_on_the_counterexample_instances() {
             for p in procs.iter_mut() {
                 *p = p.clone().with_arbiter_capacity(3);
             }
-            check(&inst, procs, &c)
+            check::check(&inst, procs, &c)
         };
         let grants = {
             let init = parse_initial("in:1", 3).unwrap();
@@ -240,15 +250,18 @@ fn the_three_searches_agree_on_the_counterexample_instances() {
                 ..PAPER
             };
             let (inst, procs) = Lmutin::system(&t, &[1; 3], &init, rules).unwrap();
-            check(&inst, procs, &c)
+            check::check(&inst, procs, &c)
         };
         let maekawa = {
-            let co = lkcs::Coterie::grid(3).unwrap();
+            let co = lkcs::quorum::Coterie::grid(3).unwrap();
             let init = parse_initial("in:0", 3).unwrap();
-            let (inst, procs) =
-                lkcs::Maekawa::system_with(&co, &init, lkcs::MaekawaRules::ARRIVAL_ONLY_FAILED)
-                    .unwrap();
-            check(&inst, procs, &c)
+            let (inst, procs) = lkcs::algo::maekawa::Maekawa::system_with(
+                &co,
+                &init,
+                lkcs::algo::maekawa::MaekawaRules::ARRIVAL_ONLY_FAILED,
+            )
+            .unwrap();
+            check::check(&inst, procs, &c)
         };
         [printed, broken, grants, maekawa].map(|r| r.verdict)
     };

@@ -3,8 +3,10 @@
 //! (with the `cli` feature) `lkcs check` under an address-space limit.
 
 use lkcs::{
-    check, Algorithm, CheckConfig, CheckReport, CsObject, CsState, Instance, Limit, Network,
-    Search, SystemSpec, SystemVisitor, Topology, Verdict,
+    check,
+    check::{CheckConfig, CheckReport, Limit, Network, Search, Verdict},
+    cs::{CsObject, CsState},
+    Algorithm, Instance, SystemSpec, SystemVisitor, Topology,
 };
 use std::time::Duration;
 
@@ -24,7 +26,7 @@ struct Check(CheckConfig);
 impl SystemVisitor for Check {
     type Output = CheckReport;
     fn visit<A: CsObject>(self, instance: &Instance, _: &[CsState], procs: Vec<A>) -> CheckReport {
-        check(instance, procs, &self.0)
+        check::check(instance, procs, &self.0)
     }
 }
 
@@ -246,7 +248,7 @@ impl SystemVisitor for Deep<'_> {
     type Output = CheckReport;
     fn visit<A: CsObject>(self, instance: &Instance, _: &[CsState], procs: Vec<A>) -> CheckReport {
         let peak = self.peak;
-        lkcs::check_with_progress(instance, procs, &self.cfg, &mut |p| {
+        lkcs::check::check_with_progress(instance, procs, &self.cfg, &mut |p| {
             if p.memory > peak.0 {
                 *peak = (p.memory, p.max_depth);
             }

@@ -547,10 +547,15 @@ fn check_proves_lmutin_on_a_path_and_reports_its_state_count() {
     assert_eq!(v["search"], "reduced");
     let t = lkcs::Topology::path(3).unwrap();
     let init = lkcs::parse_initial(v["initial"].as_str().unwrap(), 3).unwrap();
-    let (inst, procs) =
-        lkcs::Lmutin::system(&t, &[1; 3], &init, lkcs::LmutinRules::CORRECTED).unwrap();
-    let library = lkcs::check(&inst, procs, &lkcs::CheckConfig::default());
-    assert_eq!(library.verdict, lkcs::Verdict::Proved);
+    let (inst, procs) = lkcs::algo::lmutin::Lmutin::system(
+        &t,
+        &[1; 3],
+        &init,
+        lkcs::algo::lmutin::LmutinRules::CORRECTED,
+    )
+    .unwrap();
+    let library = lkcs::check::check(&inst, procs, &lkcs::check::CheckConfig::default());
+    assert_eq!(library.verdict, lkcs::check::Verdict::Proved);
     assert_eq!(v["states"].as_u64(), Some(library.states as u64), "{v}");
     let printed = json(&check(&["--printed-rule", "hold-and-wait"]));
     assert_eq!(printed["verdict"], "proved", "{printed}");

@@ -12,8 +12,8 @@
 mod ports;
 mod procs;
 
+use lkcs::cs::CsState;
 use lkcs::net::Cluster;
-use lkcs::CsState;
 use ports::free_ports;
 use procs::*;
 use std::io::{BufRead, BufReader, Write};

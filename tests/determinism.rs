@@ -7,7 +7,10 @@
 //! commit).
 
 use lkcs::sim::{simulate, Delay, SimConfig, SimReport, Workload};
-use lkcs::{Algorithm, CsObject, CsState, Instance, SystemSpec, SystemVisitor, Topology};
+use lkcs::{
+    cs::{CsObject, CsState},
+    Algorithm, Instance, SystemSpec, SystemVisitor, Topology,
+};
 
 struct Run(SimConfig);
 

@@ -7,11 +7,19 @@
 mod common;
 
 use common::*;
-#[cfg(feature = "check")]
-use lkcs::{check, CheckConfig, Verdict};
 use lkcs::{
-    gcs_system, global_instance, kmex_system, lmutex_system, quorums_of, Coterie, CsObject,
-    CsState, Instance, LmutinRules, Maekawa, Mutin, MutinRules, ProcessId, SimConfig, Topology,
+    algo::lmutin::{lmutex_system, LmutinRules},
+    algo::maekawa::Maekawa,
+    algo::mutin::{gcs_system, global_instance, kmex_system, quorums_of, Mutin, MutinRules},
+    cs::{CsObject, CsState},
+    quorum::Coterie,
+    sim::SimConfig,
+    Instance, ProcessId, Topology,
+};
+#[cfg(feature = "check")]
+use lkcs::{
+    check,
+    check::{CheckConfig, Verdict},
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -81,7 +89,7 @@ fn seeds(n: usize) -> u64 {
 fn concurrent_cfg(seed: u64, n: usize) -> SimConfig {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     SimConfig {
-        delay: lkcs::Delay::Uniform {
+        delay: lkcs::sim::Delay::Uniform {
             min: 1,
             max: rng.random_range(2..=15),
         },
@@ -203,7 +211,7 @@ fn gcs_message_complexity_is_linear_in_the_quorum_size() {
         let (inst, procs) = gcs(c, l, k, &init);
         let cfg = if concurrent_run {
             SimConfig {
-                delay: lkcs::Delay::Uniform { min: 1, max: 10 },
+                delay: lkcs::sim::Delay::Uniform { min: 1, max: 10 },
                 ..concurrent(5, 1)
             }
         } else {
@@ -345,7 +353,7 @@ fn printed_one_shot_response2_deadlocks() {
     };
     let (inst, procs) =
         Mutin::system(&t, &quorums, 2, &init, mx.clone(), MutinRules::PRINTED).unwrap();
-    let r = check(&inst, procs, &cfg);
+    let r = check::check(&inst, procs, &cfg);
     assert_eq!(
         r.verdict,
         Verdict::Violated {
@@ -360,7 +368,7 @@ fn printed_one_shot_response2_deadlocks() {
         r.counterexample.join("\n")
     );
     let (inst, procs) = Mutin::system(&t, &quorums, 2, &init, mx, MutinRules::CORRECTED).unwrap();
-    let r = check(&inst, procs, &cfg);
+    let r = check::check(&inst, procs, &cfg);
     assert!(r.ok(), "{:?}\n{}", r.verdict, r.counterexample.join("\n"));
 }
 
@@ -372,7 +380,7 @@ fn printed_one_shot_response2_deadlocks() {
 /// pending is back where its sequence started.
 #[test]
 fn gcs_withdrawals_never_change_the_state_and_keep_both_bounds() {
-    use lkcs::{GcsStage, MutinGcs};
+    use lkcs::{algo::mutin::MutinGcs, cs::GcsStage};
     type G = MutinGcs<Maekawa>;
     let mut withdrawals = 0usize;
     for seed in 0..300u64 {
@@ -420,7 +428,7 @@ fn random_schedule<A: CsObject>(
     steps: usize,
     mut check: impl FnMut(&[A]),
 ) {
-    use lkcs::Outbox;
+    use lkcs::cs::Outbox;
     use std::collections::VecDeque;
     let n = procs.len();
     let mut links: Vec<VecDeque<A::Msg>> = (0..n * n).map(|_| VecDeque::new()).collect();
@@ -439,7 +447,7 @@ fn random_schedule<A: CsObject>(
             procs[i % n].on_message(ProcessId::from(i / n), m, &mut out);
             route(i % n, &mut out, &mut links);
         } else if procs[p].pending().is_none() {
-            let seq = lkcs::Sequence::leaving(procs[p].state());
+            let seq = lkcs::cs::Sequence::leaving(procs[p].state());
             procs[p].begin(seq, &mut out).expect("calling convention");
             route(p, &mut out, &mut links);
         }
@@ -454,7 +462,7 @@ fn random_schedule<A: CsObject>(
 /// can answer from, and an idle process names nobody.
 #[test]
 fn a_pending_sequence_names_only_peers_it_can_wait_on() {
-    use lkcs::{Cdc, MigratingRules, MigrationCondition};
+    use lkcs::algo::migrating::{Cdc, MigratingRules, MigrationCondition};
     for seed in 0..60u64 {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let n = rng.random_range(3..=7);

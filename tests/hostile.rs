@@ -27,13 +27,23 @@
 //! tests also assert the saturated values.
 
 use lkcs::{
-    gcs_system, kmex_system, lmutex_instance, lmutex_system, quorums_of, reporters, At, CallError,
-    Cdc, CdcTransfer, Coterie, CsObject, CsState, Ddc, DdcTransfer, Leaders, Lkcs, LkcsMsg,
-    LkcsRules, Lmutin, LmutinMsg, LmutinRules, Maekawa, MaekawaMsg, MaekawaRules, MigratingMsg,
-    MigratingRules, MigrationCondition, Mutin, MutinMsg, MutinPhase, MutinRules, Outbox, ProcessId,
-    Sequence, Stamp, Topology,
+    algo::lkcs::{At, Leaders, Lkcs, LkcsMsg, LkcsRules},
+    algo::lmutin::{lmutex_instance, lmutex_system, Lmutin, LmutinMsg, LmutinRules},
+    algo::maekawa::{Maekawa, MaekawaMsg, MaekawaRules},
+    algo::migrating::{
+        Cdc, CdcTransfer, Ddc, DdcTransfer, MigratingMsg, MigratingRules, MigrationCondition,
+    },
+    algo::mutin::{
+        gcs_system, kmex_system, quorums_of, reporters, Mutin, MutinMsg, MutinPhase, MutinRules,
+    },
+    cs::{CsObject, CsState, Outbox, Sequence},
+    quorum::Coterie,
+    CallError, ProcessId, Stamp, Topology,
 };
-use lkcs::{Arbiter, Complement, GcsMsg};
+use lkcs::{
+    arbiter::Arbiter,
+    cs::{Complement, GcsMsg},
+};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use rand::{Rng, SeedableRng};
@@ -604,7 +614,7 @@ proptest! {
         let m = t.processes().map(|p| t.degree(p) + 1).min().unwrap_or(1);
         let n = t.len();
         // the uniform bounds with k - l >= 3 that have a start within the tightened bounds
-        let systems: Vec<lkcs::LkcsSystem> = (0..m)
+        let systems: Vec<lkcs::algo::lkcs::LkcsSystem> = (0..m)
             .flat_map(|l| (l + 3..=m).map(move |k| (l, k)))
             .filter_map(|(l, k)| {
                 let inst = Lkcs::instance(&t, &vec![l; n], &vec![k; n]).ok()?;
@@ -715,7 +725,7 @@ proptest! {
             gcs_system(&t, &quorums_of(&c), (l, k), &init, (mx(), mx()), MutinRules::CORRECTED)
                 .unwrap();
         let (q, r) = quorum_and_reporters(&c);
-        type G = lkcs::MutinGcs<Maekawa>;
+        type G = lkcs::algo::mutin::MutinGcs<Maekawa>;
         let rig = Rig {
             n,
             invariants: true,
@@ -808,7 +818,7 @@ fn lkcs_system(
     n: usize,
     seed: u64,
     printed: bool,
-) -> (Topology, LkcsRules, lkcs::LkcsSystem) {
+) -> (Topology, LkcsRules, lkcs::algo::lkcs::LkcsSystem) {
     if shape < 3 {
         let t = topology(shape, n);
         let rules = if printed {

@@ -7,7 +7,10 @@ mod common;
 
 use common::*;
 use lkcs::{
-    simulate, CsState, Instance, Leaders, Lkcs, LkcsRules, LkcsSystem, SimReport, Topology,
+    algo::lkcs::{Leaders, Lkcs, LkcsRules, LkcsSystem},
+    cs::CsState,
+    sim::{simulate, SimReport},
+    Instance, Topology,
 };
 
 /// LKCS with per-process bounds `l`, `k`, the paper's automatic leader and a start.
@@ -45,7 +48,7 @@ fn slack_bounds(t: &Topology, seed: u64) -> (Vec<usize>, Vec<usize>) {
 
 /// A concurrent run, given up (reported as stalled) after 5 M events.
 fn run(sys: LkcsSystem, seed: u64, pairs: usize) -> SimReport {
-    let cfg = lkcs::SimConfig {
+    let cfg = lkcs::sim::SimConfig {
         max_events: 5_000_000,
         ..concurrent(seed, pairs)
     };
@@ -248,8 +251,8 @@ fn a_tightened_process_without_a_strong_neighbour_watches_itself() {
     let inst = Lkcs::instance(&t, &l, &k).unwrap();
     let start = lkcs::parse_initial("in:2,6,7,8,11,13,15,16,17,18,19", t.len()).unwrap();
     let sys = Lkcs::build(&inst, &Leaders::Auto, Some(&start), LkcsRules::CORRECTED).unwrap();
-    let cfg = lkcs::SimConfig {
-        delay: lkcs::Delay::Uniform { min: 0, max: 12 },
+    let cfg = lkcs::sim::SimConfig {
+        delay: lkcs::sim::Delay::Uniform { min: 0, max: 12 },
         think_max: 2,
         max_events: 5_000_000,
         ..concurrent(9, 5)
@@ -286,8 +289,8 @@ fn a_watcher_falls_back_on_a_normal_request_when_every_usual_candidate_is_sidetr
     let k: Vec<usize> = l.iter().map(|l| l + 3).collect();
     let t = Topology::parse("random:24:0.22:46").unwrap();
     let sys = lkcs(&t, &l, &k, LkcsRules::CORRECTED);
-    let cfg = lkcs::SimConfig {
-        delay: lkcs::Delay::Unit,
+    let cfg = lkcs::sim::SimConfig {
+        delay: lkcs::sim::Delay::Unit,
         think_max: 4,
         max_events: 5_000_000,
         ..concurrent(1, 5)
@@ -328,7 +331,7 @@ fn a_process_the_single_leader_cannot_nominate_starves_and_the_watchers_free_it(
     .unwrap();
     assert_eq!(one.operating.all_bounds(), auto.operating.all_bounds());
     for seed in [3, 6] {
-        let cfg = lkcs::SimConfig {
+        let cfg = lkcs::sim::SimConfig {
             max_events: 1_000_000,
             ..concurrent(seed, 3)
         };
@@ -625,7 +628,7 @@ fn each_printed_rule_alone_has_its_counterexample() {
         (
             "4/8 printed arbiter",
             LkcsRules {
-                arbiter: lkcs::ArbiterRules::PRINTED,
+                arbiter: lkcs::arbiter::ArbiterRules::PRINTED,
                 ..c
             },
             "complete:6",
@@ -698,7 +701,7 @@ fn each_printed_rule_alone_has_its_counterexample() {
     for (name, rules, spec, l, k, who, seed) in cases {
         let t = Topology::parse(spec).unwrap();
         let n = t.len();
-        let cfg = lkcs::SimConfig {
+        let cfg = lkcs::sim::SimConfig {
             max_events: 1_000_000,
             ..concurrent(seed, 3)
         };

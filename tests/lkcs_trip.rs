@@ -7,8 +7,10 @@ mod common;
 
 use common::*;
 use lkcs::{
-    simulate, CsState, Delay, Leaders, Lkcs, LkcsRules, LkcsSystem, SimConfig, SimReport, Topology,
-    Workload,
+    algo::lkcs::{Leaders, Lkcs, LkcsRules, LkcsSystem},
+    cs::CsState,
+    sim::{simulate, Delay, SimConfig, SimReport, Workload},
+    Topology,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -518,7 +520,7 @@ fn lkcs_runs_the_round_trip_by_default_and_the_leader_rules_only_when_named() {
 /// in it.
 #[test]
 fn withdrawals_never_change_the_state_and_leave_no_permission_behind() {
-    use lkcs::{At, CsObject};
+    use lkcs::{algo::lkcs::At, cs::CsObject};
     let (mut withdrawals, mut systems) = (0usize, 0usize);
     for seed in 0..120u64 {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -593,9 +595,12 @@ fn withdrawals_never_change_the_state_and_leave_no_permission_behind() {
 fn drain_fifo(
     inst: &lkcs::Instance,
     procs: &mut [Lkcs],
-    links: &mut [std::collections::VecDeque<lkcs::LkcsMsg>],
+    links: &mut [std::collections::VecDeque<lkcs::algo::lkcs::LkcsMsg>],
 ) {
-    use lkcs::{CsObject, Outbox, ProcessId};
+    use lkcs::{
+        cs::{CsObject, Outbox},
+        ProcessId,
+    };
     let n = procs.len();
     let mut budget = 100_000;
     while let Some(i) = (0..n * n).find(|&i| !links[i].is_empty()) {
@@ -625,7 +630,7 @@ fn drain_fifo(
 /// completes by normal grants.
 #[test]
 fn a_retired_process_gives_back_its_set_aside() {
-    use lkcs::{CsObject, Outbox};
+    use lkcs::cs::{CsObject, Outbox};
     use std::collections::VecDeque;
     let t = Topology::complete(8).expect("complete");
     let initial: Vec<CsState> = (0..8)
@@ -636,10 +641,11 @@ fn a_retired_process_gives_back_its_set_aside() {
         let sys = Lkcs::build(&inst, &Leaders::Auto, Some(&initial), LkcsRules::TRIP)
             .expect("a start within the operating bounds");
         let mut procs = sys.procs;
-        let mut links: Vec<VecDeque<lkcs::LkcsMsg>> = (0..64).map(|_| VecDeque::new()).collect();
+        let mut links: Vec<VecDeque<lkcs::algo::lkcs::LkcsMsg>> =
+            (0..64).map(|_| VecDeque::new()).collect();
         let call = |procs: &mut [Lkcs], links: &mut [VecDeque<_>], p: usize| {
             let mut out = Outbox::new();
-            let seq = lkcs::Sequence::leaving(procs[p].state());
+            let seq = lkcs::cs::Sequence::leaving(procs[p].state());
             procs[p].begin(seq, &mut out).expect("calling convention");
             for (dest, m) in out.drain() {
                 links[p * 8 + dest.index()].push_back(m);
@@ -675,7 +681,7 @@ fn a_retired_process_gives_back_its_set_aside() {
             } else {
                 // the known stall: the set-asides of P0–P2 fill MUTEX
                 assert!(!done, "without retire the third entry waits for good");
-                assert_eq!(procs[entering].pending(), Some(lkcs::Sequence::Entry));
+                assert_eq!(procs[entering].pending(), Some(lkcs::cs::Sequence::Entry));
             }
         }
         if retire {
@@ -683,7 +689,10 @@ fn a_retired_process_gives_back_its_set_aside() {
             for j in t.processes() {
                 let arb = procs[j.index()].round_trip().expect("round trip");
                 assert_eq!(
-                    (arb.granted(lkcs::At::Mutin), arb.granted(lkcs::At::Mutex)),
+                    (
+                        arb.granted(lkcs::algo::lkcs::At::Mutin),
+                        arb.granted(lkcs::algo::lkcs::At::Mutex)
+                    ),
                     (5, 3)
                 );
             }

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use lkcs::{Topology, Workload};
+use lkcs::{sim::Workload, Topology};
 
 /// Random graphs: 20 graphs, sizes 5..=24, edge probability 0.15..0.6.
 fn random_graphs() -> Vec<Topology> {
@@ -128,16 +128,19 @@ fn sequential_pairs_cost_exactly_three_per_closed_member() {
 fn concurrent_pairs_stay_within_the_worst_case_on_average() {
     let mut graphs: Vec<Topology> = NAMED.iter().map(|s| Topology::parse(s).unwrap()).collect();
     graphs.extend(random_graphs());
-    let paper = lkcs::LmutinRules {
+    let paper = lkcs::algo::lmutin::LmutinRules {
         hold_and_wait: true,
-        ..lkcs::LmutinRules::CORRECTED
+        ..lkcs::algo::lmutin::LmutinRules::CORRECTED
     };
     for t in &graphs {
         for seed in 0..5 {
             let l = random_per_process(t, seed, |d| (0, d));
-            for (rules, per_member) in [(paper, 6.0), (lkcs::LmutinRules::CORRECTED, 12.0)] {
+            for (rules, per_member) in [
+                (paper, 6.0),
+                (lkcs::algo::lmutin::LmutinRules::CORRECTED, 12.0),
+            ] {
                 let (inst, procs, _) = lmutin_with(t, &l, seed, rules);
-                let cfg = lkcs::SimConfig {
+                let cfg = lkcs::sim::SimConfig {
                     workload: Workload::Concurrent,
                     ..concurrent(seed, 4)
                 };

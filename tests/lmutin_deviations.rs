@@ -4,7 +4,10 @@
 //! and finds a failure, then shows the corrected rules hold on every seed of the same sweep.
 
 use lkcs::{
-    parse_initial, simulate, ArbiterRules, Delay, Lmutin, LmutinRules, SimConfig, SimReport,
+    algo::lmutin::{Lmutin, LmutinRules},
+    arbiter::ArbiterRules,
+    parse_initial,
+    sim::{simulate, Delay, SimConfig, SimReport},
     Topology,
 };
 
@@ -169,7 +172,11 @@ fn printed_variant_fails_corrected_holds() {
 /// by a bound (its next move would break one), so none is farther than 2 hops.
 #[test]
 fn a_blocked_exit_sets_its_permissions_aside() {
-    use lkcs::{lmutex_system, CsObject, CsState, Instance, ProcessId};
+    use lkcs::{
+        algo::lmutin::lmutex_system,
+        cs::{CsObject, CsState},
+        Instance, ProcessId,
+    };
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
@@ -224,7 +231,7 @@ fn a_blocked_exit_sets_its_permissions_aside() {
                         .processes()
                         .map(|p| t.degree(p) + 1 - bound[p.index()])
                         .collect();
-                    let init = lkcs::lmutex_instance(&t, &k)
+                    let init = lkcs::algo::lmutin::lmutex_instance(&t, &k)
                         .unwrap()
                         .random_safe_initial(seed)
                         .unwrap();

@@ -10,7 +10,10 @@
 #![cfg(loom)]
 
 use lkcs::{
-    CondvarMailbox, CsState, Lmutin, LmutinRules, Runtime, RuntimeConfig, RuntimeError, Topology,
+    algo::lmutin::{Lmutin, LmutinRules},
+    cs::CsState,
+    runtime::{CondvarMailbox, Runtime, RuntimeConfig, RuntimeError},
+    Topology,
 };
 
 /// path:2 with l = 1 in the given initial configuration, monitored, on the condvar mailbox.

@@ -7,8 +7,11 @@ mod common;
 
 use common::*;
 use lkcs::{
-    parse_initial, simulate, Coterie, CsState, Delay, Maekawa, MaekawaRules, SimConfig, SimReport,
-    Workload,
+    algo::maekawa::{Maekawa, MaekawaRules},
+    cs::CsState,
+    parse_initial,
+    quorum::Coterie,
+    sim::{simulate, Delay, SimConfig, SimReport, Workload},
 };
 
 const SIZES: [usize; 16] = [3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 16, 20, 25, 31, 49, 64];
@@ -162,7 +165,7 @@ fn failed_only_on_arrival_deadlocks() {
 #[cfg(not(loom))]
 #[test]
 fn runtime_threads_take_turns_under_the_monitor() {
-    use lkcs::{Runtime, RuntimeConfig};
+    use lkcs::runtime::{Runtime, RuntimeConfig};
     const PAIRS: usize = 100;
     for c in coteries(16) {
         let (inst, procs) = Maekawa::system(&c, &nobody(16)).unwrap();

@@ -8,12 +8,17 @@ mod common;
 
 use common::run_ok;
 use lkcs::quota::QuorumSystem;
-#[cfg(feature = "check")]
-use lkcs::{check, CheckConfig, Verdict};
 use lkcs::{
-    simulate, Cdc, CdcTransfer, CsObject, CsState, Ddc, Delay, Instance, MigratingMsg,
-    MigratingRules, MigrationCondition, Outbox, Problem, ProcessId, Runtime, RuntimeConfig,
-    Sequence, SimConfig, SimReport, Topology, Workload,
+    algo::migrating::{Cdc, CdcTransfer, Ddc, MigratingMsg, MigratingRules, MigrationCondition},
+    cs::{CsObject, CsState, Outbox, Sequence},
+    runtime::{Runtime, RuntimeConfig},
+    sim::{simulate, Delay, SimConfig, SimReport, Workload},
+    Instance, Problem, ProcessId, Topology,
+};
+#[cfg(feature = "check")]
+use lkcs::{
+    check,
+    check::{CheckConfig, Verdict},
 };
 use std::time::Duration;
 
@@ -376,7 +381,7 @@ fn deviation_3_wake_up_grants_only_when_free() {
         };
         let (inst, procs) =
             Ddc::system(&t, &all_out(3), MigrationCondition::Never, printed).unwrap();
-        let r = check(&inst, procs, &cfg);
+        let r = check::check(&inst, procs, &cfg);
         assert_eq!(
             r.verdict,
             Verdict::Violated {
@@ -384,7 +389,7 @@ fn deviation_3_wake_up_grants_only_when_free() {
             }
         );
         let (inst, procs) = Ddc::system(&t, &all_out(3), MigrationCondition::Never, OK).unwrap();
-        assert_eq!(check(&inst, procs, &cfg).verdict, Verdict::Proved);
+        assert_eq!(check::check(&inst, procs, &cfg).verdict, Verdict::Proved);
     }
 }
 
@@ -417,7 +422,7 @@ fn deviation_6_a_late_next_requestor_is_handed_back() {
         };
         let c = MigrationCondition::Counter { maxreq: 2 };
         let (inst, procs) = Ddc::system(&t, &all_out(3), c, printed).unwrap();
-        let r = check(&inst, procs, &cfg);
+        let r = check::check(&inst, procs, &cfg);
         assert_eq!(
             r.verdict,
             Verdict::Violated {
@@ -425,7 +430,7 @@ fn deviation_6_a_late_next_requestor_is_handed_back() {
             }
         );
         let (inst, procs) = Ddc::system(&t, &all_out(3), c, OK).unwrap();
-        assert_eq!(check(&inst, procs, &cfg).verdict, Verdict::Proved);
+        assert_eq!(check::check(&inst, procs, &cfg).verdict, Verdict::Proved);
     }
 }
 
@@ -785,7 +790,7 @@ fn global_spec(alg: lkcs::Algorithm, n: usize, mx: &str) -> lkcs::SystemSpec {
         k: None,
         bounds: None,
         initial: None,
-        variant: lkcs::Variant::Corrected,
+        variant: lkcs::cs::Variant::Corrected,
         leader: None,
         coterie: None,
         mx: Some(mx.parse().expect("a known mx")),
@@ -842,14 +847,14 @@ fn gcs_mutin_and_kmex_are_safe_and_live_with_cdc_and_ddc_inside() {
 fn gcs_with_a_migrating_mx_passes_a_bounded_check_on_three_processes() {
     struct Check;
     impl lkcs::SystemVisitor for Check {
-        type Output = lkcs::CheckReport;
+        type Output = lkcs::check::CheckReport;
         fn visit<A: CsObject>(self, inst: &Instance, _: &[CsState], procs: Vec<A>) -> Self::Output {
             let cfg = CheckConfig {
                 pairs: 1,
                 max_states: Some(300_000),
                 ..CheckConfig::default()
             };
-            check(inst, procs, &cfg)
+            check::check(inst, procs, &cfg)
         }
     }
     for mx in ["cdc", "ddc"] {

@@ -10,8 +10,8 @@ use lkcs::net::{
     NetEvent, Node, NodeError, NodeHandle, Observer, SecretKey, Timing, Trust, OPERATOR,
 };
 use lkcs::{
-    Algorithm, CsObject, CsState, Instance, Observed, ProcessId, Sequence, SystemSpec,
-    SystemVisitor, Topology,
+    cs::{CsObject, CsState, Sequence},
+    Algorithm, Instance, Observed, ProcessId, SystemSpec, SystemVisitor, Topology,
 };
 use ports::free_ports;
 use rand::{Rng, SeedableRng};
@@ -1643,7 +1643,7 @@ fn cluster_file(quota: &str, ports: &[u16], timing: &str) -> String {
         .map(|(i, p)| {
             let sk = SecretKey::generate();
             let path = dir.join(format!("{i}.key"));
-            lkcs::net::cluster::write_key(&path, i, &sk).unwrap();
+            lkcs::net::write_key(&path, i, &sk).unwrap();
             format!(
                 "[members.{i}]\naddress = \"127.0.0.1:{p}\"\npublic_key = \"{}\"\nprivate_key = {:?}\n",
                 sk.public(),

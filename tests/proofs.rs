@@ -20,7 +20,7 @@
 #[path = "check/support.rs"]
 mod support;
 
-use lkcs::CsState;
+use lkcs::cs::CsState;
 use support::{cfg, conditions, maekawa_check, prove, sweep, sweep_bounds, MAEKAWA_BOUND};
 
 /// Generated states per instance of the bounded sweeps.
@@ -33,12 +33,17 @@ const BOUND: usize = 400_000;
 fn proves_the_set_aside_rule_on_the_triangle() {
     let t = lkcs::Topology::ring(3).unwrap();
     let init = lkcs::parse_initial("in:0,1,2", 3).unwrap();
-    let (inst, procs) =
-        lkcs::Lmutin::system(&t, &[1; 3], &init, lkcs::LmutinRules::CORRECTED).unwrap();
-    let r = lkcs::check(&inst, procs, &cfg(1, None));
+    let (inst, procs) = lkcs::algo::lmutin::Lmutin::system(
+        &t,
+        &[1; 3],
+        &init,
+        lkcs::algo::lmutin::LmutinRules::CORRECTED,
+    )
+    .unwrap();
+    let r = lkcs::check::check(&inst, procs, &cfg(1, None));
     assert_eq!(
         r.verdict,
-        lkcs::Verdict::Proved,
+        lkcs::check::Verdict::Proved,
         "{}",
         r.counterexample.join("\n")
     );
@@ -120,7 +125,10 @@ const TRIP_BOUND: usize = 20_000_000;
 /// (docs/checker.md).
 #[test]
 fn bounded_round_trip_on_the_smallest_instances() {
-    use lkcs::{check, Leaders, Lkcs, LkcsRules, Topology};
+    use lkcs::{
+        algo::lkcs::{Leaders, Lkcs, LkcsRules},
+        check, Topology,
+    };
     let instances: [(&str, Vec<usize>, Vec<usize>); 4] = [
         ("complete:4", vec![1; 4], vec![4; 4]),
         ("ring:5", vec![1; 5], vec![3; 5]),
@@ -136,7 +144,7 @@ fn bounded_round_trip_on_the_smallest_instances() {
         let inst = Lkcs::instance(&t, &l, &k).unwrap();
         let sys = Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::TRIP)
             .unwrap_or_else(|e| panic!("{spec}: the round trip takes it: {e}"));
-        let r = check(&sys.instance, sys.procs, &support::cfg(1, Some(TRIP_BOUND)));
+        let r = check::check(&sys.instance, sys.procs, &support::cfg(1, Some(TRIP_BOUND)));
         let what = format!("round trip {spec} l={l:?} k={k:?}");
         support::assert_sound(&what, &r, Some(TRIP_BOUND));
         // depth first, the first path runs until nothing is enabled: if every pair ran on

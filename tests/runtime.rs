@@ -4,9 +4,12 @@
 #![cfg(not(loom))]
 
 use lkcs::{
-    cycle_pairs, grid_gcs_system, lmutex_instance, lmutex_system, CallError, CondvarMailbox,
-    CsObject, CsState, Handle, Leaders, Lkcs, LkcsRules, Lmutin, LmutinMsg, LmutinRules, Mailbox,
-    Outbox, ProcessId, Runtime, RuntimeConfig, RuntimeError, Sequence, Topology,
+    algo::lkcs::{Leaders, Lkcs, LkcsRules},
+    algo::lmutin::{lmutex_instance, lmutex_system, Lmutin, LmutinMsg, LmutinRules},
+    algo::mutin::grid_gcs_system,
+    cs::{CsObject, CsState, Outbox, Sequence},
+    runtime::{cycle_pairs, CondvarMailbox, Handle, Mailbox, Runtime, RuntimeConfig, RuntimeError},
+    CallError, ProcessId, Topology,
 };
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -107,17 +110,17 @@ fn run_lmutin<M: Mailbox>(spec: &str, l: usize, pairs: usize) {
 
 #[test]
 fn lmutin_torus_4x4_l2_is_safe_and_live() {
-    run_lmutin::<lkcs::CrossbeamMailbox>("torus:4x4", 2, PAIRS);
+    run_lmutin::<lkcs::runtime::CrossbeamMailbox>("torus:4x4", 2, PAIRS);
 }
 
 #[test]
 fn lmutin_ring_16_l1_is_safe_and_live() {
-    run_lmutin::<lkcs::CrossbeamMailbox>("ring:16", 1, PAIRS);
+    run_lmutin::<lkcs::runtime::CrossbeamMailbox>("ring:16", 1, PAIRS);
 }
 
 #[test]
 fn lmutin_ring_16_l2_is_safe_and_live() {
-    run_lmutin::<lkcs::CrossbeamMailbox>("ring:16", 2, PAIRS);
+    run_lmutin::<lkcs::runtime::CrossbeamMailbox>("ring:16", 2, PAIRS);
 }
 
 #[test]
@@ -345,7 +348,7 @@ fn objects_out_of_order_are_refused() {
 }
 
 /// An LKCS system started on the thread runtime under the monitor, with its handles.
-fn monitored(sys: lkcs::LkcsSystem) -> (Runtime<Lkcs>, Vec<Handle<Lkcs>>) {
+fn monitored(sys: lkcs::algo::lkcs::LkcsSystem) -> (Runtime<Lkcs>, Vec<Handle<Lkcs>>) {
     let mut rt = Runtime::start(
         sys.procs,
         RuntimeConfig {
@@ -423,7 +426,7 @@ fn lkcs_round_trip_is_safe_and_live_on_threads() {
 
 /// The first seeded random graph of 16 processes (edge probability 0.4) on which the least
 /// slack (1, 4) builds with `rules`.
-fn dense_least_slack(rules: LkcsRules) -> Option<(Topology, lkcs::LkcsSystem)> {
+fn dense_least_slack(rules: LkcsRules) -> Option<(Topology, lkcs::algo::lkcs::LkcsSystem)> {
     (0..50).find_map(|seed| {
         let topo = Topology::random(16, 0.4, seed).ok()?;
         let inst = Lkcs::instance(&topo, &[1; 16], &[4; 16]).ok()?;
@@ -434,7 +437,7 @@ fn dense_least_slack(rules: LkcsRules) -> Option<(Topology, lkcs::LkcsSystem)> {
 
 /// Runs `sys` on threads under the monitor: every process completes `pairs` pairs (a hang,
 /// a liveness failure, fails after two minutes) and the monitor saw no violation.
-fn completes_pairs_monitored(topo: &Topology, sys: lkcs::LkcsSystem, pairs: usize) {
+fn completes_pairs_monitored(topo: &Topology, sys: lkcs::algo::lkcs::LkcsSystem, pairs: usize) {
     let (mut rt, handles) = monitored(sys);
     let done = cycle_pairs(&handles, pairs, Some(Duration::from_secs(120)));
     rt.shutdown();

@@ -75,8 +75,9 @@
 
 use lkcs::cs::{CsObject, Message, Outbox, Sequence};
 use lkcs::{
-    Algorithm, CallError, CondvarMailbox, CsState, Handle, Instance, Runtime, RuntimeConfig,
-    RuntimeError, SystemSpec, SystemVisitor, Topology,
+    cs::CsState,
+    runtime::{CondvarMailbox, Handle, Runtime, RuntimeConfig, RuntimeError},
+    Algorithm, CallError, Instance, SystemSpec, SystemVisitor, Topology,
 };
 use shuttle::scheduler::{PctScheduler, RandomScheduler, ReplayScheduler, Scheduler};
 use shuttle::{Config, FailurePersistence, Runner};
@@ -359,9 +360,13 @@ fn watchdog_reports_no_false_stall() {
 fn watchdog_still_finds_a_real_stall() {
     let topo = Topology::path(2).expect("path:2");
     let initial = [CsState::InCs, CsState::OutCs];
-    let (inst, procs) =
-        lkcs::Lmutin::system(&topo, &[1, 1], &initial, lkcs::LmutinRules::CORRECTED)
-            .expect("the system");
+    let (inst, procs) = lkcs::algo::lmutin::Lmutin::system(
+        &topo,
+        &[1, 1],
+        &initial,
+        lkcs::algo::lmutin::LmutinRules::CORRECTED,
+    )
+    .expect("the system");
     let body = move || {
         let config = RuntimeConfig {
             monitor: Some(inst.clone()),

@@ -31,7 +31,10 @@ use lkcs::net::{
     rebuild_from, Cluster, EntryGate, ExitGate, LeaseWatch, Logger, Net, NetError, Node,
     NodeHandle, Observer, Wire,
 };
-use lkcs::{CsObject, CsState, FencingToken, Instance, ProcessId, SystemVisitor};
+use lkcs::{
+    cs::{CsObject, CsState},
+    FencingToken, Instance, ProcessId, SystemVisitor,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::io;

@@ -465,6 +465,9 @@ fn an_unknown_coterie_or_leader_in_a_grid_exits_2_before_any_run() {
             "tree".into()
         )))
     );
-    assert_eq!("3".parse::<lkcs::Leaders>(), Ok(lkcs::Leaders::One(3)));
+    assert_eq!(
+        "3".parse::<lkcs::algo::lkcs::Leaders>(),
+        Ok(lkcs::algo::lkcs::Leaders::One(3))
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

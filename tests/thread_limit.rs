@@ -5,8 +5,10 @@
 
 use lkcs::runtime::thread_room;
 use lkcs::{
-    CsState, Lmutin, LmutinRules, MemberState, Problem, Quota, Runtime, RuntimeConfig,
-    RuntimeError, Topology,
+    algo::lmutin::{Lmutin, LmutinRules},
+    cs::CsState,
+    runtime::{Runtime, RuntimeConfig, RuntimeError},
+    MemberState, Problem, Quota, Topology,
 };
 
 /// The room the system leaves now, and a size well past it (the room moves a little as

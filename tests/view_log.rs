@@ -9,7 +9,7 @@ use lkcs::net::view::{
     Applied, Proposal, Unreachable, View, ViewConfig, ViewError, ViewGroup, ViewRpc, ViewRpcReply,
     ViewState, ViewTransport,
 };
-use lkcs::{CsState, ProcessId};
+use lkcs::{cs::CsState, ProcessId};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex};

@@ -7,8 +7,8 @@
 use lkcs::sim::{simulate, SimConfig, SimReport};
 use lkcs::view_system::ViewSystem;
 use lkcs::{
-    Algorithm, ConfigError, CsObject, CsState, Instance, Problem, ProcessId, SystemSpec,
-    SystemVisitor, Topology,
+    cs::{CsObject, CsState},
+    Algorithm, ConfigError, Instance, Problem, ProcessId, SystemSpec, SystemVisitor, Topology,
 };
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};

@@ -18,8 +18,8 @@ use lkcs::net::{
     ViewStatus,
 };
 use lkcs::{
-    Algorithm, CsObject, CsState, FencingToken, Instance, ProcessId, SystemSpec, SystemVisitor,
-    Topology,
+    cs::{CsObject, CsState},
+    Algorithm, FencingToken, Instance, ProcessId, SystemSpec, SystemVisitor, Topology,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;

@@ -70,13 +70,14 @@
 mod build;
 pub mod leader;
 mod messages;
+mod rules;
 pub mod trip;
 
 #[cfg(feature = "net")]
 pub use build::leader_key;
 pub use build::{Leaders, LkcsSystem, MIN_LEADER_DEGREE};
-pub use leader::LkcsRules;
 pub use messages::{At, LkcsMsg};
+pub use rules::LkcsRules;
 
 use crate::arbiter::Arbiter;
 use crate::config::Bounds;

@@ -199,7 +199,10 @@ impl Maekawa {
     /// starts with the locks of its whole quorum). Follows the notes' rules.
     ///
     /// ```
-    /// use lkcs::{simulate, Coterie, CsState, Maekawa, SimConfig, Workload};
+    /// use lkcs::algo::maekawa::Maekawa;
+    /// use lkcs::cs::CsState;
+    /// use lkcs::quorum::Coterie;
+    /// use lkcs::sim::{simulate, SimConfig, Workload};
     ///
     /// let grid = Coterie::grid(25)?; // 5x5: every quorum has 2·5−1 = 9 members
     /// let (inst, procs) = Maekawa::system(&grid, &[CsState::OutCs; 25])?;

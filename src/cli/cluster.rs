@@ -1,7 +1,7 @@
 //! `lkcs cluster init`: writes a cluster file and one key pair per member.
 
 use clap::{Args, Subcommand};
-use lkcs::net::cluster::{write_key, write_operator_key};
+use lkcs::net::{write_key, write_operator_key};
 use lkcs::net::{Cluster, SecretKey};
 use lkcs::BoundsFile;
 use std::fmt::Write as _;

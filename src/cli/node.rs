@@ -5,7 +5,10 @@ use clap::Args;
 use lkcs::net::{
     Cluster, EntryGate, ExitGate, LeaseWatch, NodeError, NodeHandle, NodeStatus, Observer,
 };
-use lkcs::{CsState, ProcessId, Sequence, Stats, Waiting};
+use lkcs::{
+    cs::{CsState, Sequence},
+    ProcessId, Stats, Waiting,
+};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};

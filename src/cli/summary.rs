@@ -3,7 +3,11 @@
 //! The `--json` object is the contract; this text is not parsed by anything.
 
 use crate::SimRun;
-use lkcs::{Algorithm, Bounds, CsState, Delay, ProcessId, Variant, Workload};
+use lkcs::{
+    cs::{CsState, Variant},
+    sim::{Delay, Workload},
+    Algorithm, Bounds, ProcessId,
+};
 
 /// What the algorithm solves, in words, with the paper's name.
 pub(crate) fn describe(a: Algorithm) -> &'static str {

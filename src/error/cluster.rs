@@ -5,7 +5,7 @@
 use std::fmt;
 
 /// The refusal of a cluster file in the format before one key pair per member.
-pub(crate) const OLD_FORMAT: &str = "a cluster file with a shared `secret` (the format before one \
+const OLD_FORMAT: &str = "a cluster file with a shared `secret` (the format before one \
 key pair per member) is no longer accepted: create the cluster with `lkcs cluster init`";
 
 /// One reason a cluster file (`lkcs::net::Cluster`) is refused, as

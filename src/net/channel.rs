@@ -32,16 +32,16 @@ pub const NOISE_PARAMS: &str = "Noise_XX_25519_ChaChaPoly_BLAKE2s";
 pub const PROLOGUE: &[u8] = b"lkcs-net/3 Noise_XX_25519_ChaChaPoly_BLAKE2s";
 
 /// The largest Noise message (the Noise specification's limit).
-pub const MAX_NOISE_MESSAGE: usize = 65_535;
+pub(super) const MAX_NOISE_MESSAGE: usize = 65_535;
 
 /// The authentication tag ChaCha20-Poly1305 adds to every frame.
-pub const TAG_LEN: usize = 16;
+pub(super) const TAG_LEN: usize = 16;
 
 /// A sealed frame length on the wire: 2 bytes and their tag.
-pub const SEALED_LENGTH: usize = 2 + TAG_LEN;
+pub(super) const SEALED_LENGTH: usize = 2 + TAG_LEN;
 
 /// Inside a sealed body, each frame's length (4 bytes, big-endian) before it.
-pub const INNER_LENGTH: usize = 4;
+pub(super) const INNER_LENGTH: usize = 4;
 
 /// The most plaintext one Noise message carries.
 const MAX_PLAIN: usize = MAX_NOISE_MESSAGE - TAG_LEN;

@@ -63,8 +63,9 @@ use super::channel::{PublicKey, SecretKey};
 use super::{Identity, MemberAddress, NetConfig, NetError, Timing};
 use crate::error::ClusterProblem;
 use crate::{
-    format_initial, parse_initial, BoundsFile, ConfigError, CsObject, CsState, Instance, Problem,
-    ProcessId, SystemSpec, SystemVisitor, Topology, Variant,
+    cs::{CsObject, CsState, Variant},
+    format_initial, parse_initial, BoundsFile, ConfigError, Instance, Problem, ProcessId,
+    SystemSpec, SystemVisitor, Topology,
 };
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -80,14 +81,11 @@ const MAX_KEY_FILE: u64 = 4096;
 
 /// The public keys of the example key files in the repository's `examples/` (published, so
 /// anyone can impersonate their members): refused unless allowed for local tests.
-pub const EXAMPLE_KEYS: [&str; 3] = [
+pub(super) const EXAMPLE_KEYS: [&str; 3] = [
     "1fe01777055b539745e467715567af8e6f1ec4f625dc9494b5bcab02fa145467",
     "857fc0f5fbd70723dddfc40f93f8fdf749f3619eb7193998e81eec8cbf3e3259",
     "1435f8310b339b3d8c9f066a83c57dc3b808d2f50b219995cad28565c411cf71",
 ];
-
-/// What the old format (a shared secret) is told.
-pub const OLD_FORMAT: &str = crate::error::OLD_FORMAT;
 
 /// A cluster file as written.
 #[derive(Deserialize)]
@@ -645,12 +643,12 @@ impl Cluster {
 
     /// Starts member `id`'s node on `listener` (bound to its address, or to `bind` when the
     /// member listens elsewhere than where its peers reach it; a `tokio::net::TcpListener`,
-    /// or any [`Listener`](super::Listener)), running the view log unless
+    /// or any [`Listener`](super::io::Listener)), running the view log unless
     /// the cluster runs no views. Must run inside a tokio runtime.
     pub fn spawn(
         &self,
         id: ProcessId,
-        listener: impl Into<super::Listener>,
+        listener: impl Into<super::io::Listener>,
         observer: Option<super::Observer>,
         log: super::Logger,
     ) -> Result<super::NodeHandle, NetError> {
@@ -662,7 +660,7 @@ impl Cluster {
     pub fn spawn_watched(
         &self,
         id: ProcessId,
-        listener: impl Into<super::Listener>,
+        listener: impl Into<super::io::Listener>,
         observer: Option<super::Observer>,
         lease: Option<super::LeaseWatch>,
         log: super::Logger,
@@ -688,7 +686,7 @@ impl Cluster {
 }
 
 /// Refuses a file that group or others may read or write (as ssh refuses a private key).
-pub fn check_private(path: &Path) -> Result<(), NetError> {
+pub(super) fn check_private(path: &Path) -> Result<(), NetError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -959,7 +957,7 @@ impl SystemVisitor for Resolve {
 struct Spawn {
     id: ProcessId,
     cfg: NetConfig,
-    listener: super::Listener,
+    listener: super::io::Listener,
     members: usize,
     /// The view options, and what the object is rebuilt from at each view.
     views: Option<(super::ViewOptions, SystemSpec, Instance)>,

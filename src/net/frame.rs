@@ -1,5 +1,5 @@
 //! The frames inside the channel: every frame is a postcard-encoded [`Frame`], sealed by the
-//! channel ([`super::channel`]) and sent as a big-endian `u32` length followed by the sealed
+//! channel (`net/channel.rs`) and sent as a big-endian `u32` length followed by the sealed
 //! bytes. A frame body is at most [`MAX_FRAME_LEN`] bytes (a Noise message less its tag);
 //! it is decoded by [`decode`], which never panics and names what was wrong in a
 //! [`FrameError`].
@@ -175,8 +175,8 @@ pub fn decode<M: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<Frame<M>, 
 mod tests {
     use super::*;
     use crate::algo::lkcs::{At, LkcsMsg};
+    use crate::algo::maekawa::MaekawaMsg;
     use crate::algo::mutin::MutinMsg;
-    use crate::MaekawaMsg;
     use proptest::prelude::*;
 
     fn pid() -> impl Strategy<Value = ProcessId> {
@@ -265,7 +265,7 @@ mod tests {
             tag in 0u8..6,
             rest in proptest::collection::vec(any::<u8>(), 0..120),
         ) {
-            type Gcs = crate::GcsMsg<crate::MutinMsg<crate::MigratingMsg<crate::DdcTransfer>>, crate::LkcsMsg>;
+            type Gcs = crate::cs::GcsMsg<crate::algo::mutin::MutinMsg<crate::algo::migrating::MigratingMsg<crate::algo::migrating::DdcTransfer>>, crate::algo::lkcs::LkcsMsg>;
             let mut bytes = vec![tag];
             bytes.extend(rest);
             if let Ok(f) = decode::<MutinMsg<MaekawaMsg>>(&bytes) {
@@ -336,16 +336,20 @@ mod tests {
         assert_eq!(decode::<LkcsMsg>(&encode(&f).unwrap()).unwrap(), f);
         let g = Frame::Data {
             seq: 1,
-            msg: crate::GcsMsg::<
-                crate::MutinMsg<crate::MigratingMsg<crate::CdcTransfer>>,
-                crate::LmutinMsg,
-            >::Lmin(crate::MutinMsg::Mx(crate::MigratingMsg::BecomeController {
-                epoch: 3,
-                info: crate::CdcTransfer {
-                    queue: vec![ProcessId(2), ProcessId(0)],
-                    busy: true,
+            msg: crate::cs::GcsMsg::<
+                crate::algo::mutin::MutinMsg<
+                    crate::algo::migrating::MigratingMsg<crate::algo::migrating::CdcTransfer>,
+                >,
+                crate::algo::lmutin::LmutinMsg,
+            >::Lmin(crate::algo::mutin::MutinMsg::Mx(
+                crate::algo::migrating::MigratingMsg::BecomeController {
+                    epoch: 3,
+                    info: crate::algo::migrating::CdcTransfer {
+                        queue: vec![ProcessId(2), ProcessId(0)],
+                        busy: true,
+                    },
                 },
-            })),
+            )),
         };
         assert_eq!(decode(&encode(&g).unwrap()).unwrap(), g);
     }

@@ -28,7 +28,7 @@ mod sources;
 mod task;
 
 pub use gauge::LinkGauges;
-pub use sequence::{AckBeyondSent, Arrival, Incoming, Outgoing};
+pub(super) use sequence::{Incoming, Outgoing};
 
 use super::io::Listener;
 use super::{MemberAddress, NetConfig, NetError, Timing};

@@ -3,7 +3,10 @@
 
 use super::{Cluster, Logger, NetError, NodeError, NodeHandle};
 use crate::quota::member::MemberEngine;
-use crate::{CsState, Member, ProcessId, QuotaError, Sequence};
+use crate::{
+    cs::{CsState, Sequence},
+    Member, ProcessId, QuotaError,
+};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;

@@ -1,9 +1,9 @@
 //! CS objects over TCP: each member in its own process, possibly on another host, runs the
-//! very same [`CsObject`](crate::CsObject) as the simulator and the thread runtime, over
+//! very same [`CsObject`](crate::cs::CsObject) as the simulator and the thread runtime, over
 //! authenticated, encrypted, reliable FIFO links (the `net` feature, on for the binary).
 //!
 //! # Layers
-//! - **Channel** ([`channel`]): the Noise protocol (`Noise_XX_25519_ChaChaPoly_BLAKE2s`, the
+//! - **Channel** (`net/channel.rs`): the Noise protocol (`Noise_XX_25519_ChaChaPoly_BLAKE2s`, the
 //!   `snow` crate) under every byte between members. Each member has its own X25519 key pair;
 //!   the cluster file pins every member's public key. After the handshake every frame,
 //!   control frames included, is sealed (ChaCha20-Poly1305, implicit counter nonces): a
@@ -12,22 +12,22 @@
 //! - **Framing** ([`frame`]): a 4-byte big-endian length prefix and a postcard body, a
 //!   [`frame::Frame`]: `Hello`, `Data { seq, msg }`, `Ack { seq }`, `Heartbeat`,
 //!   `Resume { delivered }` and `Refuse(reason)`.
-//! - **Handshake** ([`handshake`]): the Noise handshake authenticates both keys; the id a
+//! - **Handshake** (`net/handshake.rs`): the Noise handshake authenticates both keys; the id a
 //!   peer claims must be the one its key is pinned for; then the protocol version, the
 //!   cluster spec hash ([`spec_hash`]), the cluster epoch and the member ids must agree. A
 //!   mismatch is refused with a typed [`HandshakeError`], logged ([`LogEvent::Refused`]).
 //!   Nothing about a member (incarnation, spec hash, epoch) is sent before the peer is
 //!   authenticated.
-//! - **Links** ([`link`]): per-link sequence numbers, cumulative acknowledgements and
+//! - **Links** (`net/link.rs`): per-link sequence numbers, cumulative acknowledgements and
 //!   retransmission of the unacknowledged tail after a reconnect, so a reset or dropped
 //!   connection neither loses, duplicates nor reorders a message; the member with the smaller
 //!   id dials, with exponential backoff. A new connection replaces a link's connection only
 //!   once the link's own rules declared the old one dead (closed, failed, or silent beyond
 //!   the peer timeout): no takeover of a live link. [`Net`] is one member's set of links.
-//! - **Node** ([`node`]): drives one member's CS object from its links; [`NodeHandle`] is the
+//! - **Node** (`net/node.rs`): drives one member's CS object from its links; [`NodeHandle`] is the
 //!   application's side (`enter`, `exit`).
 //! - **Views** ([`view`]): the replicated view log (openraft), the control plane of crash
-//!   tolerance; built and tested in-process, not yet wired into the node.
+//!   tolerance: the node installs each view it commits (docs/fault-tolerance.md).
 //!
 //! # Floods
 //! The listener sheds a connection from an address that is not the host of a peer before
@@ -71,24 +71,23 @@
 //! the CS (docs/fault-tolerance.md, "Rejoin").
 
 mod address;
-pub mod channel;
-pub mod cluster;
+mod channel;
+mod cluster;
 pub mod frame;
-pub mod handshake;
+mod handshake;
 pub mod io;
-pub mod link;
+mod link;
 mod member;
 mod metrics;
-pub mod node;
+mod node;
 mod status;
 pub mod view;
 
 pub use crate::error::ClusterProblem;
 pub use address::MemberAddress;
-pub use channel::{PublicKey, SecretKey};
-pub use cluster::{Cluster, ViewTiming};
+pub use channel::{channel_error, ChannelError, PublicKey, SecretKey, NOISE_PARAMS, PROLOGUE};
+pub use cluster::{write_key, write_operator_key, Cluster, ViewTiming};
 pub use handshake::{HandshakeError, Trust};
-pub use io::Listener;
 pub use link::{LinkGauges, Net, NetEvent, NetSender, StatusFn};
 pub use metrics::{CallOutcome, NodeMetrics, PeerMetrics, WaitHistogram, WAIT_BUCKETS};
 pub use node::{

@@ -14,7 +14,7 @@
 //!
 //! A call waiting on a peer that becomes unreachable (or whose link is lost) returns
 //! [`NodeError::PeerUnreachable`] naming it; the peers waited on are the object's
-//! [`awaiting`](crate::CsObject::awaiting) set, or every unreachable peer when the algorithm
+//! [`awaiting`](crate::cs::CsObject::awaiting) set, or every unreachable peer when the algorithm
 //! does not say. The move keeps running: the next call of the same kind waits for it again,
 //! and returns at once once it completed.
 //!

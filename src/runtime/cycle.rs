@@ -33,7 +33,9 @@ use std::time::{Duration, Instant};
 /// returned. The handles must belong to distinct processes.
 ///
 /// ```
-/// use lkcs::{cycle_pairs, Lmutin, LmutinRules, Runtime, RuntimeConfig, Topology};
+/// use lkcs::algo::lmutin::{Lmutin, LmutinRules};
+/// use lkcs::runtime::{cycle_pairs, Runtime, RuntimeConfig};
+/// use lkcs::Topology;
 ///
 /// let ring = Topology::ring(6)?;
 /// let inst = Lmutin::instance(&ring, &[1; 6])?;

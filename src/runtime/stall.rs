@@ -65,8 +65,8 @@ impl fmt::Display for StallSnapshot {
 /// What one process's algorithm says of its wait ([`CsObject::awaiting`] and
 /// [`CsObject::lent_to`]); empty when it does not say.
 ///
-/// [`CsObject::awaiting`]: crate::CsObject::awaiting
-/// [`CsObject::lent_to`]: crate::CsObject::lent_to
+/// [`CsObject::awaiting`]: crate::cs::CsObject::awaiting
+/// [`CsObject::lent_to`]: crate::cs::CsObject::lent_to
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WaitView {

@@ -3,8 +3,12 @@
 //! --release --test proofs`, which `.ci/run` runs too).
 
 use lkcs::{
-    check, lmutex_instance, lmutex_system, parse_initial, Cdc, CheckConfig, CheckReport, CsState,
-    Ddc, Lmutin, LmutinRules, MigratingRules, MigrationCondition, Topology, Verdict,
+    algo::lmutin::{lmutex_instance, lmutex_system, Lmutin, LmutinRules},
+    algo::migrating::{Cdc, Ddc, MigratingRules, MigrationCondition},
+    check,
+    check::{CheckConfig, CheckReport, Verdict},
+    cs::CsState,
+    parse_initial, Topology,
 };
 use std::sync::Mutex;
 
@@ -87,13 +91,13 @@ pub fn sweep_bounds(
             let (inst, procs) = lmutex_system(&t, &vec![b; n], &init, PAPER).unwrap();
             (
                 format!("lmutex {spec} k={b} {init:?}"),
-                check(&inst, procs, &cfg(pairs, max_states)),
+                check::check(&inst, procs, &cfg(pairs, max_states)),
             )
         } else {
             let (inst, procs) = Lmutin::system(&t, &vec![b; n], &init, PAPER).unwrap();
             (
                 format!("lmutin {spec} l={b} {init:?}"),
-                check(&inst, procs, &cfg(pairs, max_states)),
+                check::check(&inst, procs, &cfg(pairs, max_states)),
             )
         };
         assert_sound(&what, &r, max_states);
@@ -127,8 +131,8 @@ pub fn maekawa_check(
         .coterie(n)
         .unwrap();
     let init = parse_initial(initial, n).unwrap();
-    let (inst, procs) = lkcs::Maekawa::system(&c, &init).unwrap();
-    let r = check(&inst, procs, &cfg(1, max_states));
+    let (inst, procs) = lkcs::algo::maekawa::Maekawa::system(&c, &init).unwrap();
+    let r = check::check(&inst, procs, &cfg(1, max_states));
     assert_sound(
         &format!("maekawa {coterie} n={n} {initial}"),
         &r,
@@ -162,11 +166,11 @@ pub fn prove(n: usize, init: &[CsState], c: MigrationCondition, pairs: usize) ->
     };
     let rules = MigratingRules::CORRECTED;
     let (inst, procs) = Cdc::system(&t, init, c, rules).unwrap();
-    let r = check(&inst, procs, &cfg);
+    let r = check::check(&inst, procs, &cfg);
     assert_eq!(r.verdict, Verdict::Proved, "cdc n={n} {c:?} {init:?}");
     let mut states = r.states;
     let (inst, procs) = Ddc::system(&t, init, c, rules).unwrap();
-    let r = check(&inst, procs, &cfg);
+    let r = check::check(&inst, procs, &cfg);
     assert_eq!(r.verdict, Verdict::Proved, "ddc n={n} {c:?} {init:?}");
     states += r.states;
     eprintln!("cdc+ddc complete:{n} {c:?} {pairs} pair(s): {states} states");

@@ -2,8 +2,10 @@
 #![allow(dead_code)]
 
 use lkcs::{
-    lmutex_system, simulate, CsState, Delay, Instance, Lmutex, Lmutin, LmutinRules, SimConfig,
-    SimReport, Topology, Workload,
+    algo::lmutin::{lmutex_system, Lmutex, Lmutin, LmutinRules},
+    cs::CsState,
+    sim::{simulate, Delay, SimConfig, SimReport, Workload},
+    Instance, Topology,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -57,7 +59,7 @@ pub fn lmutin_with(
 
 /// LMUTEX on `t` with upper bounds `k`, from a seeded safe initial configuration.
 pub fn lmutex(t: &Topology, k: &[usize], init_seed: u64) -> (Instance, Vec<Lmutex>, Vec<CsState>) {
-    let inst = lkcs::lmutex_instance(t, k).expect("valid bounds");
+    let inst = lkcs::algo::lmutin::lmutex_instance(t, k).expect("valid bounds");
     let init = inst
         .random_safe_initial(init_seed)
         .expect("LMUTEX always has a safe start");
@@ -87,7 +89,7 @@ pub fn sequential(pairs: usize) -> SimConfig {
 }
 
 /// Runs and asserts safety and liveness, printing the seed and trace on failure.
-pub fn run_ok<A: lkcs::CsObject>(
+pub fn run_ok<A: lkcs::cs::CsObject>(
     what: &str,
     inst: &Instance,
     procs: Vec<A>,
@@ -107,7 +109,7 @@ pub fn run_ok<A: lkcs::CsObject>(
 /// `expect_taken(object, already_withdrawn)`, asked before each withdrawal, says what the call
 /// must answer, where the test knows. Returns the withdrawals taken and the processes whose
 /// withdrawn sequence is still pending once every link is empty.
-pub fn withdrawal_schedule<A: lkcs::CsObject>(
+pub fn withdrawal_schedule<A: lkcs::cs::CsObject>(
     what: &str,
     inst: &Instance,
     procs: &mut [A],
@@ -115,7 +117,7 @@ pub fn withdrawal_schedule<A: lkcs::CsObject>(
     steps: usize,
     expect_taken: impl Fn(&A, bool) -> Option<bool>,
 ) -> (usize, Vec<usize>) {
-    use lkcs::{Outbox, ProcessId};
+    use lkcs::{cs::Outbox, ProcessId};
     use std::collections::VecDeque;
     let n = procs.len();
     let mut links: Vec<VecDeque<A::Msg>> = (0..n * n).map(|_| VecDeque::new()).collect();
@@ -167,7 +169,7 @@ pub fn withdrawal_schedule<A: lkcs::CsObject>(
             60..=84 => {
                 if procs[p].pending().is_none() {
                     let mut out = Outbox::new();
-                    let seq = lkcs::Sequence::leaving(procs[p].state());
+                    let seq = lkcs::cs::Sequence::leaving(procs[p].state());
                     procs[p].begin(seq, &mut out).expect("calling convention");
                     route(p, &mut out, &mut links);
                 }

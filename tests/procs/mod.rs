@@ -4,7 +4,7 @@
 
 use super::ports;
 use lkcs::net::{Cluster, SecretKey};
-use lkcs::{CsState, FencingToken, Instance, Observed, ProcessId};
+use lkcs::{cs::CsState, FencingToken, Instance, Observed, ProcessId};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -58,7 +58,7 @@ pub fn key_file(keys: &str, i: usize) -> (PathBuf, SecretKey) {
     let path = dir.join(format!("{i}.key"));
     // a folder left by an earlier process with the same pid (pids are reused)
     let _ = std::fs::remove_file(&path);
-    lkcs::net::cluster::write_key(&path, i, &key).unwrap();
+    lkcs::net::write_key(&path, i, &key).unwrap();
     (path, key)
 }
 

@@ -3,9 +3,10 @@
 //! [`Lkcs::build_default`], which runs the round trip and refuses, with its reasons, an
 //! instance the round trip cannot take (the leader rules run only when a leader is named).
 
-use super::leader::{tightened_region, within_two_hops, LeaderProc, LkcsRules};
+use super::leader::{tightened_region, within_two_hops, LeaderProc};
 use super::trip::TripProc;
 use super::Lkcs;
+use super::LkcsRules;
 use crate::config::{Bounds, Instance};
 use crate::cs::CsState;
 use crate::error::{ConfigError, Problem};

@@ -3,7 +3,11 @@
 
 use super::{Point, SweepArgs};
 use lkcs::quota::InnerMutex;
-use lkcs::{Algorithm, Delay, Topology, Variant, Workload, MAX_DELAY};
+use lkcs::{
+    cs::Variant,
+    sim::{Delay, Workload, MAX_DELAY},
+    Algorithm, Topology,
+};
 use serde::Deserialize;
 use std::path::Path;
 
@@ -493,7 +497,7 @@ pub(super) fn grid(args: &SweepArgs) -> Result<Grid, Vec<String>> {
     if let Some(Err(p)) = leader
         .as_deref()
         .filter(|_| taken("--leader"))
-        .map(str::parse::<lkcs::Leaders>)
+        .map(str::parse::<lkcs::algo::lkcs::Leaders>)
     {
         problems.push(p.to_string());
     }

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 /// The sending half of a link: sequence numbers and the retransmission buffer.
 #[derive(Clone, Debug)]
-pub struct Outgoing<M> {
+pub(crate) struct Outgoing<M> {
     next: u64,
     unacked: VecDeque<(u64, M)>,
 }
@@ -22,7 +22,7 @@ impl<M> Default for Outgoing<M> {
 
 /// An acknowledgement that makes no sense: it names a message never sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AckBeyondSent {
+pub(crate) struct AckBeyondSent {
     /// The sequence number acknowledged.
     pub acked: u64,
     /// The highest sequence number sent.
@@ -31,7 +31,7 @@ pub struct AckBeyondSent {
 
 impl<M: Clone> Outgoing<M> {
     /// Numbers `msg` and keeps it until acknowledged; returns its sequence number.
-    pub fn push(&mut self, msg: M) -> u64 {
+    pub(crate) fn push(&mut self, msg: M) -> u64 {
         let seq = self.next;
         self.next += 1;
         self.unacked.push_back((seq, msg));
@@ -39,13 +39,13 @@ impl<M: Clone> Outgoing<M> {
     }
 
     /// The highest sequence number sent (0 for none).
-    pub fn sent(&self) -> u64 {
+    pub(crate) fn sent(&self) -> u64 {
         self.next - 1
     }
 
     /// Drops every message up to `seq` (a cumulative ack). An ack beyond what was sent is an
     /// error and changes nothing.
-    pub fn ack(&mut self, seq: u64) -> Result<(), AckBeyondSent> {
+    pub(crate) fn ack(&mut self, seq: u64) -> Result<(), AckBeyondSent> {
         if seq > self.sent() {
             return Err(AckBeyondSent {
                 acked: seq,
@@ -58,14 +58,15 @@ impl<M: Clone> Outgoing<M> {
         Ok(())
     }
 
-    /// The messages not yet acknowledged, in order: what a new connection resends.
-    pub fn unacked(&self) -> impl Iterator<Item = &(u64, M)> {
+    /// The messages not yet acknowledged, in order (the tests look at them).
+    #[cfg(test)]
+    pub(crate) fn unacked(&self) -> impl Iterator<Item = &(u64, M)> {
         self.unacked.iter()
     }
 
     /// The kept messages from sequence number `from` on, in order (those not yet
     /// transmitted on the current connection).
-    pub fn from_seq(&self, from: u64) -> impl Iterator<Item = &(u64, M)> {
+    pub(crate) fn kept_from(&self, from: u64) -> impl Iterator<Item = &(u64, M)> {
         let skip = self
             .unacked
             .front()
@@ -76,25 +77,26 @@ impl<M: Clone> Outgoing<M> {
     }
 
     /// How many messages wait for an acknowledgement.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.unacked.len()
     }
 
     /// Whether every message was acknowledged.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.unacked.is_empty()
     }
 }
 
 /// The receiving half of a link: the highest sequence number delivered.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Incoming {
+pub(crate) struct Incoming {
     delivered: u64,
 }
 
 /// What to do with an arriving sequence number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Arrival {
+pub(crate) enum Arrival {
     /// The next one: deliver it (it is now counted as delivered).
     Deliver,
     /// Already delivered: drop it.
@@ -108,12 +110,12 @@ pub enum Arrival {
 
 impl Incoming {
     /// The highest sequence number delivered (0 for none).
-    pub fn delivered(&self) -> u64 {
+    pub(crate) fn delivered(&self) -> u64 {
         self.delivered
     }
 
     /// Classifies `seq`, counting it as delivered when it is the next one.
-    pub fn arrive(&mut self, seq: u64) -> Arrival {
+    pub(crate) fn arrive(&mut self, seq: u64) -> Arrival {
         if seq <= self.delivered {
             Arrival::Duplicate
         } else if seq == self.delivered + 1 {

@@ -53,7 +53,7 @@ where
                 let mut batch = std::mem::take(&mut control);
                 flush_writing = flush_queued.take();
                 let mut next = self.cursor;
-                for (seq, frame) in self.out.from_seq(self.cursor).take(SEND_BATCH) {
+                for (seq, frame) in self.out.kept_from(self.cursor).take(SEND_BATCH) {
                     batch.push(frame.clone());
                     next = seq + 1;
                 }

@@ -4,6 +4,7 @@ use crate::net::handshake::{self, HandshakeError, Trust};
 use crate::net::io::BoxStream;
 use crate::net::{Identity, LogEvent, Logger};
 use proptest::prelude::*;
+use sequence::{AckBeyondSent, Arrival};
 use tokio_util::codec::Framed;
 
 #[test]
@@ -15,9 +16,12 @@ fn outgoing_trims_by_cumulative_acks() {
     assert_eq!(out.sent(), 5);
     out.ack(3).unwrap();
     assert_eq!(out.unacked().map(|(s, _)| *s).collect::<Vec<_>>(), [4, 5]);
-    assert_eq!(out.from_seq(5).map(|(s, _)| *s).collect::<Vec<_>>(), [5]);
-    assert_eq!(out.from_seq(1).map(|(s, _)| *s).collect::<Vec<_>>(), [4, 5]);
-    assert_eq!(out.from_seq(6).count(), 0);
+    assert_eq!(out.kept_from(5).map(|(s, _)| *s).collect::<Vec<_>>(), [5]);
+    assert_eq!(
+        out.kept_from(1).map(|(s, _)| *s).collect::<Vec<_>>(),
+        [4, 5]
+    );
+    assert_eq!(out.kept_from(6).count(), 0);
     out.ack(2).unwrap(); // stale: nothing changes
     assert_eq!(out.len(), 2);
     assert_eq!(out.ack(6), Err(AckBeyondSent { acked: 6, sent: 5 }));
