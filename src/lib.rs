@@ -144,6 +144,8 @@ pub mod runtime;
 pub mod sim;
 mod small_set;
 mod sync;
+#[cfg(test)]
+mod test_threads;
 mod token;
 pub mod topology;
 pub mod view_system;

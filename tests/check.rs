@@ -6,6 +6,9 @@
 //! `cargo test --release --test proofs` (a target `cargo test` leaves out, so the proof tier
 //! builds one test binary over the library the fast tier built; `.ci/run` runs it too).
 
+#[path = "../src/test_threads.rs"]
+mod test_threads;
+
 #[path = "check/support.rs"]
 mod support;
 

@@ -2,6 +2,9 @@
 //! time budget (`CheckConfig::max_time`), the memory budget on a search that never ends, and
 //! (with the `cli` feature) `lkcs check` under an address-space limit.
 
+#[path = "../src/test_threads.rs"]
+mod test_threads;
+
 use lkcs::{
     check,
     check::{CheckConfig, CheckReport, Limit, Network, Search, Verdict},

@@ -9,6 +9,9 @@
 //! Ports are chosen free at run time; every process runs under a hang guard.
 #![cfg(unix)]
 
+#[path = "../src/test_threads.rs"]
+mod test_threads;
+
 mod ports;
 mod procs;
 

@@ -2,6 +2,9 @@
 //! connections mid-stream, the handshake's refusals, garbage on the port, CS objects from the
 //! catalog running as nodes under a bound monitor, unreachable peers and restarted members.
 
+#[path = "../src/test_threads.rs"]
+mod test_threads;
+
 mod ports;
 
 use lkcs::net::frame::Refusal;

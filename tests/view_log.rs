@@ -5,6 +5,9 @@
 //! installs them.
 #![cfg(feature = "net")]
 
+#[path = "../src/test_threads.rs"]
+mod test_threads;
+
 use lkcs::net::view::{
     Applied, Proposal, Unreachable, View, ViewConfig, ViewError, ViewGroup, ViewRpc, ViewRpcReply,
     ViewState, ViewTransport,

@@ -9,6 +9,9 @@
 //! runs out, before the others reclaim the slot.
 #![cfg(feature = "net")]
 
+#[path = "../src/test_threads.rs"]
+mod test_threads;
+
 mod ports;
 
 use lkcs::net::view::{View, ViewConfig};
