@@ -3,9 +3,10 @@
 //! through to a folder ([`Storage::Dir`]).
 //!
 //! # On disk
-//! A folder holds two files, each replaced whole and atomically (written to `NAME.tmp`,
-//! synced, renamed over `NAME`, the folder synced), so a crash leaves the old file or the new
-//! one, never a torn one. Each starts with `lkcsview` and its format's version byte
+//! A folder holds two files, each replaced whole and atomically (written to a new
+//! `NAME.N.tmp` of mode 0600, synced, renamed over `NAME`, the folder synced), so a crash
+//! leaves the old file or the new one, never a torn one; the temporary files a crash leaves
+//! are removed when the store opens. Each starts with `lkcsview` and its format's version byte
 //! ([`FORMAT_VERSION`]), then its postcard body; a file of another version is refused with
 //! both versions named:
 //! - `raft-log`: the vote, the committed log id, the last purged log id and the log's entries
@@ -80,16 +81,65 @@ fn unframed<'a>(path: &Path, bytes: &'a [u8]) -> std::io::Result<&'a [u8]> {
     }
 }
 
-/// Replaces `dir/name` with `bytes`, atomically and durably.
+/// This process's writes so far: the N of the next temporary file.
+pub(super) static TMP_WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Replaces `dir/name` with `bytes`, atomically and durably. The bytes go to a temporary
+/// file of their own, `NAME.N.tmp` (N counts this process's writes), created afresh with
+/// mode 0600: no two writes share a temporary file, even one whose caller gave up waiting
+/// while its blocking write went on, and a path that already exists, a symbolic link
+/// included, is never written through (it is skipped for the next N). The file replaced
+/// keeps that mode: the folder's files are private to the member's user.
 fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = dir.join(format!("{name}.tmp"));
-    {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
+    let mut attempts = 0;
+    let (tmp, mut file) = loop {
+        let n = TMP_WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = dir.join(format!("{name}.{n}.tmp"));
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        match options.open(&tmp) {
+            Ok(file) => break (tmp, file),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempts < 16 => {
+                attempts += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    drop(file);
+    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, dir.join(name))) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
     }
-    std::fs::rename(&tmp, dir.join(name))?;
     std::fs::File::open(dir)?.sync_all()
+}
+
+/// Removes the temporary files of `dir/name` that a process killed mid-write left
+/// (`NAME.N.tmp`, and `NAME.tmp` from builds that used one name for every write). Called
+/// when the store opens, before this process writes: the folder's lock keeps any other
+/// process out.
+fn remove_stale_tmp(dir: &Path, name: &str) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let file_name = entry.file_name();
+        let Some(rest) = file_name.to_str().and_then(|f| f.strip_prefix(name)) else {
+            continue;
+        };
+        let stale = rest == ".tmp"
+            || rest
+                .strip_prefix('.')
+                .and_then(|r| r.strip_suffix(".tmp"))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if stale {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
 }
 
 /// [`write_atomic`] on tokio's blocking pool: the two fsyncs take milliseconds, and the
@@ -158,6 +208,7 @@ impl LogStore {
             return Ok(LogStore::default());
         };
         make_dir(dir)?;
+        remove_stale_tmp(dir, LOG_FILE)?;
         let inner = match read_file(dir, LOG_FILE)? {
             Some(bytes) => {
                 let path = dir.join(LOG_FILE);
@@ -379,6 +430,7 @@ impl Machine {
             return Ok(Machine::new(initial));
         };
         make_dir(dir)?;
+        remove_stale_tmp(dir, SNAPSHOT_FILE)?;
         let path = dir.join(SNAPSHOT_FILE);
         let inner = match read_file(dir, SNAPSHOT_FILE)? {
             None => MachineInner {

@@ -260,3 +260,63 @@ fn the_files_on_disk_carry_their_format_version() {
         "{e}"
     );
 }
+
+/// The folder's files are private (0600) and written only through temporary files created
+/// afresh: a path that exists where the next write's temporary file would go (here a
+/// symbolic link to another file) is skipped, not written through, and the temporary files
+/// a killed process left are removed when the store opens (another name that merely starts
+/// the same way is not the store's, and is kept).
+#[cfg(unix)]
+#[test]
+fn writes_never_reuse_a_path_and_leave_private_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = Scratch::new("tmp");
+    std::fs::create_dir_all(&scratch.0).expect("folder");
+    let at = |name: &str| scratch.0.join(name);
+    for leftover in ["raft-log.tmp", "raft-log.7.tmp", "raft-snapshot.3.tmp"] {
+        std::fs::write(at(leftover), b"a killed write").expect("written");
+    }
+    std::fs::write(at("raft-log.notes.tmp"), b"not the store's").expect("written");
+    let storage = scratch.storage();
+    let vote = Vote::new_committed(5, 0);
+    runtime().block_on(async {
+        let mut log = LogStore::open(&storage).expect("opens");
+        let _machine = Machine::open(initial_state(), &storage).expect("opens");
+        for leftover in ["raft-log.tmp", "raft-log.7.tmp", "raft-snapshot.3.tmp"] {
+            assert!(!at(leftover).exists(), "{leftover} is removed at open");
+        }
+        assert!(
+            at("raft-log.notes.tmp").exists(),
+            "a file not the store's is kept"
+        );
+        let target = at("elsewhere");
+        std::fs::write(&target, b"untouched").expect("written");
+        let next = store::TMP_WRITES.load(std::sync::atomic::Ordering::Relaxed);
+        for n in next..next + 8 {
+            std::os::unix::fs::symlink(&target, at(&format!("{}.{n}.tmp", store::LOG_FILE)))
+                .expect("a link");
+        }
+        log.save_vote(&vote)
+            .await
+            .expect("the write skips the links");
+    });
+    assert_eq!(
+        std::fs::read(at("elsewhere")).expect("read"),
+        b"untouched",
+        "nothing is written through a link"
+    );
+    let meta = std::fs::symlink_metadata(at(store::LOG_FILE)).expect("the log file");
+    assert!(
+        meta.file_type().is_file(),
+        "the log is a file of its own, not a link"
+    );
+    assert_eq!(
+        meta.permissions().mode() & 0o777,
+        0o600,
+        "the log is private"
+    );
+    runtime().block_on(async {
+        let mut log = LogStore::open(&storage).expect("reopens");
+        assert_eq!(log.read_vote().await.expect("vote"), Some(vote));
+    });
+}
