@@ -84,10 +84,10 @@ struct SystemArgs {
     #[arg(long)]
     topology: String,
     /// Uniform lower bound l_i (lmutin: default 1; lkcs: default 0; maekawa fixes 0).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = cli::bound_arg)]
     l: Option<usize>,
     /// Uniform upper bound k_i (lmutex: default 1; lkcs: default |N_i|+1; maekawa fixes 1).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = cli::bound_arg)]
     k: Option<usize>,
     /// Per-process bounds: a JSON file {"l": [...], "k": [...]}, one entry per process.
     #[arg(long, value_name = "FILE")]
@@ -186,7 +186,9 @@ struct SimulateArgs {
     /// concurrent or sequential.
     #[arg(long, default_value = "concurrent")]
     workload: String,
-    /// Concurrent workload: think times are drawn from 0..=THINK.
+    /// Concurrent workload: think times are drawn from 0..=THINK. The sequential workload
+    /// has no think time and ignores it (a sweep passes it to every run, whatever the
+    /// workload).
     #[arg(long, default_value_t = 4)]
     think: u64,
     /// How many of the last events to print on failure.

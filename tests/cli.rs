@@ -1813,3 +1813,71 @@ fn a_finished_run_at_the_event_limit_is_not_stalled() {
         assert_eq!(r["requested_pairs_completed"], 10, "{workload}: {r}");
     }
 }
+
+/// A negative or oversized bound on the command line is refused (exit 2) naming why, for
+/// `simulate`, `check` and `cluster init` alike; clap alone took `-1` for an unexpected
+/// argument.
+#[test]
+fn a_negative_or_oversized_bound_is_refused_naming_why() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "simulate",
+                "--algorithm",
+                "gcs",
+                "--topology",
+                "complete:4",
+                "--l",
+                "-1",
+            ],
+            "invalid value '-1' for '--l <L>': a bound counts members: it cannot be negative",
+        ),
+        (
+            &[
+                "check",
+                "--algorithm",
+                "lmutex",
+                "--topology",
+                "path:3",
+                "--k",
+                "-3",
+            ],
+            "invalid value '-3' for '--k <K>': a bound counts members: it cannot be negative",
+        ),
+        (
+            &[
+                "simulate",
+                "--algorithm",
+                "gcs",
+                "--topology",
+                "complete:4",
+                "--k",
+                "99999999999999999999999",
+            ],
+            "a bound counts members: at most",
+        ),
+        (
+            &[
+                "cluster",
+                "init",
+                "--members",
+                "3",
+                "--out",
+                "unused",
+                "--l",
+                "-2",
+            ],
+            "invalid value '-2' for '--l <L>': a bound counts members: it cannot be negative",
+        ),
+    ];
+    for (args, reason) in cases {
+        let out = lkcs(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(reason), "{args:?} names its reason: {err}");
+    }
+    assert!(
+        !std::path::Path::new("unused").exists(),
+        "a refused cluster init writes nothing"
+    );
+}

@@ -56,10 +56,10 @@ pub struct InitArgs {
     #[arg(long)]
     topology: Option<String>,
     /// Uniform lower bound l_i.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::bound_arg)]
     l: Option<usize>,
     /// Uniform upper bound k_i.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::bound_arg)]
     k: Option<usize>,
     /// Per-process bounds: a JSON file {"l": [...], "k": [...]}, one entry per process.
     #[arg(long, value_name = "FILE")]

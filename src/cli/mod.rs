@@ -19,3 +19,21 @@ pub(crate) fn current_thread_runtime() -> Result<tokio::runtime::Runtime, String
         .build()
         .map_err(|e| format!("error: cannot start the runtime: {e}"))
 }
+
+/// A bound given on the command line (`--l`, `--k`): a count of members, 0 or more. A
+/// negative value is refused saying so, where clap alone would call `-1` an unexpected
+/// argument.
+pub(crate) fn bound_arg(s: &str) -> Result<usize, String> {
+    let s = s.trim();
+    if let Ok(v) = s.parse::<usize>() {
+        return Ok(v);
+    }
+    match s.parse::<i128>() {
+        Ok(v) if v < 0 => Err("a bound counts members: it cannot be negative".into()),
+        Ok(_) => Err(format!(
+            "a bound counts members: at most {} here",
+            usize::MAX
+        )),
+        Err(_) => Err("expected a count of members (0, 1, 2, ...)".into()),
+    }
+}

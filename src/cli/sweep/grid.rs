@@ -142,9 +142,16 @@ impl Term {
         Ok(Term { coef, div, add })
     }
 
-    pub(super) fn eval(self, n: usize) -> Option<usize> {
+    /// The term's value at `n`, or why it is no bound: negative, or beyond `usize`.
+    pub(super) fn eval(self, n: usize) -> Result<usize, &'static str> {
         let v = (self.coef as i128 * n as i128) / self.div as i128 + self.add as i128;
-        usize::try_from(v).ok()
+        usize::try_from(v).map_err(|_| {
+            if v < 0 {
+                "negative"
+            } else {
+                "larger than the largest integer"
+            }
+        })
     }
 }
 
@@ -585,8 +592,11 @@ pub(super) fn points(g: &Grid) -> Result<Vec<Point>, String> {
             for b in &bounds {
                 let l = b.l.map(|t| t.eval(*n));
                 let k = b.k.map(|t| t.eval(*n));
-                let refused = (l == Some(None) || k == Some(None))
-                    .then(|| format!("bounds {} are negative for n = {n}", b.text));
+                let refused = [l, k]
+                    .into_iter()
+                    .find_map(|side| side?.err())
+                    .map(|why| format!("bounds {} are {why} for n = {n}", b.text));
+                let (l, k) = (l.and_then(Result::ok), k.and_then(Result::ok));
                 for coterie in &coteries {
                     for mx in &mxs {
                         let migrating = matches!(alg, Algorithm::Cdc | Algorithm::Ddc)
@@ -609,8 +619,8 @@ pub(super) fn points(g: &Grid) -> Result<Vec<Point>, String> {
                                                 algorithm: alg,
                                                 topology: topo.clone(),
                                                 bounds: b.text.clone(),
-                                                l: l.flatten(),
-                                                k: k.flatten(),
+                                                l,
+                                                k,
                                                 coterie: coterie.clone(),
                                                 mx: mx.clone(),
                                                 variant: variant.clone(),

@@ -3,13 +3,18 @@ use super::*;
 #[test]
 fn terms_evaluate_in_n() {
     let t = |s: &str| Term::parse(s).unwrap().eval(16);
-    assert_eq!(t("3"), Some(3));
-    assert_eq!(t("n"), Some(16));
-    assert_eq!(t("n-1"), Some(15));
-    assert_eq!(t("n/4"), Some(4));
-    assert_eq!(t("3n/4"), Some(12));
-    assert_eq!(t("n/2+1"), Some(9));
-    assert_eq!(t("n-20"), None);
+    assert_eq!(t("3"), Ok(3));
+    assert_eq!(t("n"), Ok(16));
+    assert_eq!(t("n-1"), Ok(15));
+    assert_eq!(t("n/4"), Ok(4));
+    assert_eq!(t("3n/4"), Ok(12));
+    assert_eq!(t("n/2+1"), Ok(9));
+    assert_eq!(t("n-20"), Err("negative"));
+    // 2^64 - 1 times 16 does not fit: that is no negative bound
+    assert_eq!(
+        t("18446744073709551615n"),
+        Err("larger than the largest integer")
+    );
     let e = Term::parse("x").expect_err("no n and no integer");
     assert!(
         e.contains("bound `x`: expected an integer or a term like n"),
@@ -23,8 +28,8 @@ fn terms_evaluate_in_n() {
 fn bound_items_parse() {
     let b = BoundSpec::parse("gcs=1:n-1").unwrap();
     assert_eq!(b.only, Some(Algorithm::Gcs));
-    assert_eq!(b.l.unwrap().eval(8), Some(1));
-    assert_eq!(b.k.unwrap().eval(8), Some(7));
+    assert_eq!(b.l.unwrap().eval(8), Ok(1));
+    assert_eq!(b.k.unwrap().eval(8), Ok(7));
     let b = BoundSpec::parse("1:").unwrap();
     assert!(b.l.is_some() && b.k.is_none());
     assert!(BoundSpec::parse("default").unwrap().l.is_none());
