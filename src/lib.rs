@@ -146,6 +146,10 @@ mod small_set;
 mod sync;
 #[cfg(test)]
 mod test_threads;
+/// The unit tests' threads per core (`test_threads`): the checker's long searches and the
+/// view group's Raft suites, which wait on timers, overlap.
+#[cfg(test)]
+const TEST_THREADS_PER_CORE: usize = 2;
 mod token;
 pub mod topology;
 pub mod view_system;

@@ -8,6 +8,9 @@
 
 #[path = "../src/test_threads.rs"]
 mod test_threads;
+/// Test threads per core (src/test_threads.rs): twice the cores, so that the few long
+/// searches at the end of the list overlap.
+const TEST_THREADS_PER_CORE: usize = 2;
 
 #[path = "check/support.rs"]
 mod support;

@@ -11,6 +11,9 @@
 
 #[path = "../src/test_threads.rs"]
 mod test_threads;
+/// Test threads per core (src/test_threads.rs): twice the cores, so that the scenarios'
+/// waits on timers overlap.
+const TEST_THREADS_PER_CORE: usize = 2;
 
 mod ports;
 mod procs;

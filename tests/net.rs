@@ -1,11 +1,30 @@
 //! `lkcs::net` over real 127.0.0.1 sockets: reliable FIFO links through a proxy that resets
 //! connections mid-stream, the handshake's refusals, garbage on the port, CS objects from the
 //! catalog running as nodes under a bound monitor, unreachable peers and restarted members.
+//!
+//! The binary also holds the other tests that mostly wait on sockets, timers and child
+//! processes, so that their waits overlap (docs/measurements/tests.md): the view log over an
+//! in-memory transport (`view_log`), the views run by nodes over real links (`views`), and
+//! `lkcs node` as real OS processes (`cluster`).
 
 #[path = "../src/test_threads.rs"]
 mod test_threads;
+/// Test threads per core (src/test_threads.rs): four times the cores. These tests use a
+/// fraction of a core each (3 s of CPU in 8 s on 2 cores, docs/measurements/tests.md): they
+/// wait on sockets, timers and child processes.
+const TEST_THREADS_PER_CORE: usize = 4;
 
 mod ports;
+#[cfg(feature = "cli")]
+mod procs;
+
+#[cfg(feature = "cli")]
+#[path = "net/cluster.rs"]
+mod cluster;
+#[path = "net/view_log.rs"]
+mod view_log;
+#[path = "net/views.rs"]
+mod views;
 
 use lkcs::net::frame::Refusal;
 use lkcs::net::{

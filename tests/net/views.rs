@@ -7,12 +7,8 @@
 //! node shut down in the test's process: its sockets close as a killed process's do. A
 //! member cut off by proxies while it holds the slot, and alive, must fence when its lease
 //! runs out, before the others reclaim the slot.
-#![cfg(feature = "net")]
 
-#[path = "../src/test_threads.rs"]
-mod test_threads;
-
-mod ports;
+use crate::ports;
 
 use lkcs::net::view::{View, ViewConfig};
 use lkcs::net::{

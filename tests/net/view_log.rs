@@ -3,10 +3,6 @@
 //! switch cuts members off (both directions), splits the cluster, or delays a member's
 //! messages. Each test asserts the exact views and starts reached, on every member that
 //! installs them.
-#![cfg(feature = "net")]
-
-#[path = "../src/test_threads.rs"]
-mod test_threads;
 
 use lkcs::net::view::{
     Applied, Proposal, Unreachable, View, ViewConfig, ViewError, ViewGroup, ViewRpc, ViewRpcReply,

@@ -6,8 +6,7 @@
 //! Ports are chosen free at run time. Every process runs under a hang guard: a test that
 //! would hang fails instead.
 
-mod ports;
-mod procs;
+use crate::{ports, procs};
 
 use lkcs::net::Cluster;
 use lkcs::ProcessId;
