@@ -1106,6 +1106,87 @@ fn lkcs_started_at_a_bound_it_tightens_after_a_kill_gates_entries_until_an_exit(
     assert!(monitor.tokens_checked() > 0, "no entry's token was checked");
 }
 
+/// A member started again while the view without it is a surplus view: LKCS's round trip on
+/// complete:5 with (l, k) = (0, 3), P0 and P1 starting in the CS, P2 entering through the
+/// reserve, P4 killed (SIGKILL). While the four survivors' entries wait at the gate
+/// (`entry_gate=restore`), P4 is started again with the same command and rejoins: every
+/// member's view has it back, it is inactive, and no one fenced. The bound still holds P3's
+/// entry (three members in the CS), and P1's exit lets it in. The monitor checks the upper
+/// bound after every move.
+#[test]
+fn a_member_restarted_into_a_surplus_view_rejoins_inactive_and_entries_resume_after_an_exit() {
+    let quota =
+        "algorithm = \"lkcs\"\ntopology = \"complete:5\"\nl = 0\nk = 3\ninitial = \"in:0,1\"";
+    let (file, _, monitor) = cluster("lkcs-surplus-rejoin", quota, 5);
+    let dir = file.parent().unwrap().to_path_buf();
+    let started = Instant::now();
+    let mut nodes: Vec<LineNode> = (0..5)
+        .map(|i| LineNode::spawn(&file, i, &monitor, &dir.join(format!("{i}.log")), started))
+        .collect();
+    entered(
+        &nodes[2].ask("enter"),
+        "P2's entry through the reserve in view 0",
+    );
+    let mut victim = nodes.remove(4);
+    // SAFETY: kill(2) on a child of this test that has not been reaped
+    assert_eq!(
+        unsafe { libc::kill(victim.child.id() as libc::pid_t, libc::SIGKILL) },
+        0
+    );
+    victim.done.store(true, Ordering::SeqCst);
+    let _ = victim.child.wait();
+    for node in nodes.iter_mut() {
+        let status = wait_for_field(node, "entry_gate", "restore", started);
+        assert!(
+            !in_members(&status, 4),
+            "a surplus view without P4: {status}"
+        );
+    }
+    // P4 again, with the same command, while the survivors sit in the surplus view
+    nodes.push(LineNode::spawn(
+        &file,
+        4,
+        &monitor,
+        &dir.join("4-again.log"),
+        started,
+    ));
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let status = loop {
+            let status = node.ask("status");
+            if in_members(&status, 4) {
+                break status;
+            }
+            assert!(
+                started.elapsed() < GUARD,
+                "member {i} of the list never had P4 back: {status}"
+            );
+            thread::sleep(Duration::from_millis(50));
+        };
+        assert!(view_number(&status).is_some(), "a view: {status}");
+    }
+    assert_eq!(nodes[4].ask("state"), "ok inactive", "P4 rejoins inactive");
+    let waited = nodes[3].ask("enter 300");
+    assert!(
+        waited.starts_with("error: timed out"),
+        "three members are in the CS: P3's entry waits: {waited}"
+    );
+    assert_eq!(nodes[1].ask("exit"), "ok", "P1 exits");
+    entered(&nodes[3].ask("enter"), "P3's entry after P1's exit");
+    for (i, node) in nodes.iter_mut().enumerate() {
+        assert_ne!(
+            node.ask("state"),
+            "ok evicted",
+            "member {i} of the list fenced"
+        );
+    }
+    assert_eq!(nodes[3].ask("state"), "ok active");
+    for node in nodes {
+        node.quit();
+    }
+    assert_eq!(monitor.violations(), Vec::<String>::new());
+    assert!(monitor.tokens_checked() > 0, "no entry's token was checked");
+}
+
 /// A restarted member readmitted before a neighbour's link met its new process: LKCS on
 /// ring:6 with (l, k) = (1, 3), every link through a proxy. P2 is killed in the CS, and the
 /// view without it gates P1's exit, which times out and keeps waiting. With P1's link to P2
