@@ -1038,20 +1038,15 @@ fn lkcs_without_room_after_a_kill_gates_the_neighbourhood_until_the_member_rejoi
     assert!(monitor.tokens_checked() > 0, "no entry's token was checked");
 }
 
-/// LKCS's round trip on complete:5 with (l, k) = (0, 3), which it runs with the tightened
-/// bound 2: five `lkcs node` processes on the line protocol, P0 and P1 starting in the CS.
-/// P2 enters through the reserve (3 in the CS, at the bound), and P4 is killed (SIGKILL). The
-/// view without it starts at an upper bound LKCS tightens (3 of 4, below the neighbourhood's
-/// size): it is built with that bound raised and every survivor's entries gated
-/// (`entry_gate=restore`) instead of being refused, which fenced every member. P3's entry
-/// waits; P1's exit is not gated, and after it P1 asks for a view of the same members that
-/// restores the bound (`entry_gate=open`, a later view, no one fenced), and P3's entry
-/// completes. The monitor checks the upper bound after every move.
-#[test]
-fn lkcs_started_at_a_bound_it_tightens_after_a_kill_gates_entries_until_an_exit() {
+/// LKCS's round trip on complete:5 with (l, k) = (0, 3): five `lkcs node` processes on the
+/// line protocol, P0 and P1 starting in the CS. P2 enters through the reserve, P4 is killed
+/// (SIGKILL), and every survivor's status shows the surplus view: without P4, entries gated
+/// (`entry_gate=restore`), exits not. Returns the survivors' nodes (P0 to P3), the cluster
+/// file, the monitor, the test's start and each survivor's surplus view number.
+fn surplus_after_a_kill(name: &str) -> (Vec<LineNode>, PathBuf, Monitor, Instant, Vec<u64>) {
     let quota =
         "algorithm = \"lkcs\"\ntopology = \"complete:5\"\nl = 0\nk = 3\ninitial = \"in:0,1\"";
-    let (file, _, monitor) = cluster("lkcs-surplus", quota, 5);
+    let (file, _, monitor) = cluster(name, quota, 5);
     let dir = file.parent().unwrap().to_path_buf();
     let started = Instant::now();
     let mut nodes: Vec<LineNode> = (0..5)
@@ -1077,6 +1072,21 @@ fn lkcs_started_at_a_bound_it_tightens_after_a_kill_gates_entries_until_an_exit(
         assert_eq!(gate(&status), Some("open"), "no exit waits: {status}");
         surplus_views.push(view_number(&status).expect("a view"));
     }
+    (nodes, file, monitor, started, surplus_views)
+}
+
+/// LKCS's round trip on complete:5 with (l, k) = (0, 3), which it runs with the tightened
+/// bound 2: five `lkcs node` processes on the line protocol, P0 and P1 starting in the CS.
+/// P2 enters through the reserve (3 in the CS, at the bound), and P4 is killed (SIGKILL). The
+/// view without it starts at an upper bound LKCS tightens (3 of 4, below the neighbourhood's
+/// size): it is built with that bound raised and every survivor's entries gated
+/// (`entry_gate=restore`) instead of being refused, which fenced every member. P3's entry
+/// waits; P1's exit is not gated, and after it P1 asks for a view of the same members that
+/// restores the bound (`entry_gate=open`, a later view, no one fenced), and P3's entry
+/// completes. The monitor checks the upper bound after every move.
+#[test]
+fn lkcs_started_at_a_bound_it_tightens_after_a_kill_gates_entries_until_an_exit() {
+    let (mut nodes, _, monitor, started, surplus_views) = surplus_after_a_kill("lkcs-surplus");
     let waited = nodes[3].ask("enter 300");
     assert!(
         waited.starts_with("error: timed out"),
@@ -1115,33 +1125,8 @@ fn lkcs_started_at_a_bound_it_tightens_after_a_kill_gates_entries_until_an_exit(
 /// bound after every move.
 #[test]
 fn a_member_restarted_into_a_surplus_view_rejoins_inactive_and_entries_resume_after_an_exit() {
-    let quota =
-        "algorithm = \"lkcs\"\ntopology = \"complete:5\"\nl = 0\nk = 3\ninitial = \"in:0,1\"";
-    let (file, _, monitor) = cluster("lkcs-surplus-rejoin", quota, 5);
+    let (mut nodes, file, monitor, started, _) = surplus_after_a_kill("lkcs-surplus-rejoin");
     let dir = file.parent().unwrap().to_path_buf();
-    let started = Instant::now();
-    let mut nodes: Vec<LineNode> = (0..5)
-        .map(|i| LineNode::spawn(&file, i, &monitor, &dir.join(format!("{i}.log")), started))
-        .collect();
-    entered(
-        &nodes[2].ask("enter"),
-        "P2's entry through the reserve in view 0",
-    );
-    let mut victim = nodes.remove(4);
-    // SAFETY: kill(2) on a child of this test that has not been reaped
-    assert_eq!(
-        unsafe { libc::kill(victim.child.id() as libc::pid_t, libc::SIGKILL) },
-        0
-    );
-    victim.done.store(true, Ordering::SeqCst);
-    let _ = victim.child.wait();
-    for node in nodes.iter_mut() {
-        let status = wait_for_field(node, "entry_gate", "restore", started);
-        assert!(
-            !in_members(&status, 4),
-            "a surplus view without P4: {status}"
-        );
-    }
     // P4 again, with the same command, while the survivors sit in the surplus view
     nodes.push(LineNode::spawn(
         &file,
