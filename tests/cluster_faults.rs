@@ -948,14 +948,27 @@ fn wait_for_gate(node: &mut LineNode, want: &str, started: Instant) -> String {
 
 /// Asks `node` its status until its `key` is `want`; the last status.
 fn wait_for_field(node: &mut LineNode, key: &str, want: &str, started: Instant) -> String {
+    wait_for_status(node, &format!("{key}={want}"), started, |status| {
+        field(status, key) == Some(want)
+    })
+}
+
+/// Asks `node` its status every 50 ms until `until` holds of it (failing the test, naming
+/// `what` and the last status, once the hang guard's time is up); the last status.
+fn wait_for_status(
+    node: &mut LineNode,
+    what: &str,
+    started: Instant,
+    until: impl Fn(&str) -> bool,
+) -> String {
     loop {
         let status = node.ask("status");
-        if field(&status, key) == Some(want) {
+        if until(&status) {
             return status;
         }
         assert!(
             started.elapsed() < GUARD,
-            "never saw {key}={want}; last: {status}"
+            "never saw {what}; last: {status}"
         );
         thread::sleep(Duration::from_millis(50));
     }
@@ -995,14 +1008,9 @@ fn lkcs_without_room_after_a_kill_gates_the_neighbourhood_until_the_member_rejoi
         assert!(!in_members(&status, 2), "view without P2: {status}");
     }
     // P5 installs the view on its own tick: its status may still list P2 for a moment
-    let status = loop {
-        let status = nodes[4].ask("status");
-        if !in_members(&status, 2) {
-            break status;
-        }
-        assert!(started.elapsed() < GUARD, "P5 never left P2 out: {status}");
-        thread::sleep(Duration::from_millis(50));
-    };
+    let status = wait_for_status(&mut nodes[4], "P5 leave P2 out", started, |status| {
+        !in_members(status, 2)
+    });
     assert_eq!(
         gate(&status),
         Some("open"),
@@ -1136,17 +1144,8 @@ fn a_member_restarted_into_a_surplus_view_rejoins_inactive_and_entries_resume_af
         started,
     ));
     for (i, node) in nodes.iter_mut().enumerate() {
-        let status = loop {
-            let status = node.ask("status");
-            if in_members(&status, 4) {
-                break status;
-            }
-            assert!(
-                started.elapsed() < GUARD,
-                "member {i} of the list never had P4 back: {status}"
-            );
-            thread::sleep(Duration::from_millis(50));
-        };
+        let what = format!("member {i} of the list have P4 back");
+        let status = wait_for_status(node, &what, started, |status| in_members(status, 4));
         assert!(view_number(&status).is_some(), "a view: {status}");
     }
     assert_eq!(nodes[4].ask("state"), "ok inactive", "P4 rejoins inactive");
@@ -1282,17 +1281,10 @@ fn a_view_the_leader_rules_refuse_after_a_kill_runs_the_round_trip() {
     victim.done.store(true, Ordering::SeqCst);
     let _ = victim.child.wait();
     for (i, node) in nodes.iter_mut().enumerate() {
-        loop {
-            let status = node.ask("status");
-            if view_number(&status).is_some_and(|v| v > 0) && !in_members(&status, 4) {
-                break;
-            }
-            assert!(
-                started.elapsed() < GUARD,
-                "P{i} never installed a view without P4; last: {status}"
-            );
-            thread::sleep(Duration::from_millis(50));
-        }
+        let what = format!("P{i} install a view without P4");
+        wait_for_status(node, &what, started, |status| {
+            view_number(status).is_some_and(|v| v > 0) && !in_members(status, 4)
+        });
         assert_ne!(node.ask("state"), "ok evicted", "P{i} did not fence");
         let text = std::fs::read_to_string(log(i)).unwrap();
         assert!(
