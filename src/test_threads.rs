@@ -7,8 +7,9 @@
 //! declares at its root) times the cores before `main` runs (an `.init_array` entry on
 //! Linux, where the fast tier is measured; elsewhere it does nothing), unless the variable
 //! is set; libtest reads it only without `--test-threads`. So `cargo test --
-//! --test-threads=1` and `RUST_TEST_THREADS=1 cargo test` keep working. The tests are the same; they overlap their
-//! waits. docs/measurements/tests.md measures what it saves and which binaries use it.
+//! --test-threads=1` and `RUST_TEST_THREADS=1 cargo test` keep working. The tests are the
+//! same; they overlap their waits. docs/measurements/tests.md measures what it saves and
+//! which binaries use it.
 //!
 //! Included by the library's unit tests and, with `#[path]`, by the test binaries named in
 //! docs/measurements/tests.md.
