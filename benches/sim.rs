@@ -102,8 +102,7 @@ impl SystemVisitor for Probe<'_> {
                 let mut out = lkcs::cs::Outbox::new();
                 let seq = lkcs::cs::Sequence::leaving(p.state());
                 p.begin(seq, &mut out).ok()?;
-                let first = out.drain().next().map(|(_, m)| m);
-                first
+                out.drain().next().map(|(_, m)| m)
             })
             .expect("some process sends a message");
         let n = procs.len();

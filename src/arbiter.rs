@@ -250,13 +250,12 @@ impl Arbiter {
         self.pending.insert(s);
         if self.has_room() {
             self.grant_best(out);
-        } else if self.preempting.is_none() {
-            if let Some(&worst) = self.granted.last() {
-                if s < worst {
-                    self.preempting = Some(worst.id);
-                    out.push(Action::Preempt(worst.id));
-                }
-            }
+        } else if self.preempting.is_none()
+            && let Some(&worst) = self.granted.last()
+            && s < worst
+        {
+            self.preempting = Some(worst.id);
+            out.push(Action::Preempt(worst.id));
         }
     }
 

@@ -148,14 +148,12 @@ impl SystemSpec {
         }
         let leader_failed = leader.is_some() && self.leader.is_none();
         let mx_failed = mx.is_some() && self.mx.is_none();
-        if !leader_failed {
-            if let Err(e) = self.validate() {
-                problems.extend(
-                    e.problems
-                        .into_iter()
-                        .filter(|p| !(mx_failed && matches!(p, Problem::MxOption { .. }))),
-                );
-            }
+        if !leader_failed && let Err(e) = self.validate() {
+            problems.extend(
+                e.problems
+                    .into_iter()
+                    .filter(|p| !(mx_failed && matches!(p, Problem::MxOption { .. }))),
+            );
         }
         Err(ConfigError::new(problems))
     }

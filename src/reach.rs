@@ -206,7 +206,7 @@ impl ConfigurationGraph {
         states
             .iter()
             .enumerate()
-            .filter(|(_, &s)| s == CsState::InCs)
+            .filter(|&(_, &s)| s == CsState::InCs)
             .fold(0, |m, (i, _)| m | 1 << i)
     }
 

@@ -446,14 +446,14 @@ fn validate<A: CsObject>(objects: &[A], monitor: Option<&Instance>) -> Result<()
             )));
         }
     }
-    if let Some(inst) = monitor {
-        if inst.len() != objects.len() {
-            problems.push(Problem::Invalid(format!(
-                "the monitor's instance has {} processes, the runtime {}",
-                inst.len(),
-                objects.len()
-            )));
-        }
+    if let Some(inst) = monitor
+        && inst.len() != objects.len()
+    {
+        problems.push(Problem::Invalid(format!(
+            "the monitor's instance has {} processes, the runtime {}",
+            inst.len(),
+            objects.len()
+        )));
     }
     ConfigError::check(problems).map_err(RuntimeError::Config)
 }

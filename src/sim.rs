@@ -662,7 +662,7 @@ impl<'a, A: CsObject> Sim<'a, A> {
             .acc
             .iter()
             .zip(&self.acc_owner)
-            .filter(|(_, &(p, index))| index < self.track[p.index()].completed / 2)
+            .filter(|&(_, &(p, index))| index < self.track[p.index()].completed / 2)
             .map(|(a, &(process, index))| PairRecord {
                 process,
                 index,

@@ -16,7 +16,7 @@
 
 /// Run before `main`, while the process has one thread: setting a variable is sound there.
 #[used]
-#[cfg_attr(target_os = "linux", link_section = ".init_array")]
+#[cfg_attr(target_os = "linux", unsafe(link_section = ".init_array"))]
 static SCALE_TEST_THREADS: extern "C" fn() = scale_test_threads;
 
 extern "C" fn scale_test_threads() {
@@ -25,9 +25,13 @@ extern "C" fn scale_test_threads() {
         return;
     }
     if let Ok(cores) = std::thread::available_parallelism() {
-        std::env::set_var(
-            "RUST_TEST_THREADS",
-            (super::TEST_THREADS_PER_CORE * cores.get()).to_string(),
-        );
+        // SAFETY: this runs from `.init_array`, before `main` and before any other thread
+        // exists, so nothing reads or writes the environment concurrently
+        unsafe {
+            std::env::set_var(
+                "RUST_TEST_THREADS",
+                (super::TEST_THREADS_PER_CORE * cores.get()).to_string(),
+            );
+        }
     }
 }

@@ -131,10 +131,8 @@ fn entries(doc: &str) -> Vec<Entry> {
                 continue;
             }
         }
-        if in_entry {
-            if let Some(e) = entries.last_mut() {
-                e.body.push((n, line.to_string()));
-            }
+        if in_entry && let Some(e) = entries.last_mut() {
+            e.body.push((n, line.to_string()));
         }
     }
     entries
@@ -334,20 +332,20 @@ fn every_entry_has_a_command_or_says_why_not_and_every_deviation_has_an_entry() 
     // numbered entries = the module's numbered deviations, one for one
     let mut numbered: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
     for e in &entries {
-        if let Some((module, n)) = e.id.rsplit_once('-') {
-            if let Ok(n) = n.parse::<u32>() {
-                if module.contains('-') {
-                    continue; // e.g. lkcs-open-1: not a deviation of the module's list
-                }
-                let known = MODULES.iter().find(|(m, _)| *m == module);
-                let (m, _) = known.unwrap_or_else(|| {
-                    panic!(
-                        "docs/errata.md:{}: no module `{module}` for {}",
-                        e.line, e.id
-                    )
-                });
-                numbered.entry(m).or_default().push(n);
+        if let Some((module, n)) = e.id.rsplit_once('-')
+            && let Ok(n) = n.parse::<u32>()
+        {
+            if module.contains('-') {
+                continue; // e.g. lkcs-open-1: not a deviation of the module's list
             }
+            let known = MODULES.iter().find(|(m, _)| *m == module);
+            let (m, _) = known.unwrap_or_else(|| {
+                panic!(
+                    "docs/errata.md:{}: no module `{module}` for {}",
+                    e.line, e.id
+                )
+            });
+            numbered.entry(m).or_default().push(n);
         }
     }
     for (module, path) in MODULES {

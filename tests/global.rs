@@ -46,12 +46,17 @@ fn random_initial(n: usize, lo: usize, hi: usize, seed: u64) -> Vec<CsState> {
     s
 }
 
-fn mutin(c: &Coterie, l: usize, init: &[CsState], r: MutinRules) -> (Instance, Vec<impl CsObject>) {
+fn mutin(
+    c: &Coterie,
+    l: usize,
+    init: &[CsState],
+    r: MutinRules,
+) -> (Instance, Vec<impl CsObject + use<>>) {
     let t = Topology::complete(c.len()).unwrap();
     Mutin::system(&t, &quorums_of(c), l, init, maekawa(c), r).expect("valid mutin")
 }
 
-fn kmex(c: &Coterie, k: usize, init: &[CsState]) -> (Instance, Vec<impl CsObject>) {
+fn kmex(c: &Coterie, k: usize, init: &[CsState]) -> (Instance, Vec<impl CsObject + use<>>) {
     let t = Topology::complete(c.len()).unwrap();
     kmex_system(
         &t,
@@ -64,7 +69,12 @@ fn kmex(c: &Coterie, k: usize, init: &[CsState]) -> (Instance, Vec<impl CsObject
     .expect("valid kmex")
 }
 
-fn gcs(c: &Coterie, l: usize, k: usize, init: &[CsState]) -> (Instance, Vec<impl CsObject>) {
+fn gcs(
+    c: &Coterie,
+    l: usize,
+    k: usize,
+    init: &[CsState],
+) -> (Instance, Vec<impl CsObject + use<>>) {
     let t = Topology::complete(c.len()).unwrap();
     let mx = (maekawa(c), maekawa(c));
     gcs_system(&t, &quorums_of(c), (l, k), init, mx, MutinRules::CORRECTED).expect("valid gcs")

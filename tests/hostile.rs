@@ -90,12 +90,12 @@ fn in_system(n: usize, p: ProcessId) -> bool {
 
 /// Checks what must hold between steps.
 fn check_between<A: CsObject>(obj: &A, rig: &Rig<A>, at: &str) -> Result<(), TestCaseError> {
-    if rig.invariants {
-        if let Err(e) = obj.check_invariants() {
-            return Err(TestCaseError::fail(format!(
-                "{at}: invariant broken: {e}\n{obj:?}"
-            )));
-        }
+    if rig.invariants
+        && let Err(e) = obj.check_invariants()
+    {
+        return Err(TestCaseError::fail(format!(
+            "{at}: invariant broken: {e}\n{obj:?}"
+        )));
     }
     let ok = match obj.pending() {
         None => true,

@@ -349,10 +349,10 @@ fn cdf(values: &[u64], x_end: f64) -> Vec<(f64, f64)> {
         out.push((x as f64, f));
         prev = f;
     }
-    if let Some(&(x, _)) = out.last() {
-        if x < x_end {
-            out.push((x_end, 1.0));
-        }
+    if let Some(&(x, _)) = out.last()
+        && x < x_end
+    {
+        out.push((x_end, 1.0));
     }
     out
 }

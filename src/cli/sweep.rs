@@ -204,10 +204,10 @@ pub(crate) fn run(args: &SweepArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => return bad(&[e]),
     };
-    if let Some(dir) = &args.out {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            return bad(&[format!("cannot create {}: {e}", dir.display())]);
-        }
+    if let Some(dir) = &args.out
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        return bad(&[format!("cannot create {}: {e}", dir.display())]);
     }
     let outcomes = run_all(&points, jobs);
     let mut records: Vec<&Record> = Vec::new();

@@ -315,14 +315,15 @@ impl Cluster {
         };
         // the sections [members] lists, a bad one included (reported on its own)
         let listed = file.members.len();
-        if let Some(t) = &topology {
-            if listed > 0 && t.len() != listed {
-                problems.push(cluster_problem(ClusterProblem::TopologySize {
-                    topology: t.name().to_string(),
-                    processes: t.len(),
-                    members: listed,
-                }));
-            }
+        if let Some(t) = &topology
+            && listed > 0
+            && t.len() != listed
+        {
+            problems.push(cluster_problem(ClusterProblem::TopologySize {
+                topology: t.name().to_string(),
+                processes: t.len(),
+                members: listed,
+            }));
         }
         let algorithm = q.algorithm.parse().map_err(|p| problems.push(p)).ok();
         let variant = match q.variant.as_deref() {
@@ -823,22 +824,22 @@ fn members(
     let mut seen = BTreeMap::new();
     let mut seen_keys = BTreeMap::new();
     for (id, (a, k, _)) in &by_id {
-        if let Some(a) = a {
-            if let Some(other) = seen.insert(a.clone(), *id) {
-                problems.push(cluster_problem(ClusterProblem::SharedAddress {
-                    first: other,
-                    second: *id,
-                    address: a.to_string(),
-                }));
-            }
+        if let Some(a) = a
+            && let Some(other) = seen.insert(a.clone(), *id)
+        {
+            problems.push(cluster_problem(ClusterProblem::SharedAddress {
+                first: other,
+                second: *id,
+                address: a.to_string(),
+            }));
         }
-        if let Some(k) = k {
-            if let Some(other) = seen_keys.insert(*k, *id) {
-                problems.push(cluster_problem(ClusterProblem::SharedKey {
-                    first: other,
-                    second: *id,
-                }));
-            }
+        if let Some(k) = k
+            && let Some(other) = seen_keys.insert(*k, *id)
+        {
+            problems.push(cluster_problem(ClusterProblem::SharedKey {
+                first: other,
+                second: *id,
+            }));
         }
     }
     let mut addrs = Vec::new();

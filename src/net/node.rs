@@ -941,10 +941,10 @@ impl<A: CsObject> Core<A> {
         } else {
             awaiting.into_iter().find(|p| self.unreachable.contains(p))
         };
-        if let Some(p) = blocker {
-            if let Some((_, reply)) = self.waiting.take() {
-                let _ = reply.send(Err(NodeError::PeerUnreachable(p)));
-            }
+        if let Some(p) = blocker
+            && let Some((_, reply)) = self.waiting.take()
+        {
+            let _ = reply.send(Err(NodeError::PeerUnreachable(p)));
         }
     }
 }

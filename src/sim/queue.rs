@@ -131,10 +131,10 @@ impl<T> EventQueue<T> {
     /// The bucket of `time` (in the window), given spare storage if it has none.
     fn bucket(&mut self, time: u64) -> &mut VecDeque<T> {
         let b = &mut self.buckets[Self::slot(time)];
-        if b.capacity() == 0 {
-            if let Some(spare) = self.spare.pop() {
-                *b = spare;
-            }
+        if b.capacity() == 0
+            && let Some(spare) = self.spare.pop()
+        {
+            *b = spare;
         }
         b
     }

@@ -245,21 +245,20 @@ impl Watch {
             self.violations
                 .push(format!("{p}'s entry carries {token}, of another member"));
         }
-        if let Some(last) = self.tokens[p.index()] {
-            if token <= last {
-                self.violations.push(format!(
-                    "{p}'s entry carries {token}, not above its last entry's {last}"
-                ));
-            }
+        if let Some(last) = self.tokens[p.index()]
+            && token <= last
+        {
+            self.violations.push(format!(
+                "{p}'s entry carries {token}, not above its last entry's {last}"
+            ));
         }
-        if mutual_exclusion(&self.inst) {
-            if let Some(last) = self.last_token {
-                if (token.view, token.clock) <= (last.view, last.clock) {
-                    self.violations.push(format!(
-                        "mutual exclusion: {p}'s entry carries {token}, not above the last entry's {last}"
-                    ));
-                }
-            }
+        if mutual_exclusion(&self.inst)
+            && let Some(last) = self.last_token
+            && (token.view, token.clock) <= (last.view, last.clock)
+        {
+            self.violations.push(format!(
+                "mutual exclusion: {p}'s entry carries {token}, not above the last entry's {last}"
+            ));
         }
         self.tokens[p.index()] = Some(token);
         self.last_token = Some(token);

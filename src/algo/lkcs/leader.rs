@@ -471,10 +471,11 @@ impl LeaderProc {
         }
         let full = self.closed.len();
         let w = self.waiting();
-        if let Some(role) = self.leader.as_mut() {
-            if role.waiting && w < full {
-                role.waiting = false;
-            }
+        if let Some(role) = self.leader.as_mut()
+            && role.waiting
+            && w < full
+        {
+            role.waiting = false;
         }
         self.try_complete(out);
         // completing sends only messages: Waiting_LDR is unchanged
@@ -844,18 +845,18 @@ impl CsObject for LeaderProc {
             LkcsMsg::Trigger { at, ts } => self.on_trigger(from, at, ts, out),
             LkcsMsg::RequestByTrigger { at, ts } => {
                 self.arbiters[at.index()].sidetrack(Stamp::new(ts, from), &mut actions);
-                if let Some(role) = self.leader.as_mut() {
-                    if role.in_flight == Some(from) {
-                        role.in_flight = None;
-                    }
+                if let Some(role) = self.leader.as_mut()
+                    && role.in_flight == Some(from)
+                {
+                    role.in_flight = None;
                 }
                 typed = Some(at);
             }
             LkcsMsg::TriggerDeclined => {
-                if let Some(role) = self.leader.as_mut() {
-                    if role.in_flight == Some(from) {
-                        role.in_flight = None;
-                    }
+                if let Some(role) = self.leader.as_mut()
+                    && role.in_flight == Some(from)
+                {
+                    role.in_flight = None;
                 }
             }
             // the round trip's messages mean nothing to the leader rules

@@ -314,10 +314,10 @@ impl TripProc {
                 // the sender's permission of the other type is now held for its state: one
                 // granted to its sequence, or (from a retired process, `retire`) its trip's
                 let b = &mut self.arbiters[at.other().index()];
-                if let Some(h) = b.granted.get_mut(&from) {
-                    if matches!(h, Hold::Progress(_) | Hold::Trip) {
-                        *h = Hold::State;
-                    }
+                if let Some(h) = b.granted.get_mut(&from)
+                    && matches!(h, Hold::Progress(_) | Hold::Trip)
+                {
+                    *h = Hold::State;
                 }
                 if b.preempting == Some(from) {
                     b.preempting = None;
@@ -344,21 +344,21 @@ impl TripProc {
                 }
             }
             LkcsMsg::TripYield { ts } => {
-                if let Some(h) = self.lock.holder.filter(|h| !h.committed) {
-                    if h.trip == Stamp::new(ts, from) {
-                        self.lock.holder = None;
-                        self.lock.queue.insert(h.trip, h.at);
-                    }
+                if let Some(h) = self.lock.holder.filter(|h| !h.committed)
+                    && h.trip == Stamp::new(ts, from)
+                {
+                    self.lock.holder = None;
+                    self.lock.queue.insert(h.trip, h.at);
                 }
             }
             LkcsMsg::TripCancel => self.cancel_trip(from),
             LkcsMsg::TripGo { at } => {
-                if let Some(h) = self.lock.holder.as_mut().filter(|h| !h.committed) {
-                    if h.trip.id == from && h.at == at {
-                        h.committed = true;
-                        self.go(from, at, out);
-                        touched[at.index()] = true;
-                    }
+                if let Some(h) = self.lock.holder.as_mut().filter(|h| !h.committed)
+                    && h.trip.id == from && h.at == at
+                {
+                    h.committed = true;
+                    self.go(from, at, out);
+                    touched[at.index()] = true;
                 }
             }
             LkcsMsg::Withdraw { at } => {
@@ -530,23 +530,25 @@ impl TripProc {
     /// Gives a free lock to the oldest trip asking; asks a younger holder that has not moved
     /// to yield to an older one.
     fn pass_lock(&mut self, out: &mut Outbox<LkcsMsg>) {
-        if self.lock.holder.is_none() {
-            if let Some((trip, at)) = self.lock.queue.pop_first() {
-                self.lock.holder = Some(LockHolder {
-                    trip,
-                    at,
-                    committed: false,
-                    inquired: false,
-                });
-                out.send(trip.id, LkcsMsg::TripLock { ts: trip.ts });
-            }
+        if self.lock.holder.is_none()
+            && let Some((trip, at)) = self.lock.queue.pop_first()
+        {
+            self.lock.holder = Some(LockHolder {
+                trip,
+                at,
+                committed: false,
+                inquired: false,
+            });
+            out.send(trip.id, LkcsMsg::TripLock { ts: trip.ts });
         }
         let oldest = self.lock.queue.keys().next().copied();
-        if let Some(h) = self.lock.holder.as_mut() {
-            if !h.committed && !h.inquired && oldest.is_some_and(|o| o < h.trip) {
-                h.inquired = true;
-                out.send(h.trip.id, LkcsMsg::TripInquire { ts: h.trip.ts });
-            }
+        if let Some(h) = self.lock.holder.as_mut()
+            && !h.committed
+            && !h.inquired
+            && oldest.is_some_and(|o| o < h.trip)
+        {
+            h.inquired = true;
+            out.send(h.trip.id, LkcsMsg::TripInquire { ts: h.trip.ts });
         }
     }
 
@@ -559,21 +561,22 @@ impl TripProc {
             a.granted.insert(s.id, Hold::Progress(s.ts));
             out.send(s.id, LkcsMsg::Grant { at });
         }
-        if a.full() && a.preempting.is_none() {
-            if let Some(&r) = a.queue.first() {
-                let victim = a
-                    .granted
-                    .iter()
-                    .filter_map(|(&p, h)| match h {
-                        Hold::Progress(ts) => Some(Stamp::new(*ts, p)),
-                        _ => None,
-                    })
-                    .filter(|&s| s > r)
-                    .max();
-                if let Some(v) = victim {
-                    a.preempting = Some(v.id);
-                    out.send(v.id, LkcsMsg::Preempt { at });
-                }
+        if a.full()
+            && a.preempting.is_none()
+            && let Some(&r) = a.queue.first()
+        {
+            let victim = a
+                .granted
+                .iter()
+                .filter_map(|(&p, h)| match h {
+                    Hold::Progress(ts) => Some(Stamp::new(*ts, p)),
+                    _ => None,
+                })
+                .filter(|&s| s > r)
+                .max();
+            if let Some(v) = victim {
+                a.preempting = Some(v.id);
+                out.send(v.id, LkcsMsg::Preempt { at });
             }
         }
         let queue = &a.queue;

@@ -235,10 +235,11 @@ impl MigrationInfo for Migration {
     }
 
     fn select_next_controller(&self, me: ProcessId, hint: NextHint) -> Option<ProcessId> {
-        if let Some(k) = hint.preferred {
-            if k != me && self.candidates.binary_search(&k).is_ok() {
-                return Some(k);
-            }
+        if let Some(k) = hint.preferred
+            && k != me
+            && self.candidates.binary_search(&k).is_ok()
+        {
+            return Some(k);
         }
         let others = || self.candidates.iter().copied().filter(move |&c| c != me);
         others()

@@ -240,10 +240,11 @@ impl<R: RequestsInfo, G: MigrationInfo> CsObject for Migrating<R, G> {
                 }
             }
             MigratingMsg::WakeUp => {
-                if self.active && (self.rules.unguarded_wake_up || self.requests.is_free()) {
-                    if let Some(j) = self.requests.select_request(None) {
-                        self.grant(j, out);
-                    }
+                if self.active
+                    && (self.rules.unguarded_wake_up || self.requests.is_free())
+                    && let Some(j) = self.requests.select_request(None)
+                {
+                    self.grant(j, out);
                 }
             }
             MigratingMsg::BecomeController { epoch, info } => {

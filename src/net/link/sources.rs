@@ -165,12 +165,12 @@ impl Held {
     }
 
     fn pop(&mut self) {
-        if let Some((_, source, _)) = self.conns.pop_front() {
-            if let Some(n) = self.per_source.get_mut(&source) {
-                *n -= 1;
-                if *n == 0 {
-                    self.per_source.remove(&source);
-                }
+        if let Some((_, source, _)) = self.conns.pop_front()
+            && let Some(n) = self.per_source.get_mut(&source)
+        {
+            *n -= 1;
+            if *n == 0 {
+                self.per_source.remove(&source);
             }
         }
     }

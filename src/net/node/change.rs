@@ -291,10 +291,10 @@ impl<A: CsObject> Core<A> {
             s.entry_gate = EntryGate::Open;
         });
         self.metrics.fenced();
-        if self.published.borrow().0 == CsState::InCs {
-            if let Some(o) = &self.observer {
-                o(self.me, CsState::OutCs, None);
-            }
+        if self.published.borrow().0 == CsState::InCs
+            && let Some(o) = &self.observer
+        {
+            o(self.me, CsState::OutCs, None);
         }
         self.published.send_replace((CsState::OutCs, None));
         if let Some((_, reply)) = self.waiting.take() {

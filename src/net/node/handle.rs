@@ -76,11 +76,10 @@ impl NodeHandle {
         f: impl FnMut(&NodeStatus) -> bool,
     ) -> Result<NodeStatus, NodeError> {
         let mut rx = self.status.clone();
-        let status = match rx.wait_for(f).await {
+        match rx.wait_for(f).await {
             Ok(s) => Ok(s.clone()),
             Err(_) => Err(NodeError::Stopped),
-        };
-        status
+        }
     }
 
     /// Leaves the cluster for good, gracefully: exits the CS first if the member is in it
@@ -189,10 +188,10 @@ impl NodeHandle {
             return Err(e);
         }
         // no slot is acted on before the first lease (a member that starts in the CS too)
-        if !self.status.borrow().leased {
-            if let Err(e) = self.wait_status(|s| s.leased).await {
-                return Err(self.why_stopped().unwrap_or(e));
-            }
+        if !self.status.borrow().leased
+            && let Err(e) = self.wait_status(|s| s.leased).await
+        {
+            return Err(self.why_stopped().unwrap_or(e));
         }
         if self.state() == target {
             if self.pending().is_none() {

@@ -365,22 +365,19 @@ pub(in crate::net::node) async fn run<M: Send + 'static>(
                         || round != p.round
                         || at.elapsed() >= options.config.write_timeout
                 });
-            if due {
-                if let Some((stable, clock)) = core.freeze(p.next) {
-                    reported = Some((p.next, p.round, Instant::now()));
-                    // ... and it waits until they have fenced: evict_after since its last
-                    // answer to each. The report names the change's round: if the change
-                    // grows meanwhile, the log refuses it, and the member reports again
-                    let wait =
-                        lock(lease).report_wait(removed, options.evict_after, Instant::now());
-                    let (group, log, next, round) = (group.clone(), log.clone(), p.next, p.round);
-                    tokio::spawn(async move {
-                        tokio::time::sleep(wait).await;
-                        if let Err(e) = group.report_round(next, round, stable, clock).await {
-                            log(id, &LogEvent::View(format!("report for view {next}: {e}")));
-                        }
-                    });
-                }
+            if due && let Some((stable, clock)) = core.freeze(p.next) {
+                reported = Some((p.next, p.round, Instant::now()));
+                // ... and it waits until they have fenced: evict_after since its last
+                // answer to each. The report names the change's round: if the change
+                // grows meanwhile, the log refuses it, and the member reports again
+                let wait = lock(lease).report_wait(removed, options.evict_after, Instant::now());
+                let (group, log, next, round) = (group.clone(), log.clone(), p.next, p.round);
+                tokio::spawn(async move {
+                    tokio::time::sleep(wait).await;
+                    if let Err(e) = group.report_round(next, round, stable, clock).await {
+                        log(id, &LogEvent::View(format!("report for view {next}: {e}")));
+                    }
+                });
             }
         }
         if changed {

@@ -123,8 +123,7 @@ fn a_store_on_disk_is_what_a_restarted_process_opens() {
             .expect("apply");
         assert_eq!(applied.len(), 4);
         machine.build_snapshot().await.expect("snapshot");
-        let state = machine.inner.lock().await.state.clone();
-        state
+        machine.inner.lock().await.state.clone()
     });
     runtime().block_on(async {
         let mut log = LogStore::open(&storage).expect("reopens");

@@ -822,10 +822,10 @@ proptest! {
             let before = a.clone();
             let out = a.apply(&c);
             prop_assert_eq!(&out, &b.apply(&c));
-            if let Command::Propose(Proposal::Evict { member, incarnation }) = c {
-                if before.view.members.get(&member) != Some(&incarnation) {
-                    prop_assert!(matches!(out, Applied::Ignored(_)), "{c:?} of another process: {out:?}");
-                }
+            if let Command::Propose(Proposal::Evict { member, incarnation }) = c
+                && before.view.members.get(&member) != Some(&incarnation)
+            {
+                prop_assert!(matches!(out, Applied::Ignored(_)), "{c:?} of another process: {out:?}");
             }
             prop_assert_eq!(&a, &b);
             match &out {
