@@ -49,7 +49,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// The cluster's timers: the tests' (tests/cluster_faults.rs): a silent peer is unreachable
+/// The cluster's timers: the tests' (tests/net/faults.rs): a silent peer is unreachable
 /// after 800 ms, a member no majority answers for 1.5 s fences, one unreachable for 2.5 s is
 /// evicted.
 const PEER_TIMEOUT_MS: u64 = 800;

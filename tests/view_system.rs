@@ -246,7 +246,7 @@ fn every_algorithm_restricted_to_a_majority_keeps_the_clusters_bounds_and_runs()
             // every view builds, LKCS's started at a bound it tightens included (raised), and
             // runs safely and to completion within its built bounds; a surplus view's asked
             // bound is kept by the node's entry gate, which the simulator does not run: the
-            // node tests (tests/net/views.rs, tests/cluster_faults.rs) check that one
+            // node tests (tests/net/views.rs, tests/net/faults.rs) check that one
             let r = match view.spec().build(Run(cfg)) {
                 Ok(r) => r,
                 Err(e) => panic!("{what}: the view's system is refused: {e}"),

@@ -204,7 +204,7 @@ fn the_monitor_catches_a_broken_bound() {
 /// Without views (`evict_after_ms = 0`), a node killed with SIGKILL mid-run: every survivor
 /// exits 1 within the peer timeout (and a margin), with an `error:` line naming the dead
 /// member; no bound broken before. (With views the survivors evict it and go on:
-/// tests/cluster_faults.rs.)
+/// tests/net/faults.rs.)
 #[test]
 fn without_views_a_killed_node_is_named_by_the_survivors() {
     let dir = scratch("kill");

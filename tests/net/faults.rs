@@ -7,17 +7,8 @@
 //! (docs/fault-tolerance.md). Liveness: every survivor completes its pairs and exits 0.
 //!
 //! Ports are chosen free at run time; every process runs under a hang guard.
-#![cfg(unix)]
 
-#[path = "../src/test_threads.rs"]
-mod test_threads;
-/// Test threads per core (src/test_threads.rs): twice the cores, so that the scenarios'
-/// waits on timers overlap.
-const TEST_THREADS_PER_CORE: usize = 2;
-
-mod ports;
-mod procs;
-
+use crate::{ports, procs};
 use lkcs::cs::CsState;
 use lkcs::net::Cluster;
 use ports::free_ports;
