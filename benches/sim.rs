@@ -21,7 +21,7 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use lkcs::cs::{CsObject, CsState};
 use lkcs::sim::{bare_event_loop, set_prefetch, simulate, Delay, SimConfig, Workload};
-use lkcs::topology::Topology;
+use lkcs::Topology;
 use lkcs::{cs::Variant, Algorithm, Instance, SystemSpec, SystemVisitor};
 use std::time::Duration;
 

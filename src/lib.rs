@@ -131,6 +131,8 @@ pub mod check;
 mod config;
 pub mod cs;
 mod error;
+#[cfg(not(loom))]
+mod facade;
 mod fnv;
 mod id;
 mod metrics;
@@ -151,13 +153,13 @@ mod test_threads;
 #[cfg(test)]
 const TEST_THREADS_PER_CORE: usize = 2;
 mod token;
-pub mod topology;
+mod topology;
 pub mod view_system;
 
 // The crate root shows the quota and the types the public modules share; every other item
 // lives in its module (`lkcs::sim::simulate`, `lkcs::runtime::Runtime`, ...), and only there.
 #[cfg(not(loom))]
-pub use quota::{Member, MemberState, Quota, QuotaBuilder, QuotaError};
+pub use facade::{Member, MemberState, Quota, QuotaBuilder, QuotaError};
 
 pub use catalog::{
     check_mx, Algorithm, BoundsFile, PrintedRule, PrintedRules, SystemSpec, SystemVisitor,

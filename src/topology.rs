@@ -19,12 +19,11 @@ const RANDOM_FLIPS: f64 = 4e8;
 /// is above this: a draw is then connected with probability below about e^-20.
 const MAX_EXPECTED_ISOLATED: f64 = 20.0;
 
-/// The largest number of processes a topology may have.
-pub const MAX_PROCESSES: usize = 1_000_000;
+/// [`Topology::MAX_PROCESSES`], for the code of this file.
+const MAX_PROCESSES: usize = 1_000_000;
 
-/// The largest number of edges a stored topology may have (the complete graph is not stored:
-/// [`Topology::complete`] takes any `n` up to [`MAX_PROCESSES`]).
-pub const MAX_EDGES: usize = 10_000_000;
+/// [`Topology::MAX_EDGES`], for the code of this file.
+const MAX_EDGES: usize = 10_000_000;
 
 /// An undirected, simple communication graph over processes `0..n`, connected unless built by
 /// [`Topology::induced`].
@@ -52,6 +51,13 @@ enum Graph {
 }
 
 impl Topology {
+    /// The largest number of processes a topology may have.
+    pub const MAX_PROCESSES: usize = MAX_PROCESSES;
+
+    /// The largest number of edges a stored topology may have (the complete graph is not
+    /// stored: [`Topology::complete`] takes any `n` up to [`Topology::MAX_PROCESSES`]).
+    pub const MAX_EDGES: usize = MAX_EDGES;
+
     /// Builds a graph from an edge list, reporting every problem found (out-of-range ends,
     /// self-loops, zero processes, disconnection). Duplicate edges, in either direction,
     /// are merged.
@@ -456,7 +462,7 @@ impl Topology {
     }
 
     /// For algorithms that keep every closed neighbourhood (LMUTIN, LMUTEX, LKCS): refuses a
-    /// graph with more than [`MAX_EDGES`] edges, which only the implicit complete graph can
+    /// graph with more than [`Topology::MAX_EDGES`] edges, which only the implicit complete graph can
     /// have (`complete:N` for N above about 4,500).
     pub fn require_stored(&self, algorithm: &str) -> Result<(), ConfigError> {
         let m = self.edge_count();

@@ -3,7 +3,8 @@
 
 #![cfg(not(loom))]
 
-use lkcs::quota::{Algorithm, InnerMutex, QuorumSystem};
+use lkcs::quota::{InnerMutex, QuorumSystem};
+use lkcs::Algorithm;
 use lkcs::{MemberState, Quota, QuotaError, Topology};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;

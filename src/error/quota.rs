@@ -21,7 +21,7 @@ impl BoundSide {
     }
 }
 
-/// One reason a [`QuotaBuilder`](crate::quota::QuotaBuilder) refuses to build, as
+/// One reason a [`QuotaBuilder`](crate::QuotaBuilder) refuses to build, as
 /// [`Problem::Quota`](crate::Problem::Quota). Members are numbered as the quota numbers them
 /// (`0..n`); a variant naming several members lists those that share the reason.
 #[derive(Clone, Debug, PartialEq, Eq)]

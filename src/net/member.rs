@@ -2,7 +2,7 @@
 //! member of an in-process [`Quota`](crate::Quota) (blocking, with timeouts, async).
 
 use super::{Cluster, Logger, NetError, NodeError, NodeHandle};
-use crate::quota::member::MemberEngine;
+use crate::facade::member::MemberEngine;
 use crate::{
     cs::{CsState, Sequence},
     Member, ProcessId, QuotaError,
