@@ -144,6 +144,11 @@ fn assert_survivors_done(ended: &[Ended], monitor: &Monitor, pairs: usize) {
     for e in ended {
         assert_done(e, pairs);
     }
+    assert_safe(monitor);
+}
+
+/// No bound broke, and the monitor checked the order of some entry's token.
+fn assert_safe(monitor: &Monitor) {
     assert_eq!(monitor.violations(), Vec::<String>::new());
     assert!(monitor.tokens_checked() > 0, "no entry's token was checked");
 }
@@ -519,6 +524,15 @@ impl LineNode {
         self.done.store(true, Ordering::SeqCst);
         writeln!(self.stdin, "quit").unwrap();
         assert!(self.child.wait().unwrap().success());
+    }
+
+    /// Kills the member's process with SIGKILL (a crash) and reaps it.
+    fn kill(mut self) {
+        // SAFETY: kill(2) on a child of this test that has not been reaped
+        let r = unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGKILL) };
+        assert_eq!(r, 0, "kill(2) of pid {} failed", self.child.id());
+        self.done.store(true, Ordering::SeqCst);
+        let _ = self.child.wait();
     }
 }
 
@@ -985,14 +999,7 @@ fn lkcs_without_room_after_a_kill_gates_the_neighbourhood_until_the_member_rejoi
         .collect();
     // the answer waits for the member's first lease
     assert_eq!(nodes[4].ask("exit"), "ok", "P4 exits in view 0");
-    let mut victim = nodes.remove(2);
-    // SAFETY: kill(2) on a child of this test that has not been reaped
-    assert_eq!(
-        unsafe { libc::kill(victim.child.id() as libc::pid_t, libc::SIGKILL) },
-        0
-    );
-    victim.done.store(true, Ordering::SeqCst);
-    let _ = victim.child.wait();
+    nodes.remove(2).kill();
     // nodes: P0, P1, P3, P4, P5
     for i in [0, 1, 2, 3] {
         let status = wait_for_gate(&mut nodes[i], "rejoin", started);
@@ -1033,8 +1040,7 @@ fn lkcs_without_room_after_a_kill_gates_the_neighbourhood_until_the_member_rejoi
     for node in nodes {
         node.quit();
     }
-    assert_eq!(monitor.violations(), Vec::<String>::new());
-    assert!(monitor.tokens_checked() > 0, "no entry's token was checked");
+    assert_safe(&monitor);
 }
 
 /// LKCS's round trip on complete:5 with (l, k) = (0, 3): five `lkcs node` processes on the
@@ -1055,14 +1061,7 @@ fn surplus_after_a_kill(name: &str) -> (Vec<LineNode>, PathBuf, Monitor, Instant
         &nodes[2].ask("enter"),
         "P2's entry through the reserve in view 0",
     );
-    let mut victim = nodes.remove(4);
-    // SAFETY: kill(2) on a child of this test that has not been reaped
-    assert_eq!(
-        unsafe { libc::kill(victim.child.id() as libc::pid_t, libc::SIGKILL) },
-        0
-    );
-    victim.done.store(true, Ordering::SeqCst);
-    let _ = victim.child.wait();
+    nodes.remove(4).kill();
     // nodes: P0, P1, P2, P3; every one of them is in the raised bound's neighbourhood
     let mut surplus_views = Vec::new();
     for node in nodes.iter_mut() {
@@ -1111,8 +1110,7 @@ fn lkcs_started_at_a_bound_it_tightens_after_a_kill_gates_entries_until_an_exit(
     for node in nodes {
         node.quit();
     }
-    assert_eq!(monitor.violations(), Vec::<String>::new());
-    assert!(monitor.tokens_checked() > 0, "no entry's token was checked");
+    assert_safe(&monitor);
 }
 
 /// A member started again while the view without it is a surplus view: LKCS's round trip on
@@ -1158,8 +1156,7 @@ fn a_member_restarted_into_a_surplus_view_rejoins_inactive_and_entries_resume_af
     for node in nodes {
         node.quit();
     }
-    assert_eq!(monitor.violations(), Vec::<String>::new());
-    assert!(monitor.tokens_checked() > 0, "no entry's token was checked");
+    assert_safe(&monitor);
 }
 
 /// A restarted member readmitted before a neighbour's link met its new process: LKCS on
@@ -1186,14 +1183,7 @@ fn a_member_readmitted_before_a_link_met_its_new_process_gets_that_views_message
     // P1 exits and enters again: P2 answered it, so P1's link has met P2's first process
     assert_eq!(nodes[1].ask("exit"), "ok", "P1 exits in view 0");
     entered(&nodes[1].ask("enter"), "P1 enters again in view 0");
-    let mut victim = nodes.remove(2);
-    // SAFETY: kill(2) on a child of this test that has not been reaped
-    assert_eq!(
-        unsafe { libc::kill(victim.child.id() as libc::pid_t, libc::SIGKILL) },
-        0
-    );
-    victim.done.store(true, Ordering::SeqCst);
-    let _ = victim.child.wait();
+    nodes.remove(2).kill();
     // nodes: P0, P1, P3, P4, P5
     let status = wait_for_gate(&mut nodes[1], "rejoin", started);
     assert!(!in_members(&status, 2), "view without P2: {status}");
@@ -1263,14 +1253,7 @@ fn a_view_the_leader_rules_refuse_after_a_kill_runs_the_round_trip() {
         .collect();
     entered(&nodes[2].ask("enter"), "P2's entry in view 0");
     assert_eq!(nodes[2].ask("exit"), "ok", "P2's exit in view 0");
-    let mut victim = nodes.remove(4);
-    // SAFETY: kill(2) on a child of this test that has not been reaped
-    assert_eq!(
-        unsafe { libc::kill(victim.child.id() as libc::pid_t, libc::SIGKILL) },
-        0
-    );
-    victim.done.store(true, Ordering::SeqCst);
-    let _ = victim.child.wait();
+    nodes.remove(4).kill();
     for (i, node) in nodes.iter_mut().enumerate() {
         let what = format!("P{i} install a view without P4");
         wait_for_status(node, &what, started, |status| {
@@ -1300,6 +1283,5 @@ fn a_view_the_leader_rules_refuse_after_a_kill_runs_the_round_trip() {
     for node in nodes {
         node.quit();
     }
-    assert_eq!(monitor.violations(), Vec::<String>::new());
-    assert!(monitor.tokens_checked() > 0, "no entry's token was checked");
+    assert_safe(&monitor);
 }
