@@ -101,5 +101,5 @@ pub use crate::error::{BoundSide, QuotaProblem};
 pub use crate::facade::{Active, Blocked, Limit, Move, Stall, Waits, DEFAULT_STALL_CHECK};
 
 // in scope for this page's links
-#[allow(unused_imports)]
+#[cfg(doc)]
 use crate::{Algorithm, Member, Quota, QuotaBuilder, QuotaError};

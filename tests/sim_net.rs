@@ -28,7 +28,7 @@ mod procs;
 
 use lkcs::net::io::{Accept, BoxFuture, BoxStream, Listener, Network, Stream};
 use lkcs::net::{
-    rebuild_from, Cluster, EntryGate, ExitGate, LeaseWatch, Logger, Net, NetError, Node,
+    rebuild_from, Cluster, EntryGate, ExitGate, LeaseWatch, LogEvent, Logger, Net, NetError, Node,
     NodeHandle, Observer, Wire,
 };
 use lkcs::{
@@ -143,6 +143,8 @@ struct Watch {
     checks: procs::Watch,
     /// Each member's entries, in simulated time.
     entries: Vec<Vec<Duration>>,
+    /// Each member's view events ([`LogEvent::View`]), in order, with their simulated time.
+    views: Vec<Vec<(Duration, String)>>,
 }
 
 impl Watch {
@@ -152,6 +154,7 @@ impl Watch {
         Watch {
             checks,
             entries: vec![Vec::new(); cluster.len()],
+            views: vec![Vec::new(); cluster.len()],
         }
     }
 
@@ -206,11 +209,18 @@ impl SystemVisitor for Start {
             .into_iter()
             .nth(self.id.index())
             .expect("a member of the cluster");
-        // LKCS_SIM_LOG=1 prints every node's log events, in simulated time
-        let log: Logger = match std::env::var_os("LKCS_SIM_LOG") {
-            Some(_) => Arc::new(|me, e| eprintln!("{:?} {me}: {e}", now())),
-            None => Arc::new(|_, _| {}),
-        };
+        // LKCS_SIM_LOG=1 prints every node's log events, in simulated time; the view
+        // events are kept for the tests
+        let print = std::env::var_os("LKCS_SIM_LOG").is_some();
+        let watch = self.watch.clone();
+        let log: Logger = Arc::new(move |me, e| {
+            if print {
+                eprintln!("{:?} {me}: {e}", now());
+            }
+            if let LogEvent::View(what) = e {
+                watch.lock().unwrap().views[me.index()].push((now(), what.clone()));
+            }
+        });
         let cfg = self.cluster.net_config(self.id, log.clone())?;
         let net: Net<Wire<A::Msg>> = Net::start(cfg, self.listener)?;
         let mut options = self.cluster.view_options(self.id).expect("views");
@@ -263,6 +273,9 @@ enum Fault {
     CrashMajority([usize; 3]),
     /// Every host crashes at once (a power cut); they all start again at the heal.
     CrashAll,
+    /// The member's host crashes and loses its state folder (a lost disk); it is started
+    /// again at the heal, on an empty folder.
+    CrashWipe(usize),
 }
 
 /// How densely a schedule hits the cluster.
@@ -305,8 +318,8 @@ fn schedule(seed: u64, until: Duration, pace: Pace) -> Vec<(Duration, Duration, 
     }
 }
 
-/// Starts `fault`, or heals it.
-fn apply(sim: &mut turmoil::Sim<'_>, fault: Fault, heal: bool) {
+/// Starts `fault`, or heals it, on `cluster`'s hosts.
+fn apply(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, fault: Fault, heal: bool) {
     match fault {
         Fault::Partition(side) => {
             for a in side {
@@ -324,13 +337,21 @@ fn apply(sim: &mut turmoil::Sim<'_>, fault: Fault, heal: bool) {
         },
         Fault::CrashMajority(victims) => {
             for v in victims {
-                apply(sim, Fault::Crash(v), heal);
+                apply(sim, cluster, Fault::Crash(v), heal);
             }
         }
         Fault::CrashAll => {
             for v in 0..N {
-                apply(sim, Fault::Crash(v), heal);
+                apply(sim, cluster, Fault::Crash(v), heal);
             }
+        }
+        Fault::CrashWipe(v) => {
+            if heal {
+                let folder = cluster.storage_dir(ProcessId::from(v));
+                let folder = folder.expect("a cluster that keeps its view log on disk");
+                std::fs::remove_dir_all(&folder).expect("the state folder is deleted");
+            }
+            apply(sim, cluster, Fault::Crash(v), heal);
         }
         Fault::Stall(v) => {
             for b in (0..N).filter(|b| *b != v) {
@@ -370,6 +391,8 @@ struct Outcome {
     /// Members whose status showed their entries gated in a surplus view
     /// ([`EntryGate::UntilRestored`]), sampled as above.
     entry_gated: Vec<usize>,
+    /// Each member's view events, with their simulated time.
+    views: Vec<Vec<(Duration, String)>>,
 }
 
 /// Runs the cluster of `quota` under `faults` for `faults`' span plus `tail` of quiet, each
@@ -444,7 +467,7 @@ fn run(
                 let holder = (0..N).find(|m| w.state(*m) == CsState::InCs).unwrap_or(0);
                 fault = Fault::Partition([holder, (holder + offset) % N]);
             }
-            apply(&mut sim, fault, false);
+            apply(&mut sim, &cluster, fault, false);
             healing.push((heal, fault));
             next += 1;
         }
@@ -452,7 +475,7 @@ fn run(
             if heal > t {
                 return true;
             }
-            apply(&mut sim, fault, true);
+            apply(&mut sim, &cluster, fault, true);
             false
         });
         if let Err(e) = sim.step() {
@@ -495,6 +518,7 @@ fn run(
         entries: w.entries.iter().map(Vec::len).sum(),
         rejoin_gated: rejoin_gated.into_iter().collect(),
         entry_gated: entry_gated.into_iter().collect(),
+        views: w.views.clone(),
     }
 }
 
@@ -761,6 +785,51 @@ fn majority_crashes(seed: u64) -> Vec<(Duration, Duration, Fault)> {
             (at, at + hold, fault)
         })
         .collect()
+}
+
+/// With the view log on disk (`[storage]`), a member whose host crashes and loses its state
+/// folder comes back on an empty folder: a new Raft node, which the others do not count as
+/// the old one (whose votes and acknowledgements are gone). Its process does not resume: it
+/// clears the folder and rejoins as a learner, after its old process is evicted. No bound
+/// broken, the tokens in order, and every member enters again after the restart, for Maekawa
+/// and (2,3)-GCS of 5, each with a member drawn from its seed, crashed twice 20 s apart.
+#[test]
+fn a_member_that_lost_its_state_folder_rejoins_as_a_new_raft_node() {
+    for (name, quota, seed) in [("sim-wipe-maekawa", MAEKAWA, 31), ("sim-wipe-gcs", GCS, 32)] {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let victim = rng.random_range(0..N);
+        let faults: Vec<(Duration, Duration, Fault)> = (0..2)
+            .map(|i| {
+                let at = Duration::from_secs(8 + 20 * i)
+                    + Duration::from_millis(rng.random_range(0..3000));
+                let hold = Duration::from_millis(rng.random_range(1000..4000));
+                (at, at + hold, Fault::CrashWipe(victim))
+            })
+            .collect();
+        let what = format!("{name}, seed {seed}, faults {faults:?}");
+        let hold = Duration::from_millis(5);
+        let settle = Duration::from_secs(20);
+        let o = run(name, quota, seed, &faults, settle, hold, Setup::OnDisk);
+        judge(&o, true, &what);
+        let first_restart = faults[0].1;
+        let said: Vec<&str> = o.views[victim]
+            .iter()
+            .filter(|(t, _)| *t >= first_restart)
+            .map(|(_, what)| what.as_str())
+            .collect();
+        assert!(
+            !said.iter().any(|w| w.contains("resumed the view log")),
+            "{what}: P{victim} resumed its member's Raft node from an emptied folder: {said:?}"
+        );
+        let joins = said
+            .iter()
+            .filter(|w| w.contains("clears it and joins as a new Raft node"))
+            .count();
+        assert!(
+            joins >= 2,
+            "{what}: P{victim} rejoined as a new Raft node {joins} times for 2 lost folders: {said:?}"
+        );
+    }
 }
 
 /// With the view log on disk (`[storage]`), a majority that crashes at once comes back: each

@@ -16,12 +16,14 @@ pub const MAX_FRAME_LEN: usize =
     super::channel::MAX_NOISE_MESSAGE - super::channel::TAG_LEN - super::channel::INNER_LENGTH;
 
 /// The protocol version in [`Hello::version`] (and in the channel's prologue); peers of
-/// another version are refused. 5: the view log's changes can replace a member's process
-/// in place ([`Proposal::Replace`](super::view::Proposal::Replace)). 4: object messages carry the Lamport clock of the fencing
+/// another version are refused. 6: a view-log frame says whether its sender resumed its
+/// member's Raft node from its folder ([`ViewFrame`](super::ViewFrame)). 5: the view log's
+/// changes can replace a member's process in place
+/// ([`Proposal::Replace`](super::view::Proposal::Replace)). 4: object messages carry the Lamport clock of the fencing
 /// tokens, the end-of-run frames name their view, an eviction names the incarnation it
 /// evicts (3: the Noise channel and one key pair per member; 2: a shared secret, HMAC
 /// challenge-response, frames in the clear).
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// The codec every connection uses: a 4-byte big-endian length, then the Noise handshake's
 /// messages and, after them, sealed frames.

@@ -173,6 +173,68 @@ fn recovery(monitor: &Monitor, members: &[usize], at: Instant) -> Duration {
     worst
 }
 
+/// The time from `at` to `member`'s first report after it: a restarted member's first
+/// report is its state when the view that has it back installs.
+fn first_report_after(monitor: &Monitor, member: usize, at: Instant) -> Duration {
+    monitor
+        .state
+        .lock()
+        .unwrap()
+        .first_reports
+        .iter()
+        .find(|(t, p)| *p == member && *t > at)
+        .map(|(t, _)| *t - at)
+        .expect("the restarted member reported")
+}
+
+/// SIGKILLs `victim`, in the CS when the test can catch it there, and reaps it; whether it
+/// died in the CS, and how many moves it had reported, which must leave it pairs to make
+/// (else the test proves nothing).
+fn kill_unfinished(mut victim: Node, monitor: &Monitor, pairs: usize, name: &str) -> (bool, usize) {
+    let in_cs = stop_in_cs(&victim, monitor);
+    signal(&victim, libc::SIGKILL);
+    victim.child.wait().unwrap();
+    let moves_before = monitor.moves_of(victim.id);
+    assert!(
+        moves_before < 2 * pairs,
+        "{name}: the victim had finished before the kill: the test proves nothing"
+    );
+    (in_cs, moves_before)
+}
+
+/// Waits until `folder` holds the mark of a Raft node the others counted as its member's
+/// (`raft-node`), which a process that restarts on it resumes.
+fn wait_established(folder: &std::path::Path, started: Instant, name: &str) {
+    while !folder.join("raft-node").exists() {
+        assert!(
+            started.elapsed() < GUARD,
+            "{name}: {}'s Raft node was never established",
+            folder.display()
+        );
+        thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The restarted member `victim` and the survivors each made their pairs and exited 0, with
+/// no bound broken: the new process made all its pairs after the restart (it rejoined; it did
+/// not resume the old one's count).
+fn assert_all_done_after_restart(
+    name: &str,
+    ended: &[Ended],
+    restarted: &Ended,
+    monitor: &Monitor,
+    (victim, moves_before): (usize, usize),
+    pairs: usize,
+) {
+    assert_survivors_done(ended, monitor, pairs);
+    assert_done(restarted, pairs);
+    assert!(
+        monitor.moves_of(victim) >= moves_before + 2 * pairs,
+        "{name}: the restarted member reported {} moves after the restart",
+        monitor.moves_of(victim) - moves_before
+    );
+}
+
 /// SIGKILL one member of each quota mid-run, in the CS when the test can catch it there (stopped
 /// first, then killed; else out of it): the others evict it,
 /// reclaim its slot, complete their pairs and exit 0 (an evicted member counts as
@@ -224,41 +286,18 @@ fn a_killed_member_started_again_rejoins_and_completes_its_pairs() {
         let started = Instant::now();
         let mut nodes = spawn_all(&file, n, &args);
         wait_under_way(&monitor, n, victim, 6, started);
-        let mut victim_node = nodes.remove(victim);
-        let in_cs = stop_in_cs(&victim_node, &monitor);
-        signal(&victim_node, libc::SIGKILL);
-        victim_node.child.wait().unwrap();
-        let moves_before = monitor.moves_of(victim);
-        assert!(
-            moves_before < 2 * pairs,
-            "{name}: the victim had finished before the kill: the test proves nothing"
-        );
+        let (in_cs, moves_before) = kill_unfinished(nodes.remove(victim), &monitor, pairs, name);
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let dir = file.parent().unwrap().to_path_buf();
         let restarted_at = Instant::now();
         let again = spawn_node_logged(&file, victim, &argv, &dir.join("restarted.log"));
         let ended: Vec<Ended> = nodes.into_iter().map(|n| finish(n, started)).collect();
         let restarted = finish(again, started);
-        assert_survivors_done(&ended, &monitor, pairs);
-        // the new process made all its pairs: it rejoined, it did not resume the old one's
-        assert_done(&restarted, pairs);
-        assert!(
-            monitor.moves_of(victim) >= moves_before + 2 * pairs,
-            "{name}: the restarted member reported {} moves after the restart",
-            monitor.moves_of(victim) - moves_before
-        );
+        let moved = (victim, moves_before);
+        assert_all_done_after_restart(name, &ended, &restarted, &monitor, moved, pairs);
         let log = std::fs::read_to_string(dir.join("restarted.log")).unwrap();
         assert!(log.contains("rejoins"), "{name}: {log}");
-        // the new process's first report is its state when a view has it
-        let joined = monitor
-            .state
-            .lock()
-            .unwrap()
-            .first_reports
-            .iter()
-            .find(|(t, p)| *p == victim && *t > restarted_at)
-            .map(|(t, _)| *t - restarted_at)
-            .expect("the restarted member reported");
+        let joined = first_report_after(&monitor, victim, restarted_at);
         eprintln!(
             "{name}: P{victim} killed {} the CS, started again: rejoined {joined:?} after the restart",
             if in_cs { "in" } else { "out of" }
@@ -334,6 +373,12 @@ fn a_majority_killed_at_once_comes_back_with_its_view_log_on_disk() {
             let started = Instant::now();
             let nodes = spawn_all(&file, n, &args);
             wait_under_way(&monitor, n, victims[0], 6, started);
+            // each victim's folder holds a Raft node the others counted as its member's,
+            // which its next process resumes (one killed before has a new node instead)
+            for &v in &victims {
+                let folder = cluster.storage_dir(lkcs::ProcessId::from(v)).unwrap();
+                wait_established(&folder, started, name);
+            }
             let (mut killed, nodes): (Vec<Node>, Vec<Node>) = nodes
                 .into_iter()
                 .partition(|node| victims.contains(&node.id));
@@ -381,6 +426,60 @@ fn a_majority_killed_at_once_comes_back_with_its_view_log_on_disk() {
             eprintln!("{name}: P0, P2 and P3 killed at once and started again: all back {back:?} after the restart");
         },
     );
+}
+
+/// SIGKILL one member of a cluster whose members keep their view log on disk, in the CS when
+/// the test can catch it there, delete its state folder, and start it again with the same
+/// command: the new process's folder holds no Raft node, so it is not its member's (the
+/// old one's votes and acknowledgements are gone with the folder). It does not resume: it
+/// clears the folder and rejoins as a new Raft node (a learner until a view has it), after
+/// its old process is evicted. Every member, the restarted one included, completes its
+/// pairs and exits 0, with no bound broken and the tokens in order, for each quota.
+#[test]
+fn a_member_restarted_on_an_emptied_state_folder_rejoins_as_a_new_raft_node() {
+    let pairs = 1500;
+    side_by_side(QUOTAS, |(name, quota, n)| {
+        let (dir, file) = disk_cluster(&format!("emptied-{name}"), quota, n);
+        let cluster = Cluster::load(&file).unwrap();
+        let monitor = Monitor::for_faults(&cluster);
+        let args = cycle_args(pairs, &monitor);
+        let victim = 1;
+        let started = Instant::now();
+        let mut nodes = spawn_all(&file, n, &args);
+        wait_under_way(&monitor, n, victim, 6, started);
+        // the victim's folder holds a Raft node the others counted (else its next process
+        // would not resume it anyway, and the test would prove nothing)
+        let folder = cluster.storage_dir(lkcs::ProcessId::from(victim)).unwrap();
+        wait_established(&folder, started, name);
+        let (in_cs, moves_before) = kill_unfinished(nodes.remove(victim), &monitor, pairs, name);
+        std::fs::remove_dir_all(&folder).unwrap();
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let log_file = dir.join("restarted.log");
+        let restarted_at = Instant::now();
+        let again = spawn_node_logged(&file, victim, &argv, &log_file);
+        let ended: Vec<Ended> = nodes.into_iter().map(|n| finish(n, started)).collect();
+        let restarted = finish(again, started);
+        let moved = (victim, moves_before);
+        assert_all_done_after_restart(name, &ended, &restarted, &monitor, moved, pairs);
+        let log = std::fs::read_to_string(&log_file).unwrap();
+        assert!(
+            !log.contains("resumed the view log"),
+            "{name}: a process on an emptied folder resumed its member's Raft node: {log}"
+        );
+        assert!(
+            log.contains("clears it and joins as a new Raft node"),
+            "{name}: the new process did not rejoin as a new Raft node: {log}"
+        );
+        assert!(
+            folder.join("raft-node").exists(),
+            "{name}: the rejoined Raft node was not established on its folder"
+        );
+        let joined = first_report_after(&monitor, victim, restarted_at);
+        eprintln!(
+            "{name}: P{victim} killed {} the CS, its folder deleted, started again: rejoined as a new Raft node {joined:?} after the restart",
+            if in_cs { "in" } else { "out of" }
+        );
+    });
 }
 
 /// SIGSTOP one `--workload cycle` member past its lease and the eviction delay: the others

@@ -560,3 +560,67 @@ async fn every_member_installs_the_same_views_at_the_same_index() {
     )
     .await;
 }
+
+/// A group on a folder claims to be its member's Raft node ([`ViewGroup::resumed`]) only
+/// when the folder holds state that was established as the member's: a process on an empty
+/// folder, or on one whose Raft node the others never counted (a process on an emptied
+/// folder may have initialized it), is a new Raft node. Joining on a folder clears it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_folder_resumes_its_raft_node_only_once_established() {
+    guarded(
+        "a_folder_resumes_its_raft_node_only_once_established",
+        async {
+            let dir =
+                std::env::temp_dir().join(format!("lkcs-view-established-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            let storage = lkcs::net::view::Storage::Dir(dir.clone());
+            let view0 =
+                View::initial([(p(0), inc(0))].into(), [(p(0), OutCs)].into()).expect("view 0");
+            let net = Arc::new(Switch::default());
+            let link = || Link {
+                me: p(0),
+                net: net.clone(),
+            };
+            let start = || ViewGroup::start_in(p(0), view0.clone(), link(), config(), &storage);
+            let g = start().await.expect("starts on an empty folder");
+            assert!(!g.resumed() && !g.established(), "an empty folder resumed");
+            eventually("a leader", || g.leader() == Some(p(0))).await;
+            g.shutdown().await;
+            assert!(dir.join("raft-log").exists(), "the log was written through");
+
+            let g = start().await.expect("starts on a folder never established");
+            assert!(
+                !g.resumed(),
+                "a Raft node the others never counted claimed to be the member's"
+            );
+            g.establish().await.expect("the mark is written");
+            assert!(g.established() && dir.join("raft-node").exists());
+            g.shutdown().await;
+
+            let g = start().await.expect("starts on an established folder");
+            assert!(g.resumed(), "an established Raft node was not resumed");
+            g.shutdown().await;
+
+            let joined = ViewGroup::join_in(p(0), 777, view0.clone(), link(), config(), &storage)
+                .await
+                .expect("joins on the folder");
+            assert!(
+                !joined.resumed() && !joined.established(),
+                "a joining node kept the mark"
+            );
+            assert!(
+                !dir.join("raft-node").exists(),
+                "joining left the old node's mark on the folder"
+            );
+            joined.shutdown().await;
+            let g = start().await.expect("starts on the joined folder");
+            assert!(
+                !g.resumed(),
+                "a learner never established claimed to be the member's"
+            );
+            g.shutdown().await;
+            let _ = std::fs::remove_dir_all(&dir);
+        },
+    )
+    .await;
+}

@@ -62,6 +62,9 @@ pub enum ViewFrame {
         id: u64,
         /// The request.
         rpc: ViewRpc,
+        /// The sender's process resumed its member's Raft node from its folder
+        /// ([`ViewGroup::resumed`](crate::net::view::ViewGroup::resumed)).
+        resumed: bool,
     },
     /// The answer to the receiver's request `id`.
     Reply {
@@ -69,6 +72,8 @@ pub enum ViewFrame {
         id: u64,
         /// The answer.
         reply: ViewRpcReply,
+        /// As in [`ViewFrame::Request`].
+        resumed: bool,
     },
     /// The sender's lease beat `n`: the receiver answers it unless a committed change
     /// removes the sender.
@@ -86,6 +91,10 @@ pub enum ViewFrame {
     Outside {
         /// The sender's view.
         view: u64,
+        /// The sender's link saw the receiver replace an earlier process of its member,
+        /// which the view does not have: the receiver is a new process, and its Raft node,
+        /// unless it resumed its member's, is a new one too.
+        new_process: bool,
     },
 }
 
@@ -127,10 +136,12 @@ pub struct ViewOptions {
     /// Where the member keeps its view log ([`Storage::Memory`] by default). With
     /// [`Storage::Dir`] a restarted process resumes its member's Raft node from the folder
     /// and rejoins through it, so the log survives any number of members crashing at once;
-    /// and the node takes part in Raft with any process of a member, since it assumes that
-    /// **every** member of the cluster keeps its log on disk (a cluster file's `[storage]`
-    /// sets it for all of them). A member's folder must then not be lost or reset while the
-    /// cluster runs under its epoch (docs/fault-tolerance.md).
+    /// and the node takes part in Raft with a new process of a member that says it resumed
+    /// its member's node, since it assumes that **every** member of the cluster keeps its
+    /// log on disk (a cluster file's `[storage]` sets it for all of them). A process on a
+    /// lost or emptied folder is a new Raft node, and rejoins as one. A folder must not be
+    /// copied or restored from a backup while the cluster runs under its epoch
+    /// (docs/fault-tolerance.md, "A lost folder").
     pub storage: Storage,
 }
 
@@ -256,6 +267,10 @@ pub(super) struct ViewShared<M: Send + 'static> {
     /// Set when this process learns that the view has another process of its member (it
     /// restarted, and never held a lease): the view task makes it rejoin.
     pub(super) rejoin: AtomicBool,
+    /// Set when a member says its link saw this process replace an earlier one of its
+    /// member ([`ViewFrame::Outside`]'s `new_process`): unless it resumed its member's Raft
+    /// node, its group is a new node, which rejoins as a learner on a cleared folder.
+    pub(super) new_process: AtomicBool,
     /// This process's incarnation: the one it rejoins with.
     pub(super) incarnation: u64,
     /// Set when the member leaves: the view task proposes its removal.
@@ -331,6 +346,7 @@ impl<M: Send + 'static> NodeViews<M> {
                 group: Mutex::new(None),
                 lease: Mutex::new(lease),
                 rejoin: AtomicBool::new(false),
+                new_process: AtomicBool::new(false),
                 incarnation,
                 leave: AtomicBool::new(false),
             }),
@@ -368,19 +384,25 @@ impl<M: Send + 'static> NodeViews<M> {
     ) -> Result<Option<u64>, String> {
         match postcard::from_bytes::<ViewFrame>(bytes) {
             Err(e) => Err(format!("a view frame that does not decode: {e}")),
-            Ok(ViewFrame::Reply { .. }) if !self.shared.links.may_raft(from) => {
+            Ok(ViewFrame::Reply { resumed, .. }) if !self.shared.links.may_raft(from, resumed) => {
                 Err("a view-log answer from a new process that has not rejoined".into())
             }
-            Ok(ViewFrame::Reply { id, reply }) => match self.shared.links.answer(from, id, reply) {
-                true => Ok(None),
-                false => Err(format!("an answer to no request of ours to it ({id})")),
-            },
+            Ok(ViewFrame::Reply { id, reply, .. }) => {
+                match self.shared.links.answer(from, id, reply) {
+                    true => Ok(None),
+                    false => Err(format!("an answer to no request of ours to it ({id})")),
+                }
+            }
             Ok(ViewFrame::Beat { n }) => {
                 // only a member of this member's view gets an answer; one it left out (or a
                 // new process of a member, which the view does not have yet) is told
-                let member = self.dense(from).is_some() && self.shared.links.current(from);
+                let current = self.shared.links.current(from);
+                let member = self.dense(from).is_some() && current;
                 let frame = match member {
-                    false => Some(ViewFrame::Outside { view: self.number }),
+                    false => Some(ViewFrame::Outside {
+                        view: self.number,
+                        new_process: !current,
+                    }),
                     true => lock(&self.shared.lease)
                         .answer(from, Instant::now())
                         .then_some(ViewFrame::BeatAck { n }),
@@ -393,12 +415,15 @@ impl<M: Send + 'static> NodeViews<M> {
             }
             // a member of a later view that leaves this one out: it was removed; or a member
             // of the same view, whose view has another process of this member: it restarted
-            Ok(ViewFrame::Outside { view })
+            Ok(ViewFrame::Outside { view, new_process })
                 if view >= self.number && self.dense(from).is_some() =>
             {
+                if new_process {
+                    self.shared.new_process.store(true, Ordering::Release);
+                }
                 Ok(Some(view))
             }
-            Ok(ViewFrame::Outside { view }) => Err(format!(
+            Ok(ViewFrame::Outside { view, .. }) => Err(format!(
                 "told it is outside view {view}, while at view {} with the sender in it",
                 self.number
             )),
@@ -411,7 +436,9 @@ impl<M: Send + 'static> NodeViews<M> {
                 }
                 Ok(None)
             }
-            Ok(ViewFrame::Request { rpc, .. }) if !allowed(from, &rpc, &self.shared.links) => {
+            Ok(ViewFrame::Request { rpc, resumed, .. })
+                if !allowed(from, &rpc, resumed, &self.shared.links) =>
+            {
                 Err(format!(
                     "a view-log request it may not make: {}",
                     match rpc {
@@ -420,14 +447,15 @@ impl<M: Send + 'static> NodeViews<M> {
                     }
                 ))
             }
-            Ok(ViewFrame::Request { id, rpc }) => {
+            Ok(ViewFrame::Request { id, rpc, .. }) => {
                 // a group not started yet leaves the request unanswered: Raft asks again
                 let group = lock(&self.shared.group).clone();
                 if let Some(group) = group {
                     let net = net.clone();
                     tokio::spawn(async move {
                         let reply = group.handle_rpc(from, rpc).await;
-                        if let Ok(bytes) = encode(&ViewFrame::Reply { id, reply }) {
+                        let resumed = group.resumed();
+                        if let Ok(bytes) = encode(&ViewFrame::Reply { id, reply, resumed }) {
                             let _ = net.send(from, Wire::View(bytes));
                         }
                     });
@@ -438,15 +466,16 @@ impl<M: Send + 'static> NodeViews<M> {
     }
 }
 
-/// Whether `from` may make the view-log request `rpc`: a member proposes a rejoin for itself
-/// only, and a new process that has not rejoined makes no Raft request: it may only ask to
-/// rejoin, or to evict its old process.
-fn allowed(from: ProcessId, rpc: &ViewRpc, links: &ViewLinks) -> bool {
+/// Whether `from` may make the view-log request `rpc` (its frame saying whether its process
+/// `resumed` its member's Raft node): a member proposes a rejoin for itself only, and a new
+/// process that has not rejoined makes no Raft request: it may only ask to rejoin, or to
+/// evict its old process.
+fn allowed(from: ProcessId, rpc: &ViewRpc, resumed: bool, links: &ViewLinks) -> bool {
     match rpc {
         ViewRpc::Write(Command::Propose(Proposal::Rejoin { member, .. })) => *member == from,
-        // in place of its old process: only where a new process is the same Raft node
+        // in place of its old process: only where the new process is the same Raft node
         ViewRpc::Write(Command::Propose(Proposal::Replace { member, .. })) => {
-            *member == from && links.durable.load(Ordering::Acquire)
+            *member == from && resumed && links.durable.load(Ordering::Acquire)
         }
         ViewRpc::Write(Command::Propose(Proposal::Evict { member, .. })) if *member == from => true,
         // a member leaves on its own (it exited first): no other may say it left
@@ -454,7 +483,7 @@ fn allowed(from: ProcessId, rpc: &ViewRpc, links: &ViewLinks) -> bool {
         ViewRpc::Write(_) => links.may_log(from),
         // Raft's own messages: from a new process too when its Raft node is the same one
         ViewRpc::AppendEntries(_) | ViewRpc::Vote(_) | ViewRpc::InstallSnapshot(_) => {
-            links.may_raft(from)
+            links.may_raft(from, resumed)
         }
     }
 }

@@ -404,8 +404,13 @@ struct Inner<T> {
     config: ViewConfig,
     machine: Machine,
     reconciler: std::sync::Mutex<Option<JoinHandle<()>>>,
-    /// Its store held an earlier process's Raft state when it opened.
+    /// Its store held an earlier process's Raft state, established as the member's, when
+    /// it opened.
     resumed: bool,
+    /// The folder its Raft state is written to (`None` in memory).
+    folder: Option<Arc<store::Folder>>,
+    /// Its folder holds the mark that the others counted its Raft node as the member's.
+    established: std::sync::atomic::AtomicBool,
 }
 
 /// One member's view group: its Raft instance over the view log, and the handle the node
@@ -447,9 +452,12 @@ impl<T: ViewTransport> ViewGroup<T> {
     }
 
     /// [`ViewGroup::start`] on `storage`. A folder that holds an earlier process's Raft
-    /// state ([`ViewGroup::resumed`]) resumes that Raft node, its vote and log included,
-    /// with its state machine at the last committed view; one that holds none starts view
-    /// 0 as [`ViewGroup::start`] does.
+    /// state, established as the member's ([`ViewGroup::establish`]), resumes that Raft
+    /// node, its vote and log included, with its state machine at the last committed view
+    /// ([`ViewGroup::resumed`]). One that holds none starts view 0 as [`ViewGroup::start`]
+    /// does, and one whose state was never established goes on from it (it was this
+    /// member's first process's, which the others may not have counted yet); neither
+    /// claims to be the member's Raft node to the others.
     pub async fn start_in(
         id: ProcessId,
         initial: View,
@@ -486,7 +494,7 @@ impl<T: ViewTransport> ViewGroup<T> {
         transport: T,
         config: ViewConfig,
     ) -> Result<ViewGroup<T>, ViewError> {
-        Self::launch(
+        Self::join_in(
             id,
             incarnation,
             initial,
@@ -495,6 +503,21 @@ impl<T: ViewTransport> ViewGroup<T> {
             &Storage::Memory,
         )
         .await
+    }
+
+    /// [`ViewGroup::join`] on `storage`: a folder is cleared of any Raft node first (the one
+    /// there is not the member's: see [`ViewGroup::resumed`]), and the new node writes
+    /// through to it from its first step.
+    pub async fn join_in(
+        id: ProcessId,
+        incarnation: u64,
+        initial: View,
+        transport: T,
+        config: ViewConfig,
+        storage: &Storage,
+    ) -> Result<ViewGroup<T>, ViewError> {
+        store::wipe(storage).map_err(|e| ViewError::Storage(e.to_string()))?;
+        Self::launch(id, incarnation, initial, transport, config, storage).await
     }
 
     async fn launch(
@@ -510,7 +533,9 @@ impl<T: ViewTransport> ViewGroup<T> {
         let storage_error = |e: std::io::Error| ViewError::Storage(e.to_string());
         let store = LogStore::open(storage).map_err(storage_error)?;
         let machine = Machine::open(state, storage).map_err(storage_error)?;
-        let resumed = store.holds_state().await;
+        let established = store::established(storage).map_err(storage_error)?;
+        let resumed = established && store.holds_state().await;
+        let folder = store.folder();
         let transport = Arc::new(transport);
         let network = Network {
             transport: transport.clone(),
@@ -535,14 +560,42 @@ impl<T: ViewTransport> ViewGroup<T> {
                 machine,
                 reconciler: std::sync::Mutex::new(Some(reconciler)),
                 resumed,
+                folder,
+                established: established.into(),
             }),
         })
     }
 
-    /// Whether the group resumed an earlier process's Raft node from its folder
-    /// ([`ViewGroup::start_in`]): this process is a restart of its member.
+    /// Whether the group resumed an earlier process's Raft node from its folder, one the
+    /// others counted as the member's ([`ViewGroup::start_in`]): this process is a restart
+    /// of its member, and the same Raft node as before. A process that did not (an empty
+    /// folder, or one never established) is a new Raft node: the others take no Raft
+    /// message from it while they count an earlier process of its member, and it rejoins as
+    /// a learner ([`ViewGroup::join_in`]).
     pub fn resumed(&self) -> bool {
         self.inner.resumed
+    }
+
+    /// Marks the folder's Raft node as the member's, once the others counted it so (a
+    /// majority answered its lease beats): a later process on the folder resumes it
+    /// ([`ViewGroup::resumed`]). Written once; nothing to do in memory.
+    pub async fn establish(&self) -> Result<(), ViewError> {
+        use std::sync::atomic::Ordering;
+        if self.inner.established.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        store::establish(self.inner.folder.as_ref())
+            .await
+            .map_err(|e| ViewError::Storage(e.to_string()))?;
+        self.inner.established.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether the folder holds the mark of [`ViewGroup::establish`].
+    pub fn established(&self) -> bool {
+        self.inner
+            .established
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// This member's id.

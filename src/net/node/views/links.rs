@@ -26,10 +26,16 @@ pub(in crate::net::node) struct ViewLinks {
     /// link saw it restart.
     processes: Mutex<Processes>,
     /// Every member keeps its view log on disk ([`Storage::Dir`]): a new process of a
-    /// member is the same Raft node as the one before, so its Raft messages count.
+    /// member that resumed its member's Raft node from the folder is the same Raft node as
+    /// the one before, so its Raft messages count.
     ///
     /// [`Storage::Dir`]: crate::net::view::Storage::Dir
     pub(super) durable: AtomicBool,
+    /// This process resumed its member's Raft node from its folder
+    /// ([`ViewGroup::resumed`]): its view-log frames say so.
+    ///
+    /// [`ViewGroup::resumed`]: crate::net::view::ViewGroup::resumed
+    pub(super) resumed: AtomicBool,
 }
 
 /// Which process of each member this node deals with (see [`ViewLinks::current`]).
@@ -174,10 +180,19 @@ impl ViewLinks {
         }
     }
 
-    /// Whether the Raft node behind `p`'s process may take part in the log: any process of
-    /// a member when every member keeps its log on disk, else as [`ViewLinks::may_log`].
-    pub(super) fn may_raft(&self, p: ProcessId) -> bool {
-        self.durable.load(Ordering::Acquire) || self.may_log(p)
+    /// Whether the Raft node behind `p`'s process may take part in the log: one its frame
+    /// says `resumed` its member's Raft node from the folder, when every member keeps its
+    /// log on disk; else as [`ViewLinks::may_log`]. A new process on an emptied folder (or
+    /// one the others never counted) is a new Raft node, which could vote twice in a term
+    /// or acknowledge again what the old one acknowledged: it counts only once a change
+    /// lets it rejoin.
+    pub(super) fn may_raft(&self, p: ProcessId, resumed: bool) -> bool {
+        (resumed && self.durable.load(Ordering::Acquire)) || self.may_log(p)
+    }
+
+    /// Whether this process's view-log frames say it resumed its member's Raft node.
+    pub(super) fn resumed(&self) -> bool {
+        self.resumed.load(Ordering::Acquire)
     }
 
     pub(super) fn is_down(&self, p: ProcessId) -> bool {

@@ -54,6 +54,9 @@ pub(in crate::net::node) async fn run<M: Send + 'static>(
     // rejoins after a fence: `None` for a new process of the member, which holds none
     let mut place = Some(incarnation);
     let mut joining = false;
+    // a view admitted this process after it rejoined: its group is a Raft node the others
+    // counted, which it keeps if it has to rejoin again, lease or not
+    let mut admitted = false;
     // the last request to rejoin (or to evict the old process), and whether one is under way
     let mut asked: Option<Instant> = None;
     let asking = Arc::new(AtomicBool::new(false));
@@ -83,6 +86,7 @@ pub(in crate::net::node) async fn run<M: Send + 'static>(
         }
     };
     *lock(&shared.group) = Some(group.clone());
+    links.resumed.store(group.resumed(), Ordering::Release);
     if group.resumed() {
         // a restart on the member's folder: its Raft node goes on, but its object's state
         // died with the process before, which the view may still count; it rejoins as a
@@ -107,11 +111,14 @@ pub(in crate::net::node) async fn run<M: Send + 'static>(
     let mut restored: Option<(Instant, u64)> = None;
     // the last request to leave
     let mut left: Option<Instant> = None;
+    // the mark of an established Raft node could not be written (said once, not tried
+    // again: a restart on the folder rejoins as a new Raft node, which is safe)
+    let mut establish_failed = false;
     loop {
         if !joining && shared.rejoin.load(Ordering::Acquire) {
             joining = true;
             incarnation = shared.incarnation;
-            if !lock(lease).ever_granted() {
+            if !lock(lease).ever_granted() && !admitted {
                 // a new process of the member (it restarted)
                 log(
                     id,
@@ -120,21 +127,38 @@ pub(in crate::net::node) async fn run<M: Send + 'static>(
                     )),
                 );
                 place = None;
-                if durable {
-                    // its group is its member's Raft node, resumed from the folder (or
-                    // started on it): it keeps its log and its votes
+                let new_node = shared.new_process.load(Ordering::Acquire);
+                if group.resumed() || (durable && !new_node) {
+                    // its group is its member's Raft node: resumed from the folder, or
+                    // started on it by this very process (no member saw it replace an
+                    // earlier one; it was evicted before its first lease): it keeps its log
+                    // and its votes
                     group.set_incarnation(incarnation);
                 } else {
-                    // its group's log is empty, so it joins with a group of its own as a
-                    // learner, which votes only once a view has it (its peers do not hear
-                    // its Raft messages before)
+                    // its group is not its member's Raft node (its log is in memory, or a
+                    // member saw it replace an earlier process and its folder was empty or
+                    // never established: a new node, without the old one's votes), so it
+                    // joins with a group of its own as a learner, on its folder cleared,
+                    // which votes only once a view has it (its peers do not hear its Raft
+                    // messages before)
+                    if durable {
+                        log(
+                            id,
+                            &LogEvent::View(
+                                "its state folder holds no Raft node the others counted: \
+                                 it clears it and joins as a new Raft node"
+                                    .into(),
+                            ),
+                        );
+                    }
                     group.shutdown().await;
-                    group = match ViewGroup::join(
+                    group = match ViewGroup::join_in(
                         id,
                         incarnation,
                         options.initial.clone(),
                         transport(),
                         options.config,
+                        &options.storage,
                     )
                     .await
                     {
@@ -148,9 +172,11 @@ pub(in crate::net::node) async fn run<M: Send + 'static>(
                         }
                     };
                     *lock(&shared.group) = Some(group.clone());
+                    links.resumed.store(false, Ordering::Release);
                 }
             } else {
-                // the process that fenced: its group keeps its log and its votes (a fresh
+                // the process that fenced (or was evicted before its first lease, after a
+                // view had admitted it): its group keeps its log and its votes (a fresh
                 // one, while the others still count it a voter, could vote twice in a term)
                 log(
                     id,
@@ -196,6 +222,25 @@ pub(in crate::net::node) async fn run<M: Send + 'static>(
             // nothing more this tick: no beat may renew the lease it gave up
             tokio::time::sleep(TICK).await;
             continue;
+        }
+        if durable
+            && member
+            && !establish_failed
+            && !group.established()
+            && lock(lease).ever_granted()
+        {
+            // a majority answered its beats as the member's process: its folder's Raft node
+            // is the member's, and a later process on the folder resumes it
+            if let Err(e) = group.establish().await {
+                establish_failed = true;
+                log(
+                    id,
+                    &LogEvent::View(format!(
+                        "cannot mark its state folder's Raft node as the member's (a restart \
+                         on it will rejoin as a new node): {e}"
+                    )),
+                );
+            }
         }
         if member && last_beat.is_none_or(|at| at.elapsed() >= options.heartbeat) {
             let now = Instant::now();
@@ -245,6 +290,7 @@ pub(in crate::net::node) async fn run<M: Send + 'static>(
             if joining {
                 // back in: a later eviction makes it rejoin again; the silence of the
                 // members it has not reconnected to yet counts from now
+                admitted = true;
                 links.restart_silences(Instant::now());
                 joining = false;
                 shared.rejoin.store(false, Ordering::Release);
@@ -301,7 +347,9 @@ pub(in crate::net::node) async fn run<M: Send + 'static>(
                     // the view still has this member's old process, and this one resumed
                     // the member's Raft node: it takes the old one's place in one change
                     // (which needs no majority of live members: the old one is gone)
-                    Ok(Applied::Ignored(Refusal::OtherIncarnation { in_view, .. })) if durable => {
+                    Ok(Applied::Ignored(Refusal::OtherIncarnation { in_view, .. }))
+                        if own.resumed() =>
+                    {
                         let replace = Command::Propose(Proposal::Replace {
                             member: id,
                             incarnation: in_view,

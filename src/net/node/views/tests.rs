@@ -80,28 +80,74 @@ fn a_member_proposes_only_its_own_rejoin_and_leave_and_a_new_process_makes_no_ra
         member,
         incarnation: 5,
     };
-    assert!(allowed(p(1), &write(rejoin(p(1))), &links));
+    assert!(allowed(p(1), &write(rejoin(p(1))), false, &links));
     assert!(
-        !allowed(p(1), &write(rejoin(p(2))), &links),
+        !allowed(p(1), &write(rejoin(p(2))), false, &links),
         "a rejoin in another member's name"
     );
-    assert!(allowed(p(1), &write(Proposal::Leave(p(1))), &links));
+    assert!(allowed(p(1), &write(Proposal::Leave(p(1))), false, &links));
     assert!(
-        !allowed(p(1), &write(Proposal::Leave(p(2))), &links),
+        !allowed(p(1), &write(Proposal::Leave(p(2))), false, &links),
         "a leave in another member's name"
     );
-    assert!(allowed(p(1), &write(evict(p(2))), &links));
+    assert!(allowed(p(1), &write(evict(p(2))), false, &links));
     links.restarted(p(1), 0, 9);
     // the new process may ask to rejoin, or to evict its old process, and nothing else
-    assert!(allowed(p(1), &write(rejoin(p(1))), &links));
-    assert!(allowed(p(1), &write(evict(p(1))), &links));
+    assert!(allowed(p(1), &write(rejoin(p(1))), false, &links));
+    assert!(allowed(p(1), &write(evict(p(1))), false, &links));
     assert!(
-        !allowed(p(1), &write(evict(p(2))), &links),
+        !allowed(p(1), &write(evict(p(2))), false, &links),
         "a new process evicting another member"
     );
     assert!(
-        !allowed(p(1), &write(Proposal::Leave(p(1))), &links),
+        !allowed(p(1), &write(Proposal::Leave(p(1))), false, &links),
         "a new process leaving in its old process's name"
+    );
+}
+
+/// With every member's view log on disk, a new process of a member counts as its member's
+/// Raft node only when its frames say it resumed that node from its folder: one on an
+/// emptied folder (a new Raft node, which could vote twice in a term or acknowledge again
+/// what the old one acknowledged) takes no part in Raft, and may not take its old process's
+/// place in the view, until a change lets it rejoin.
+#[test]
+fn a_new_process_on_disk_counts_as_its_members_raft_node_only_when_it_resumed_it() {
+    let links = links_in_view(&[(0, 0), (1, 0), (2, 0)]);
+    links.durable.store(true, Ordering::Release);
+    let replace = ViewRpc::Write(Command::Propose(Proposal::Replace {
+        member: p(1),
+        incarnation: 0,
+        by: 9,
+    }));
+    assert!(
+        links.may_raft(p(1), false),
+        "the member's first process, on a folder it started"
+    );
+    links.restarted(p(1), 0, 9);
+    assert!(
+        links.may_raft(p(1), true),
+        "a new process on its member's folder is the same Raft node"
+    );
+    assert!(allowed(p(1), &replace, true, &links));
+    assert!(
+        !links.may_raft(p(1), false),
+        "a new process on an emptied folder counted as its member's Raft node"
+    );
+    assert!(
+        !allowed(p(1), &replace, false, &links),
+        "a new process on an emptied folder took its old process's place as a voter"
+    );
+    // once a change lets it rejoin, its Raft node (a learner) takes part
+    links.set_view(&[(p(0), 0), (p(2), 0)].into(), [(p(1), 9)].into());
+    assert!(
+        links.may_raft(p(1), false),
+        "a rejoining learner is not heard"
+    );
+    links.durable.store(false, Ordering::Release);
+    links.set_view(&[(p(0), 0), (p(1), 0), (p(2), 0)].into(), BTreeMap::new());
+    assert!(
+        !links.may_raft(p(1), true),
+        "in memory, no new process is its member's Raft node, whatever it says"
     );
 }
 

@@ -48,7 +48,13 @@ impl<M: Send + 'static> ViewTransport for LinkTransport<M> {
             // however this request ends (answered, timed out, or dropped by Raft), its entry
             // goes
             let _forget = Forget(&self.links, id);
-            let sent = encode(&ViewFrame::Request { id, rpc: req }).and_then(|bytes| {
+            let resumed = self.links.resumed();
+            let sent = encode(&ViewFrame::Request {
+                id,
+                rpc: req,
+                resumed,
+            })
+            .and_then(|bytes| {
                 self.net
                     .send(to, Wire::View(bytes))
                     .map_err(|e| e.to_string())

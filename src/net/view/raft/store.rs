@@ -3,7 +3,7 @@
 //! through to a folder ([`Storage::Dir`]).
 //!
 //! # On disk
-//! A folder holds two files, each replaced whole and atomically (written to a new
+//! A folder holds three files, each replaced whole and atomically (written to a new
 //! `NAME.N.tmp` of mode 0600, synced, renamed over `NAME`, the folder synced), so a crash
 //! leaves the old file or the new one, never a torn one; the temporary files a crash leaves
 //! are removed when the store opens. Each starts with `lkcsview` and its format's version byte
@@ -17,10 +17,17 @@
 //! - `raft-snapshot`: the last snapshot built or installed (its metadata and the state), read
 //!   back as the state machine's state when the group opens; openraft then applies the
 //!   committed entries after it again.
+//! - `raft-node`: present once the others have counted this folder's Raft node as their
+//!   member's ([`establish`]: a majority answered its process's lease beats), written
+//!   atomically as the others are. It holds the header alone.
 //!
 //! So a member's process that restarts on its folder is the same Raft node as before: its
 //! vote and everything it acknowledged are there (Raft's persistence rule), and its
-//! state machine is back at its last committed view.
+//! state machine is back at its last committed view. A process opening a folder without
+//! `raft-node` (emptied, or written by a process that the others never counted, which may
+//! have been a new process that initialized an empty folder) does not claim to be the
+//! member's Raft node: if the others met an earlier process of its member, it clears the
+//! folder ([`wipe`]) and joins as a new Raft node, a learner, on it.
 
 use super::*;
 use std::io::Write;
@@ -34,7 +41,8 @@ pub enum Storage {
     #[default]
     Memory,
     /// Written through to this folder (created, mode 0700, if missing): a process that
-    /// restarts on it resumes its Raft node, vote and log included (see the module doc).
+    /// restarts on it resumes its Raft node, vote and log included, once the others have
+    /// counted that node as the member's (see the module doc).
     Dir(PathBuf),
 }
 
@@ -42,6 +50,8 @@ pub enum Storage {
 pub(crate) const LOG_FILE: &str = "raft-log";
 /// The snapshot's file in a [`Storage::Dir`] folder.
 pub(crate) const SNAPSHOT_FILE: &str = "raft-snapshot";
+/// The file that says the folder's Raft node is the member's ([`establish`]).
+pub(crate) const ESTABLISHED_FILE: &str = "raft-node";
 
 /// The first bytes of each file this store writes, before its format's version byte: a file
 /// from another program, or in a format this build does not read, is refused naming its
@@ -81,6 +91,40 @@ fn unframed<'a>(path: &Path, bytes: &'a [u8]) -> std::io::Result<&'a [u8]> {
     }
 }
 
+/// A folder the store writes to, as of the generation it was opened in.
+#[derive(Debug)]
+pub(crate) struct Folder {
+    path: PathBuf,
+    generation: u64,
+}
+
+impl Folder {
+    /// `dir` (created if missing, mode 0700), in its current generation.
+    fn open(dir: &Path) -> std::io::Result<Arc<Folder>> {
+        make_dir(dir)?;
+        Ok(Arc::new(Folder {
+            path: dir.to_path_buf(),
+            generation: generation(dir),
+        }))
+    }
+}
+
+/// Each folder's generation: [`wipe`] moves it on, and a write begun by a store opened in
+/// an earlier generation (a task of a group shut down before the wipe, which openraft does
+/// not wait for) is dropped instead of landing in the cleared folder.
+static GENERATIONS: std::sync::Mutex<BTreeMap<PathBuf, u64>> =
+    std::sync::Mutex::new(BTreeMap::new());
+
+fn generations() -> std::sync::MutexGuard<'static, BTreeMap<PathBuf, u64>> {
+    GENERATIONS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn generation(dir: &Path) -> u64 {
+    generations().get(dir).copied().unwrap_or(0)
+}
+
 /// This process's writes so far: the N of the next temporary file.
 pub(super) static TMP_WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -89,8 +133,10 @@ pub(super) static TMP_WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::
 /// mode 0600: no two writes share a temporary file, even one whose caller gave up waiting
 /// while its blocking write went on, and a path that already exists, a symbolic link
 /// included, is never written through (it is skipped for the next N). The file replaced
-/// keeps that mode: the folder's files are private to the member's user.
-fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+/// keeps that mode: the folder's files are private to the member's user. A write of an
+/// earlier generation of the folder than its current one is refused, and leaves nothing.
+fn write_atomic(folder: &Folder, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = folder.path.as_path();
     let mut attempts = 0;
     let (tmp, mut file) = loop {
         let n = TMP_WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -112,7 +158,18 @@ fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     };
     let written = file.write_all(bytes).and_then(|()| file.sync_all());
     drop(file);
-    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, dir.join(name))) {
+    let renamed = written.and_then(|()| {
+        // the generation checked and the file renamed under one lock, which `wipe` takes
+        let generations = generations();
+        match generations.get(dir).copied().unwrap_or(0) == folder.generation {
+            true => std::fs::rename(&tmp, dir.join(name)),
+            false => Err(std::io::Error::other(format!(
+                "{} was cleared since this store opened it: {name} not written",
+                dir.display()
+            ))),
+        }
+    });
+    if let Err(e) = renamed {
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
@@ -144,9 +201,13 @@ fn remove_stale_tmp(dir: &Path, name: &str) -> std::io::Result<()> {
 
 /// [`write_atomic`] on tokio's blocking pool: the two fsyncs take milliseconds, and the
 /// node's runtime has one thread, which also serves the member's links and heartbeats.
-async fn write_off_thread(dir: &Path, name: &'static str, bytes: Vec<u8>) -> std::io::Result<()> {
-    let dir = dir.to_path_buf();
-    tokio::task::spawn_blocking(move || write_atomic(&dir, name, &bytes))
+async fn write_off_thread(
+    folder: &Arc<Folder>,
+    name: &'static str,
+    bytes: Vec<u8>,
+) -> std::io::Result<()> {
+    let folder = folder.clone();
+    tokio::task::spawn_blocking(move || write_atomic(&folder, name, &bytes))
         .await
         .map_err(|e| std::io::Error::other(format!("the write of {name} did not finish: {e}")))?
 }
@@ -170,6 +231,53 @@ fn make_dir(dir: &Path) -> std::io::Result<()> {
         builder.mode(0o700);
     }
     builder.create(dir)
+}
+
+/// Whether `storage` holds a Raft node that the others counted as its member's: a folder
+/// whose [`ESTABLISHED_FILE`] is this format's header, exactly. In memory, never.
+pub(crate) fn established(storage: &Storage) -> std::io::Result<bool> {
+    let Storage::Dir(dir) = storage else {
+        return Ok(false);
+    };
+    match read_file(dir, ESTABLISHED_FILE)? {
+        None => Ok(false),
+        Some(bytes) if bytes == framed(&[]) => Ok(true),
+        Some(_) => Err(corrupt(
+            &dir.join(ESTABLISHED_FILE),
+            "it is not this format's mark (the header alone)",
+        )),
+    }
+}
+
+/// Marks the Raft node of `folder` (a group's, [`LogStore::folder`]) as its member's
+/// ([`ESTABLISHED_FILE`], written atomically and synced): a process that restarts on the
+/// folder resumes it. Nothing in memory (`None`).
+pub(crate) async fn establish(folder: Option<&Arc<Folder>>) -> std::io::Result<()> {
+    let Some(folder) = folder else {
+        return Ok(());
+    };
+    write_off_thread(folder, ESTABLISHED_FILE, framed(&[])).await
+}
+
+/// Clears `storage` of any Raft node: its mark, its log and its snapshot (the mark first,
+/// so a crash midway leaves a folder that is not resumed), then syncs the folder. The
+/// folder's generation moves on first, so a write still under way from a store opened
+/// before is dropped. Other files (the node's lock) stay. Nothing in memory.
+pub(crate) fn wipe(storage: &Storage) -> std::io::Result<()> {
+    let Storage::Dir(dir) = storage else {
+        return Ok(());
+    };
+    let mut generations = generations();
+    *generations.entry(dir.clone()).or_insert(0) += 1;
+    for name in [ESTABLISHED_FILE, LOG_FILE, SNAPSHOT_FILE] {
+        match std::fs::remove_file(dir.join(name)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    drop(generations);
+    std::fs::File::open(dir.as_path())?.sync_all()
 }
 
 fn corrupt(path: &Path, e: impl fmt::Display) -> std::io::Error {
@@ -198,7 +306,7 @@ impl LogInner {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct LogStore {
     inner: Arc<Mutex<LogInner>>,
-    dir: Option<Arc<PathBuf>>,
+    dir: Option<Arc<Folder>>,
 }
 
 impl LogStore {
@@ -207,7 +315,7 @@ impl LogStore {
         let Storage::Dir(dir) = storage else {
             return Ok(LogStore::default());
         };
-        make_dir(dir)?;
+        let folder = Folder::open(dir)?;
         remove_stale_tmp(dir, LOG_FILE)?;
         let inner = match read_file(dir, LOG_FILE)? {
             Some(bytes) => {
@@ -218,8 +326,13 @@ impl LogStore {
         };
         Ok(LogStore {
             inner: Arc::new(Mutex::new(inner)),
-            dir: Some(Arc::new(dir.clone())),
+            dir: Some(folder),
         })
+    }
+
+    /// The folder it writes to, as of the generation it opened (`None` in memory).
+    pub(crate) fn folder(&self) -> Option<Arc<Folder>> {
+        self.dir.clone()
     }
 
     /// Whether the store holds a Raft node's state (a vote or entries): a process opening
@@ -385,7 +498,7 @@ pub(crate) struct Machine {
     pub(super) state: Arc<watch::Sender<ViewState>>,
     pub(super) events: broadcast::Sender<Event>,
     /// The folder its snapshots are written to ([`Storage::Dir`]).
-    dir: Option<Arc<PathBuf>>,
+    dir: Option<Arc<Folder>>,
 }
 
 /// A snapshot as its file holds it.
@@ -413,7 +526,7 @@ impl Machine {
         )
     }
 
-    fn at(inner: MachineInner, dir: Option<Arc<PathBuf>>) -> Machine {
+    fn at(inner: MachineInner, dir: Option<Arc<Folder>>) -> Machine {
         let (events, _) = broadcast::channel(EVENT_CAPACITY);
         Machine {
             state: Arc::new(watch::channel(inner.state.clone()).0),
@@ -429,7 +542,7 @@ impl Machine {
         let Storage::Dir(dir) = storage else {
             return Ok(Machine::new(initial));
         };
-        make_dir(dir)?;
+        let folder = Folder::open(dir)?;
         remove_stale_tmp(dir, SNAPSHOT_FILE)?;
         let path = dir.join(SNAPSHOT_FILE);
         let inner = match read_file(dir, SNAPSHOT_FILE)? {
@@ -454,7 +567,7 @@ impl Machine {
                 }
             }
         };
-        Ok(Machine::at(inner, Some(Arc::new(dir.clone()))))
+        Ok(Machine::at(inner, Some(folder)))
     }
 
     /// Writes a snapshot through to the folder, if it has one.

@@ -171,6 +171,51 @@ fn a_store_on_disk_is_what_a_restarted_process_opens() {
     });
 }
 
+/// A folder cleared ([`store::wipe`]) for a new Raft node takes no write from a store opened
+/// before (a task of a group shut down, which openraft does not wait for): the write fails
+/// naming the folder, and leaves no file; a store opened after the wipe writes as usual.
+/// A mark that is not this format's header alone is refused naming the file.
+#[test]
+fn a_cleared_folder_takes_no_write_from_a_store_opened_before() {
+    let scratch = Scratch::new("cleared");
+    let storage = scratch.storage();
+    runtime().block_on(async {
+        let old = LogStore::open(&storage).expect("opens");
+        old.append_entries([entry(1, 1)]).await.expect("written");
+        store::wipe(&storage).expect("cleared");
+        assert!(
+            !scratch.0.join(store::LOG_FILE).exists(),
+            "the log was cleared"
+        );
+        let e = old
+            .append_entries([entry(1, 2)])
+            .await
+            .expect_err("a stale write");
+        assert!(e.to_string().contains("was cleared since"), "{e}");
+        assert!(
+            !scratch.0.join(store::LOG_FILE).exists(),
+            "a stale write landed in the cleared folder"
+        );
+        let new = LogStore::open(&storage).expect("opens again");
+        assert!(!new.holds_state().await, "the cleared folder held state");
+        new.append_entries([entry(1, 1)]).await.expect("written");
+        assert!(scratch.0.join(store::LOG_FILE).exists());
+    });
+    assert!(!store::established(&storage).expect("no mark"));
+    std::fs::write(scratch.0.join(store::ESTABLISHED_FILE), b"").expect("written");
+    let e = store::established(&storage).expect_err("an empty mark");
+    assert!(
+        e.to_string().contains(
+            &scratch
+                .0
+                .join(store::ESTABLISHED_FILE)
+                .display()
+                .to_string()
+        ),
+        "the error names the file: {e}"
+    );
+}
+
 /// A log file that does not decode is a typed error naming the file, not a node that
 /// starts empty (which could vote twice in a term).
 #[test]
