@@ -98,6 +98,10 @@ pub enum ViewFrame {
     },
 }
 
+/// Why a rejoining learner's Raft message is dropped ([`NodeViews::learner_still_voter`]).
+const LEARNER_STILL_VOTER: &str =
+    "a Raft message from a rejoining process while its member is still a voter here";
+
 /// The largest encoded [`ViewFrame`] a node sends: it must fit one link frame with the
 /// link's and the wire's own headers (a link that cannot encode a message gives up for good,
 /// so a larger one is refused before it reaches the link). The view log's messages stay far
@@ -373,6 +377,18 @@ impl<M: Send + 'static> NodeViews<M> {
         self.members.get(d.index()).copied().unwrap_or(d)
     }
 
+    /// Whether `from`'s process is heard only as a rejoining learner
+    /// ([`ViewLinks::learner_only`]) while this member's Raft membership still has its
+    /// member as a voter (the change that removes its old process not through yet): its
+    /// Raft messages would count as the old process's votes and acknowledgements, which its
+    /// new node does not have. They are dropped until the membership lets the member go.
+    fn learner_still_voter(&self, from: ProcessId, resumed: bool) -> bool {
+        self.shared.links.learner_only(from, resumed)
+            && lock(&self.shared.group)
+                .as_ref()
+                .is_some_and(|g| g.voters().contains(&from))
+    }
+
     /// A view frame `bytes` from `from`: an answer completes its request; a request goes to
     /// the group, and its answer back to `from`, on a task of its own (the node's lock is
     /// not held while Raft works).
@@ -386,6 +402,9 @@ impl<M: Send + 'static> NodeViews<M> {
             Err(e) => Err(format!("a view frame that does not decode: {e}")),
             Ok(ViewFrame::Reply { resumed, .. }) if !self.shared.links.may_raft(from, resumed) => {
                 Err("a view-log answer from a new process that has not rejoined".into())
+            }
+            Ok(ViewFrame::Reply { resumed, .. }) if self.learner_still_voter(from, resumed) => {
+                Err(LEARNER_STILL_VOTER.into())
             }
             Ok(ViewFrame::Reply { id, reply, .. }) => {
                 match self.shared.links.answer(from, id, reply) {
@@ -447,6 +466,11 @@ impl<M: Send + 'static> NodeViews<M> {
                     }
                 ))
             }
+            Ok(ViewFrame::Request {
+                rpc: ViewRpc::AppendEntries(_) | ViewRpc::Vote(_) | ViewRpc::InstallSnapshot(_),
+                resumed,
+                ..
+            }) if self.learner_still_voter(from, resumed) => Err(LEARNER_STILL_VOTER.into()),
             Ok(ViewFrame::Request { id, rpc, .. }) => {
                 // a group not started yet leaves the request unanswered: Raft asks again
                 let group = lock(&self.shared.group).clone();

@@ -190,6 +190,22 @@ impl ViewLinks {
         (resumed && self.durable.load(Ordering::Acquire)) || self.may_log(p)
     }
 
+    /// Whether the log hears `p`'s process only as a learner: a new process (its frame not
+    /// saying `resumed` where that counts) that a pending change lets rejoin, whose
+    /// member's place in the view went to no process of it yet.
+    pub(super) fn learner_only(&self, p: ProcessId, resumed: bool) -> bool {
+        if resumed && self.durable.load(Ordering::Acquire) {
+            return false;
+        }
+        let processes = lock(&self.processes);
+        match processes.restarted.get(&p) {
+            None => false,
+            Some(i) => {
+                processes.in_view.get(&p) != Some(i) && processes.rejoining.get(&p) == Some(i)
+            }
+        }
+    }
+
     /// Whether this process's view-log frames say it resumed its member's Raft node.
     pub(super) fn resumed(&self) -> bool {
         self.resumed.load(Ordering::Acquire)

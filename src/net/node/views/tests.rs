@@ -143,6 +143,18 @@ fn a_new_process_on_disk_counts_as_its_members_raft_node_only_when_it_resumed_it
         links.may_raft(p(1), false),
         "a rejoining learner is not heard"
     );
+    assert!(
+        links.learner_only(p(1), false),
+        "a rejoining new process is heard as more than a learner"
+    );
+    assert!(
+        !links.learner_only(p(1), true),
+        "a process that resumed its member's node on disk is that node, not a learner"
+    );
+    assert!(
+        !links.learner_only(p(2), false),
+        "a member that never restarted"
+    );
     links.durable.store(false, Ordering::Release);
     links.set_view(&[(p(0), 0), (p(1), 0), (p(2), 0)].into(), BTreeMap::new());
     assert!(
