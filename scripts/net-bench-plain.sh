@@ -6,7 +6,8 @@
 # `ceiling` rows per build and prints the table of docs/measurements/net.md.
 #
 # usage: scripts/net-bench-plain.sh [RUNS] [OUT_DIR]
-#   OUT_DIR  default target/net-bench-plain (the plain work tree goes in OUT_DIR/plain)
+#   OUT_DIR  default target/net-bench-plain (the plain work tree goes in OUT_DIR/plain, and
+#            is reused by the next run; `git worktree remove OUT_DIR/plain` drops it)
 #
 # About 25 minutes for 4 runs each on 2 cores, after the two builds. Run it on an otherwise
 # idle machine: every ratio is taken within a round, but the two builds run minutes apart.
@@ -14,7 +15,9 @@ set -euo pipefail
 
 runs="${1:-4}"
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-out="$(mkdir -p "${2:-$repo/target/net-bench-plain}" && cd "${2:-$repo/target/net-bench-plain}" && pwd)"
+out="${2:-$repo/target/net-bench-plain}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
 plain_commit=04dbeb9
 export CARGO_TERM_COLOR=never
 
