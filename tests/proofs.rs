@@ -121,7 +121,7 @@ fn proves_cdc_and_ddc_on_four_processes() {
 /// bound can break; and (0, 1, 0)/(2, 3, 2), where the centre's lower bound is tightened to 2
 /// and a second exit goes by round trip. One pair per process, from the start the build
 /// picks: safety, the objects' invariants (invariant T included) and the absence of
-/// deadlock, proved (0.27 M to 5.2 M states, about 20 s of one core in all). The larger
+/// deadlock, proved (0.27 M to 5.2 M states, about 11 s of CPU in all). The larger
 /// instances of the bounded check below go past 10^8 states without an end
 /// (docs/checker.md).
 #[test]
@@ -165,23 +165,13 @@ fn proves_the_round_trip_on_every_instance_of_a_path_of_three() {
         tightened, 2,
         "the centre's bounds are tightened in two instances"
     );
-    let jobs = std::sync::Mutex::new(taken.into_iter());
-    let run = || loop {
-        let Some((l, k, sys)) = jobs.lock().unwrap().next() else {
-            break;
-        };
+    support::on_every_core(taken, |(l, k, sys)| {
         let r = check::check(&sys.instance, sys.procs, &support::cfg(1, None));
         support::assert_sound(&format!("round trip path:3 l={l:?} k={k:?}"), &r, None);
         eprintln!(
             "round trip path:3 l={l:?} k={k:?}: proved, {} states",
             r.states
         );
-    };
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    std::thread::scope(|s| {
-        for _ in 0..cores {
-            s.spawn(run);
-        }
     });
 }
 
@@ -208,11 +198,7 @@ fn bounded_round_trip_on_the_smallest_instances() {
         ("star:5", vec![1, 0, 0, 0, 0], vec![4, 2, 2, 2, 2]),
         ("path:5", vec![0, 1, 1, 1, 0], vec![2, 3, 3, 3, 2]),
     ];
-    let jobs = std::sync::Mutex::new(instances.into_iter());
-    let run = || loop {
-        let Some((spec, l, k)) = jobs.lock().unwrap().next() else {
-            break;
-        };
+    support::on_every_core(instances, |(spec, l, k)| {
         let t = Topology::parse(spec).unwrap();
         let inst = Lkcs::instance(&t, &l, &k).unwrap();
         let sys = Lkcs::build(&inst, &Leaders::Auto, None, LkcsRules::TRIP)
@@ -232,11 +218,5 @@ fn bounded_round_trip_on_the_smallest_instances() {
             r.max_depth
         );
         eprintln!("round trip {spec}: {:?}, {} states", r.verdict, r.states);
-    };
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    std::thread::scope(|s| {
-        for _ in 0..cores {
-            s.spawn(run);
-        }
     });
 }

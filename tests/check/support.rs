@@ -81,12 +81,8 @@ pub fn sweep_bounds(
         }
     }
     let instances = jobs.len();
-    let jobs = Mutex::new(jobs.into_iter());
     let states = Mutex::new(0);
-    let run = || loop {
-        let Some((lmutex, b, init)) = jobs.lock().unwrap().next() else {
-            break;
-        };
+    on_every_core(jobs, |(lmutex, b, init)| {
         let (what, r): (String, CheckReport) = if lmutex {
             let (inst, procs) = lmutex_system(&t, &vec![b; n], &init, PAPER).unwrap();
             (
@@ -102,6 +98,21 @@ pub fn sweep_bounds(
         };
         assert_sound(&what, &r, max_states);
         *states.lock().unwrap() += r.states;
+    });
+    let states = states.into_inner().unwrap();
+    eprintln!("{spec}, {pairs} pair(s): {instances} instances, {states} states");
+    (instances, states)
+}
+
+/// Runs `f` on every job, the jobs spread over the available cores (one thread per core,
+/// each taking the next job until none is left).
+pub fn on_every_core<J: Send>(jobs: impl IntoIterator<Item = J>, f: impl Fn(J) + Sync) {
+    let jobs = Mutex::new(jobs.into_iter().collect::<Vec<J>>().into_iter());
+    let run = || loop {
+        let Some(job) = jobs.lock().unwrap().next() else {
+            break;
+        };
+        f(job);
     };
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     std::thread::scope(|s| {
@@ -109,9 +120,6 @@ pub fn sweep_bounds(
             s.spawn(run);
         }
     });
-    let states = states.into_inner().unwrap();
-    eprintln!("{spec}, {pairs} pair(s): {instances} instances, {states} states");
-    (instances, states)
 }
 
 /// Generated states per instance where a Maekawa check is bounded rather than proved.
