@@ -187,14 +187,20 @@ impl ViewLinks {
     /// or acknowledge again what the old one acknowledged: it counts only once a change
     /// lets it rejoin.
     pub(super) fn may_raft(&self, p: ProcessId, resumed: bool) -> bool {
-        (resumed && self.durable.load(Ordering::Acquire)) || self.may_log(p)
+        self.claims_node(resumed) || self.may_log(p)
+    }
+
+    /// Whether a frame saying `resumed` claims its member's Raft node: only when every
+    /// member keeps its log on disk, so that a resumed folder holds the node's votes.
+    fn claims_node(&self, resumed: bool) -> bool {
+        resumed && self.durable.load(Ordering::Acquire)
     }
 
     /// Whether the log hears `p`'s process only as a learner: a new process (its frame not
     /// saying `resumed` where that counts) that a pending change lets rejoin, whose
     /// member's place in the view went to no process of it yet.
     pub(super) fn learner_only(&self, p: ProcessId, resumed: bool) -> bool {
-        if resumed && self.durable.load(Ordering::Acquire) {
+        if self.claims_node(resumed) {
             return false;
         }
         let processes = lock(&self.processes);
