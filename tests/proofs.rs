@@ -28,8 +28,9 @@ use support::{cfg, conditions, maekawa_check, prove, sweep, sweep_bounds, MAEKAW
 const BOUND: usize = 400_000;
 
 /// Deviation 5 as built (`LmutinRules::CORRECTED`): safety, invariants and no deadlock on
-/// the triangle, l = 1, every member in the CS at the start, one pair each (9.4 M states,
-/// about 18 s of one core: here rather than in the fast tier).
+/// the triangle, l = 1, every member in the CS at the start, one pair each (4.7 M states,
+/// 5.6 M before the commuting deliveries; about 15 s of one core: here rather than in the
+/// fast tier).
 #[test]
 fn proves_the_set_aside_rule_on_the_triangle() {
     let t = lkcs::Topology::ring(3).unwrap();
@@ -121,9 +122,9 @@ fn proves_cdc_and_ddc_on_four_processes() {
 /// bound can break; and (0, 1, 0)/(2, 3, 2), where the centre's lower bound is tightened to 2
 /// and a second exit goes by round trip. One pair per process, from the start the build
 /// picks: safety, the objects' invariants (invariant T included) and the absence of
-/// deadlock, proved (0.27 M to 5.2 M states, about 11 s of CPU in all). The larger
-/// instances of the bounded check below go past 10^8 states without an end
-/// (docs/checker.md).
+/// deadlock, proved (0.12 M to 2.1 M states with the commuting deliveries, about 10 s of CPU
+/// in all). The larger instances of the bounded check below, and path:4, go past 10^8
+/// states without an end (docs/checker.md).
 #[test]
 fn proves_the_round_trip_on_every_instance_of_a_path_of_three() {
     use lkcs::{

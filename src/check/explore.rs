@@ -18,7 +18,7 @@ use crate::config::Instance;
 use crate::cs::{CsObject, CsState};
 use model::{Act, Node, Sys, World};
 pub(super) use reduce::harmless_moves;
-use reduce::{Harmless, Solo};
+use reduce::{Commute, Harmless, Solo};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::time::{Duration, Instant};
@@ -96,6 +96,9 @@ pub(super) struct Stats {
     pub(super) unique: usize,
     pub(super) generated: usize,
     pub(super) max_depth: usize,
+    /// States expanded along a commuting delivery (see [`crate::check`]).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(super) commuting: usize,
 }
 
 /// A callback that receives a progress report every 2^16 generated states.
@@ -133,6 +136,8 @@ pub(super) struct Explorer<'a, A: CsObject> {
     /// Per process: the processes it may send to (its closed neighbourhood), a bit set.
     peers: Vec<u64>,
     solo_memo: HashMap<u128, Solo, BuildHasherDefault<IdHasher>>,
+    /// Remembered verdicts of [`Explorer::commuting_delivery`].
+    commute_memo: HashMap<u128, Commute, BuildHasherDefault<IdHasher>>,
     /// Per process: whether a move into each published state is harmless (see
     /// [`harmless_moves`]).
     harmless: Vec<Harmless>,
@@ -185,6 +190,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
             visit,
             peers,
             solo_memo: Default::default(),
+            commute_memo: Default::default(),
             harmless: harmless_moves(instance),
             unsafe_mask: (0..configs)
                 .map(|m| !instance.violations(&states(m)).is_empty())
@@ -253,6 +259,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
         visited.bytes()
             + table_bytes::<u128>(on_stack.capacity())
             + table_bytes::<(u128, Solo)>(self.solo_memo.capacity())
+            + table_bytes::<(u128, Commute)>(self.commute_memo.capacity())
             + stack.capacity() * std::mem::size_of::<Frame<A>>()
             + self.stack_heap
             + w.bytes()
@@ -267,6 +274,11 @@ impl<'a, A: CsObject> Explorer<'a, A> {
                 self.solo_memo.len(),
                 self.solo_memo.capacity(),
                 MAX_CHECK_PROCESSES,
+            )
+            + table_growth::<(u128, Commute)>(
+                self.commute_memo.len(),
+                self.commute_memo.capacity(),
+                MAX_CHECK_PROCESSES * MAX_CHECK_PROCESSES,
             )
             + vec_growth::<Frame<A>>(stack.len(), stack.capacity(), 1)
             + w.growth()
@@ -355,6 +367,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
             unique: 1,
             generated: 1,
             max_depth: 1,
+            commuting: 0,
         };
         let fp = fingerprint(&init);
         visited.insert(fp);
@@ -369,7 +382,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
             return (Outcome::Violated { property, path }, stats);
         }
         on_stack.insert(fp);
-        let todo = self.expand(&mut w, &init, &on_stack);
+        let todo = self.expand(&mut w, &init, &on_stack, &mut stats);
         let mut stack: Stack<A> = Vec::new();
         let frame = Frame {
             state: init,
@@ -438,7 +451,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
                 return (Outcome::Bounded(Limit::Memory), stats);
             }
             on_stack.insert(fp);
-            let todo = self.expand(&mut w, &next, &on_stack);
+            let todo = self.expand(&mut w, &next, &on_stack, &mut stats);
             let frame = Frame {
                 state: next,
                 fp,

@@ -4,8 +4,8 @@
 
 use super::model::{Act, Links, Local, Sys, World};
 use super::tables::{fingerprint, Fingerprinter, FpSet};
-use super::Explorer;
-use crate::check::MAX_CHECK_PROCESSES;
+use super::{Explorer, Stats};
+use crate::check::{Network, MAX_CHECK_PROCESSES};
 use crate::config::Instance;
 use crate::cs::{CsObject, CsState};
 use std::collections::VecDeque;
@@ -145,6 +145,216 @@ impl<'a, A: CsObject> Explorer<'a, A> {
         }
     }
 
+    /// The processes of `outside` (a bit set) that may do something not seen alone, so may
+    /// send to any neighbour: those of `fed` (within `outside`), those whose solo budget ran
+    /// out, and those another process of `outside` may send to (wildness spreads along the
+    /// peers of wild processes).
+    fn wild(&self, n: usize, outside: u64, solo: &[Solo], fed: u64) -> u64 {
+        let mut wild = fed & outside;
+        for (y, s) in solo.iter().enumerate().take(n) {
+            if outside & (1 << y) != 0 && *s == Solo::Unknown {
+                wild |= 1 << y;
+            }
+        }
+        loop {
+            // every process an outside process may send to, itself aside
+            let mut reached = 0u64;
+            for z in (0..n).filter(|&z| outside & (1 << z) != 0) {
+                let to = match solo[z] {
+                    Solo::Sends { to, .. } if wild & (1 << z) == 0 => to,
+                    _ => self.peers[z],
+                };
+                reached |= to & !(1 << z);
+            }
+            let grown = wild | (reached & outside);
+            if grown == wild {
+                return wild;
+            }
+            wild = grown;
+        }
+    }
+
+    /// What `p` can do before the delivery of the head of link `(x, p)`, alone: see
+    /// [`Commute`]. Remembered: it depends only on `p`'s local state, `x` and the links into
+    /// `p`.
+    fn commute(
+        &mut self,
+        w: &mut World<A>,
+        s: &Sys<A>,
+        links: &Links,
+        p: usize,
+        x: usize,
+    ) -> Commute {
+        let n = s.n();
+        let incoming = |y: usize| {
+            let l = y * n + p;
+            &s.msgs[usize::from(links.start[l])..usize::from(links.start[l + 1])]
+        };
+        let mut h = Fingerprinter::default();
+        h.write_usize(p);
+        h.write_usize(x);
+        h.write_u32(s.locals[p]);
+        for y in 0..n {
+            incoming(y).hash(&mut h);
+        }
+        let key = h.finish128();
+        if let Some(&r) = self.commute_memo.get(&key) {
+            return r;
+        }
+        if self.commute_memo.len() >= SOLO_MEMO {
+            self.commute_memo.clear();
+        }
+        let inbox: Vec<VecDeque<A::Msg>> = (0..n)
+            .map(|y| incoming(y).iter().map(|(_, m)| m.clone()).collect())
+            .collect();
+        let r = self.commute_explore(w, s.locals[p], inbox, p, x);
+        self.commute_memo.insert(key, r);
+        r
+    }
+
+    /// The exploration of [`Explorer::commute`]: `p` alone from local state `id` with
+    /// `inbox` (per link into it), never taking from link `x`, whose head is the delivery.
+    fn commute_explore(
+        &self,
+        w: &mut World<A>,
+        id: u32,
+        inbox: Vec<VecDeque<A::Msg>>,
+        p: usize,
+        x: usize,
+    ) -> Commute {
+        let n = inbox.len();
+        let fail = Commute {
+            ok: false,
+            sends: 0,
+            drains: 0,
+        };
+        let Some(head) = inbox[x].front().cloned() else {
+            return fail;
+        };
+        let t = Some((x as u16, head));
+        // links into `p` from others, empty from the start
+        let mut drains = (0..n)
+            .filter(|&y| y != p && inbox[y].is_empty())
+            .fold(0u64, |m, y| m | 1 << y);
+        let mut sends = 0u64;
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![(id, inbox)];
+        let mut budget = SOLO_BUDGET;
+        while let Some((id, inbox)) = stack.pop() {
+            // the delivery from here must not improve the observation
+            let after_t = w.step(id, t.clone());
+            if self.improving(p, &w.locals[id as usize], &w.locals[after_t.to as usize]) {
+                return fail;
+            }
+            let armed = w.locals[id as usize].armed;
+            let moves: Vec<Option<usize>> = (armed.then_some(None))
+                .into_iter()
+                .chain((0..n).filter(|&y| y != x && !inbox[y].is_empty()).map(Some))
+                .collect();
+            for mv in moves {
+                if budget == 0 {
+                    return fail;
+                }
+                budget -= 1;
+                let mut inbox = inbox.clone();
+                let input = mv.map(|y| (y as u16, inbox[y].pop_front().expect("non-empty")));
+                if let Some(y) = mv
+                    && y != p
+                    && inbox[y].is_empty()
+                {
+                    drains |= 1 << y;
+                }
+                // `b` then the delivery, against the delivery then `b`
+                let b = w.step(id, input.clone());
+                if mv.is_none() && !w.locals[after_t.to as usize].armed {
+                    return fail;
+                }
+                let bt = w.step(b.to, t.clone());
+                let tb = w.step(after_t.to, input);
+                if bt.to != tb.to {
+                    return fail;
+                }
+                let same = (0..n).all(|z| {
+                    let one = on_link(w.sends(b), z).chain(on_link(w.sends(bt), z));
+                    let two = on_link(w.sends(after_t), z).chain(on_link(w.sends(tb), z));
+                    one.eq(two)
+                });
+                if !same {
+                    return fail;
+                }
+                for (to, m) in w.sends(b) {
+                    let to = usize::from(*to);
+                    if to == p {
+                        inbox[p].push_back(m.clone());
+                    } else {
+                        sends |= 1 << to;
+                    }
+                }
+                if seen.insert((b.to, fingerprint(&inbox_key(&inbox)))) {
+                    stack.push((b.to, inbox));
+                }
+            }
+        }
+        Commute {
+            ok: true,
+            sends,
+            drains,
+        }
+    }
+
+    /// The processes `C` (a bit set, without `p`) such that the delivery of the head of link
+    /// `(x, p)` (the pair `(p, x)`) with every enabled action of `C` is a persistent set of `s`: the *commuting
+    /// delivery* of the module doc of [`crate::check`]. `None` when there is none: `p`'s
+    /// other actions do not all commute with the delivery, or the delivery may improve the
+    /// observation, or `p` may send into an empty link into `C`.
+    ///
+    /// `C` grows from nothing: a process outside `C` and other than `p` that may send to `p`
+    /// joins when its link into `p` is empty or `p` may empty it (the message `p` would take
+    /// next is then unknown), and one that may fill an empty link into `C` joins (as in
+    /// [`Explorer::persistent`]). What outside processes may send is their solo behaviour;
+    /// one that `p` may send to is wild, like one fed by another outside process.
+    fn commuting_delivery(
+        &mut self,
+        w: &mut World<A>,
+        s: &Sys<A>,
+        links: &Links,
+        nonempty: &[u64],
+        solo: &[Solo],
+        (p, x): (usize, usize),
+    ) -> Option<u64> {
+        let n = s.n();
+        let all = (1u64 << n) - 1;
+        let alone = self.commute(w, s, links, p, x);
+        if !alone.ok {
+            return None;
+        }
+        let mut c = 0u64;
+        loop {
+            let outside = all & !c & !(1 << p);
+            let wild = self.wild(n, outside, solo, alone.sends & outside);
+            let mut joins = 0u64;
+            for y in (0..n).filter(|&y| outside & (1 << y) != 0) {
+                let may = match solo[y] {
+                    Solo::Sends { to, .. } if wild & (1 << y) == 0 => to,
+                    _ => self.peers[y],
+                };
+                let starves_p = may & (1 << p) != 0 && alone.drains & (1 << y) != 0;
+                let fills = (0..n).any(|z| c & may & (1 << z) != 0 && nonempty[z] & (1 << y) == 0);
+                if starves_p || fills {
+                    joins |= 1 << y;
+                }
+            }
+            if joins == 0 {
+                break;
+            }
+            c |= joins;
+        }
+        // `p`'s other actions must not enable an action of `C`
+        let p_fills =
+            (0..n).any(|z| c & alone.sends & (1 << z) != 0 && nonempty[z] & (1 << p) == 0);
+        (!p_fills).then_some(c)
+    }
+
     /// The smallest set of processes containing `p` whose enabled actions form a persistent
     /// set, given what every process can do alone (`solo`); see the module doc of
     /// [`crate::check`] for the argument. `nonempty[x]` has bit `y` set when link `(y, x)`
@@ -165,29 +375,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
         let mut c = 1u64 << p;
         loop {
             let outside = all & !c;
-            // wild: outside processes that may do something not seen alone, so may send to
-            // anyone: their solo budget ran out, or another outside process may send to them
-            let mut wild: u64 = (0..n)
-                .filter(|&y| outside & (1 << y) != 0 && solo[y] == Solo::Unknown)
-                .fold(0, |m, y| m | 1 << y);
-            loop {
-                let mut grown = wild;
-                for y in (0..n).filter(|&y| outside & !wild & (1 << y) != 0) {
-                    let fed = (0..n).any(|z| {
-                        z != y
-                            && outside & (1 << z) != 0
-                            && (wild & (1 << z) != 0 && self.peers[z] & (1 << y) != 0
-                                || matches!(solo[z], Solo::Sends { to, .. } if to & (1 << y) != 0))
-                    });
-                    if fed {
-                        grown |= 1 << y;
-                    }
-                }
-                if grown == wild {
-                    break;
-                }
-                wild = grown;
-            }
+            let wild = self.wild(n, outside, solo, 0);
             // an outside process that may fill an empty link into the set joins it
             let mut joins = 0u64;
             for y in (0..n).filter(|&y| outside & (1 << y) != 0) {
@@ -215,6 +403,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
         w: &mut World<A>,
         s: &Sys<A>,
         on_stack: &FpSet,
+        stats: &mut Stats,
     ) -> Vec<(Act, Sys<A>, u128)> {
         let enabled = s.enabled(w);
         let succ = |w: &mut World<A>, a: Act| {
@@ -240,18 +429,27 @@ impl<'a, A: CsObject> Explorer<'a, A> {
             }
         }
         let solo: Vec<Solo> = (0..n).map(|y| self.solo(w, s, &links, y)).collect();
-        let size = |c: u64| enabled.iter().filter(|a| c & (1 << a.owner()) != 0).count();
+        let owned = |c: u64| -> Vec<usize> {
+            (0..enabled.len())
+                .filter(|&i| c & (1 << enabled[i].owner()) != 0)
+                .collect()
+        };
+        let mut cache: Vec<Option<(Act, Sys<A>, u128)>> = vec![None; enabled.len()];
+        let mut best: Option<Vec<usize>> = None;
+        let mut commuting = false;
+        let best_len = |best: &Option<Vec<usize>>| best.as_ref().map_or(enabled.len(), Vec::len);
+        // the closures: from each process with an enabled action, without the visibility
+        // condition first; if it selects an improving action, with it
         let mut order: Vec<(usize, u64)> = (0..n)
             .filter(|&p| enabled.iter().any(|a| a.owner() == p))
             .map(|p| (p, self.persistent(n, &nonempty, p, &solo, false)))
             .collect();
+        let size = |c: u64| enabled.iter().filter(|a| c & (1 << a.owner()) != 0).count();
         order.sort_by_key(|&(_, c)| size(c));
-        let mut cache: Vec<Option<(Act, Sys<A>, u128)>> = vec![None; enabled.len()];
-        let mut best: Option<u64> = None;
         for (p, mut c) in order {
             let mut with_visibility = false;
             loop {
-                if size(c) >= best.map_or(enabled.len(), size) {
+                if size(c) >= best_len(&best) {
                     break;
                 }
                 let (mut visible, mut cycle) = (false, false);
@@ -271,16 +469,74 @@ impl<'a, A: CsObject> Explorer<'a, A> {
                     c = self.persistent(n, &nonempty, p, &solo, true);
                     continue;
                 }
-                best = Some(c);
+                best = Some(owned(c));
                 break;
             }
         }
-        let keep = best.unwrap_or(u64::MAX);
-        enabled
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| keep & (1 << a.owner()) != 0)
-            .map(|(i, a)| cache[i].take().unwrap_or_else(|| succ(w, *a)))
+        // commuting deliveries, each with the enabled actions of its set `C`, where the
+        // delivery's process has another enabled action to leave out
+        if self.network == Network::Fifo {
+            for (i, a) in enabled.iter().enumerate() {
+                let Act::Deliver { src, dst, .. } = *a else {
+                    continue;
+                };
+                // no gain where a single action is selected already, or where `dst` has
+                // nothing else to leave out
+                if best_len(&best) <= 1 || enabled.iter().filter(|b| b.owner() == dst).count() < 2 {
+                    continue;
+                }
+                let Some(c) = self.commuting_delivery(w, s, &links, &nonempty, &solo, (dst, src))
+                else {
+                    continue;
+                };
+                if size(c) + 1 >= best_len(&best) {
+                    continue;
+                }
+                let mut pick = owned(c);
+                pick.push(i);
+                // off the stack, and (the delivery aside, checked already) nothing improving
+                let fits = pick.iter().all(|&j| {
+                    let (_, t, fp) = cache[j].get_or_insert_with(|| succ(w, enabled[j]));
+                    let q = enabled[j].owner();
+                    !on_stack.contains(fp)
+                        && (j == i || !self.improving(q, s.local(w, q), t.local(w, q)))
+                });
+                if fits {
+                    best = Some(pick);
+                    commuting = true;
+                }
+            }
+        }
+        stats.commuting += usize::from(commuting);
+        let keep = best.unwrap_or_else(|| (0..enabled.len()).collect());
+        keep.into_iter()
+            .map(|i| cache[i].take().unwrap_or_else(|| succ(w, enabled[i])))
             .collect()
     }
+}
+
+/// What an inbox is, for the set of visited ones: its messages per link.
+fn inbox_key<M: Clone>(inbox: &[VecDeque<M>]) -> Vec<Vec<M>> {
+    inbox.iter().map(|q| q.iter().cloned().collect()).collect()
+}
+
+/// What a process `p` can do alone before the delivery of the head of one of its links
+/// (never taking from that link; see [`Explorer::commuting_delivery`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Commute {
+    /// Every action it can take commutes with the delivery and the delivery never improves
+    /// its observation, from every local state it can reach (within [`SOLO_BUDGET`] actions).
+    ok: bool,
+    /// The other processes it may send to meanwhile (a bit set).
+    sends: u64,
+    /// The processes whose link into it is empty or may become empty meanwhile (a bit set).
+    drains: u64,
+}
+
+/// The messages of `sends` to process `to`, in order.
+fn on_link<M>(sends: &[(u8, M)], to: usize) -> impl Iterator<Item = &M> {
+    sends
+        .iter()
+        .filter(move |(z, _)| usize::from(*z) == to)
+        .map(|(_, m)| m)
 }
