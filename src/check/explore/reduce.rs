@@ -83,28 +83,14 @@ impl<'a, A: CsObject> Explorer<'a, A> {
     /// state and the messages it takes, so this is exact up to the budget. Remembered: it
     /// depends only on `y`'s local state and its incoming links.
     fn solo(&mut self, w: &mut World<A>, s: &Sys<A>, links: &Links, y: usize) -> Solo {
-        let n = s.n();
-        let incoming = |x: usize| {
-            let l = x * n + y;
-            &s.msgs[usize::from(links.start[l])..usize::from(links.start[l + 1])]
-        };
-        let mut h = Fingerprinter::default();
-        h.write_usize(y);
-        h.write_u32(s.locals[y]);
-        for x in 0..n {
-            incoming(x).hash(&mut h);
-        }
-        let key = h.finish128();
+        let key = alone_key(s, links, y, None);
         if let Some(&r) = self.solo_memo.get(&key) {
             return r;
         }
         if self.solo_memo.len() >= SOLO_MEMO {
             self.solo_memo.clear();
         }
-        let inbox: Vec<VecDeque<A::Msg>> = (0..n)
-            .map(|x| incoming(x).iter().map(|(_, m)| m.clone()).collect())
-            .collect();
-        let r = Self::solo_explore(w, s.locals[y], inbox, y);
+        let r = Self::solo_explore(w, s.locals[y], inbox(s, links, y), y);
         self.solo_memo.insert(key, r);
         r
     }
@@ -128,14 +114,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
                 let st = w.step(id, msg);
                 let (before, after) = (&w.locals[id as usize], &w.locals[st.to as usize]);
                 visible = visible || after.cs != before.cs || after.ok != before.ok;
-                for (to, m) in w.sends(st) {
-                    let to = usize::from(*to);
-                    if to == y {
-                        inbox[y].push_back(m.clone());
-                    } else {
-                        to_mask |= 1 << to;
-                    }
-                }
+                to_mask |= route(w.sends(st), y, &mut inbox);
                 stack.push((st.to, inbox));
             }
         }
@@ -185,29 +164,14 @@ impl<'a, A: CsObject> Explorer<'a, A> {
         p: usize,
         x: usize,
     ) -> Commute {
-        let n = s.n();
-        let incoming = |y: usize| {
-            let l = y * n + p;
-            &s.msgs[usize::from(links.start[l])..usize::from(links.start[l + 1])]
-        };
-        let mut h = Fingerprinter::default();
-        h.write_usize(p);
-        h.write_usize(x);
-        h.write_u32(s.locals[p]);
-        for y in 0..n {
-            incoming(y).hash(&mut h);
-        }
-        let key = h.finish128();
+        let key = alone_key(s, links, p, Some(x));
         if let Some(&r) = self.commute_memo.get(&key) {
             return r;
         }
         if self.commute_memo.len() >= SOLO_MEMO {
             self.commute_memo.clear();
         }
-        let inbox: Vec<VecDeque<A::Msg>> = (0..n)
-            .map(|y| incoming(y).iter().map(|(_, m)| m.clone()).collect())
-            .collect();
-        let r = self.commute_explore(w, s.locals[p], inbox, p, x);
+        let r = self.commute_explore(w, s.locals[p], inbox(s, links, p), p, x);
         self.commute_memo.insert(key, r);
         r
     }
@@ -282,14 +246,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
                 if !same {
                     return fail;
                 }
-                for (to, m) in w.sends(b) {
-                    let to = usize::from(*to);
-                    if to == p {
-                        inbox[p].push_back(m.clone());
-                    } else {
-                        sends |= 1 << to;
-                    }
-                }
+                sends |= route(w.sends(b), p, &mut inbox);
                 if seen.insert((b.to, fingerprint(&inbox_key(&inbox)))) {
                     stack.push((b.to, inbox));
                 }
@@ -539,4 +496,55 @@ fn on_link<M>(sends: &[(u8, M)], to: usize) -> impl Iterator<Item = &M> {
         .iter()
         .filter(move |(z, _)| usize::from(*z) == to)
         .map(|(_, m)| m)
+}
+
+/// The messages in flight on the links into process `p`, per sender.
+fn incoming<'s, A: CsObject>(
+    s: &'s Sys<A>,
+    links: &Links,
+    p: usize,
+) -> impl Iterator<Item = &'s [(u16, A::Msg)]> {
+    let n = s.n();
+    let start = links.start;
+    (0..n).map(move |y| {
+        let l = y * n + p;
+        &s.msgs[usize::from(start[l])..usize::from(start[l + 1])]
+    })
+}
+
+/// What process `p` alone depends on in `s`: its local state and the links into it (and,
+/// for [`Explorer::commute`], the link `(x, p)` it leaves alone), as a memo key.
+fn alone_key<A: CsObject>(s: &Sys<A>, links: &Links, p: usize, x: Option<usize>) -> u128 {
+    let mut h = Fingerprinter::default();
+    h.write_usize(p);
+    if let Some(x) = x {
+        h.write_usize(x);
+    }
+    h.write_u32(s.locals[p]);
+    for link in incoming(s, links, p) {
+        link.hash(&mut h);
+    }
+    h.finish128()
+}
+
+/// The links into process `p` as queues, per sender.
+fn inbox<A: CsObject>(s: &Sys<A>, links: &Links, p: usize) -> Vec<VecDeque<A::Msg>> {
+    incoming(s, links, p)
+        .map(|link| link.iter().map(|(_, m)| m.clone()).collect())
+        .collect()
+}
+
+/// Routes the sends of a step of process `me` run alone: a self-send joins its own link in
+/// `inbox`; the others are returned as the set of processes sent to (a bit set).
+fn route<M: Clone>(sends: &[(u8, M)], me: usize, inbox: &mut [VecDeque<M>]) -> u64 {
+    let mut to_mask = 0;
+    for (to, m) in sends {
+        let to = usize::from(*to);
+        if to == me {
+            inbox[me].push_back(m.clone());
+        } else {
+            to_mask |= 1 << to;
+        }
+    }
+    to_mask
 }
