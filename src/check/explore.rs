@@ -136,7 +136,7 @@ pub(super) struct Explorer<'a, A: CsObject> {
     /// Per process: the processes it may send to (its closed neighbourhood), a bit set.
     peers: Vec<u64>,
     solo_memo: HashMap<u128, Solo, BuildHasherDefault<IdHasher>>,
-    /// Remembered verdicts of [`Explorer::commuting_delivery`].
+    /// Remembered explorations of [`Explorer::commute`].
     commute_memo: HashMap<u128, Commute, BuildHasherDefault<IdHasher>>,
     /// Per process: whether a move into each published state is harmless (see
     /// [`harmless_moves`]).

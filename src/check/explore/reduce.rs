@@ -124,6 +124,16 @@ impl<'a, A: CsObject> Explorer<'a, A> {
         }
     }
 
+    /// What an outside process `y` may do before the selected set acts: the processes it may
+    /// send to (a bit set) and whether it may change its observation. Its solo behaviour,
+    /// unless it is `wild` (or its solo budget ran out): then any neighbour, and maybe.
+    fn may_send(&self, y: usize, solo: &[Solo], wild: u64) -> (u64, bool) {
+        match solo[y] {
+            Solo::Sends { to, visible } if wild & (1 << y) == 0 => (to, visible),
+            _ => (self.peers[y], true),
+        }
+    }
+
     /// The processes of `outside` (a bit set) that may do something not seen alone, so may
     /// send to any neighbour: those of `fed` (within `outside`), those whose solo budget ran
     /// out, and those another process of `outside` may send to (wildness spreads along the
@@ -139,11 +149,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
             // every process an outside process may send to, itself aside
             let mut reached = 0u64;
             for z in (0..n).filter(|&z| outside & (1 << z) != 0) {
-                let to = match solo[z] {
-                    Solo::Sends { to, .. } if wild & (1 << z) == 0 => to,
-                    _ => self.peers[z],
-                };
-                reached |= to & !(1 << z);
+                reached |= self.may_send(z, solo, wild).0 & !(1 << z);
             }
             let grown = wild | (reached & outside);
             if grown == wild {
@@ -247,7 +253,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
                     return fail;
                 }
                 sends |= route(w.sends(b), p, &mut inbox);
-                if seen.insert((b.to, fingerprint(&inbox_key(&inbox)))) {
+                if seen.insert((b.to, fingerprint(&inbox))) {
                     stack.push((b.to, inbox));
                 }
             }
@@ -260,8 +266,8 @@ impl<'a, A: CsObject> Explorer<'a, A> {
     }
 
     /// The processes `C` (a bit set, without `p`) such that the delivery of the head of link
-    /// `(x, p)` (the pair `(p, x)`) with every enabled action of `C` is a persistent set of `s`: the *commuting
-    /// delivery* of the module doc of [`crate::check`]. `None` when there is none: `p`'s
+    /// `(x, p)` (given as the pair `(p, x)`) with every enabled action of `C` is a persistent
+    /// set of `s`: the *commuting delivery* of the module doc of [`crate::check`]. `None` when there is none: `p`'s
     /// other actions do not all commute with the delivery, or the delivery may improve the
     /// observation, or `p` may send into an empty link into `C`.
     ///
@@ -291,13 +297,9 @@ impl<'a, A: CsObject> Explorer<'a, A> {
             let wild = self.wild(n, outside, solo, alone.sends & outside);
             let mut joins = 0u64;
             for y in (0..n).filter(|&y| outside & (1 << y) != 0) {
-                let may = match solo[y] {
-                    Solo::Sends { to, .. } if wild & (1 << y) == 0 => to,
-                    _ => self.peers[y],
-                };
+                let may = self.may_send(y, solo, wild).0;
                 let starves_p = may & (1 << p) != 0 && alone.drains & (1 << y) != 0;
-                let fills = (0..n).any(|z| c & may & (1 << z) != 0 && nonempty[z] & (1 << y) == 0);
-                if starves_p || fills {
+                if starves_p || fills(c, may, nonempty, y) {
                     joins |= 1 << y;
                 }
             }
@@ -307,9 +309,7 @@ impl<'a, A: CsObject> Explorer<'a, A> {
             c |= joins;
         }
         // `p`'s other actions must not enable an action of `C`
-        let p_fills =
-            (0..n).any(|z| c & alone.sends & (1 << z) != 0 && nonempty[z] & (1 << p) == 0);
-        (!p_fills).then_some(c)
+        (!fills(c, alone.sends, nonempty, p)).then_some(c)
     }
 
     /// The smallest set of processes containing `p` whose enabled actions form a persistent
@@ -336,12 +336,8 @@ impl<'a, A: CsObject> Explorer<'a, A> {
             // an outside process that may fill an empty link into the set joins it
             let mut joins = 0u64;
             for y in (0..n).filter(|&y| outside & (1 << y) != 0) {
-                let (may, shows) = match solo[y] {
-                    Solo::Sends { to, visible } if wild & (1 << y) == 0 => (to, visible),
-                    _ => (self.peers[y], true),
-                };
-                let fills = (0..n).any(|x| c & may & (1 << x) != 0 && nonempty[x] & (1 << y) == 0);
-                if fills || (visible && shows) {
+                let (may, shows) = self.may_send(y, solo, wild);
+                if fills(c, may, nonempty, y) || (visible && shows) {
                     joins |= 1 << y;
                 }
             }
@@ -472,11 +468,6 @@ impl<'a, A: CsObject> Explorer<'a, A> {
     }
 }
 
-/// What an inbox is, for the set of visited ones: its messages per link.
-fn inbox_key<M: Clone>(inbox: &[VecDeque<M>]) -> Vec<Vec<M>> {
-    inbox.iter().map(|q| q.iter().cloned().collect()).collect()
-}
-
 /// What a process `p` can do alone before the delivery of the head of one of its links
 /// (never taking from that link; see [`Explorer::commuting_delivery`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -547,4 +538,11 @@ fn route<M: Clone>(sends: &[(u8, M)], me: usize, inbox: &mut [VecDeque<M>]) -> u
         }
     }
     to_mask
+}
+
+/// Whether a process `y` that may send to the processes of `may` (a bit set) may fill an
+/// empty link into one of `set`'s: `nonempty[x]` has bit `y` set when link `(y, x)` holds a
+/// message.
+fn fills(set: u64, may: u64, nonempty: &[u64], y: usize) -> bool {
+    (0..nonempty.len()).any(|x| set & may & (1 << x) != 0 && nonempty[x] & (1 << y) == 0)
 }
